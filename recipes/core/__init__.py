@@ -1,0 +1,54 @@
+"""Shared building blocks: each module is readable on its own and imports only this package.
+
+- ``loader``: :func:`loader_kwargs` (the DataLoader preset) and :func:`build_loader`.
+- ``device``: :func:`to_device`, :class:`DevicePrefetcher`, GPU-side image normalisation.
+- ``samplers``: :class:`GroupedBatchSampler` (grouped, resumable, rank-aware batches).
+- ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
+- ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
+- ``tokens``: flat token arrays, :func:`encode_texts`, :func:`pad_batch`.
+- ``errors``, ``paths``, ``tables``: the error policy, safe paths, COW-safe string tables.
+"""
+
+from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
+from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.images import MAX_PIXELS, decode_image, image_size, read_image
+from recipes.core.loader import build_loader, loader_kwargs, resolve_device, usable_cpus
+from recipes.core.paths import check_relative, resolve_under
+from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size
+from recipes.core.seeding import SeededDataset, sample_seeds, seeded
+from recipes.core.tables import StringArray
+from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "MAX_PIXELS",
+    "DataError",
+    "DevicePrefetcher",
+    "GroupedBatchSampler",
+    "SeededDataset",
+    "SkippedSampleWarning",
+    "StringArray",
+    "TokenArray",
+    "build_loader",
+    "check_on_error",
+    "check_relative",
+    "decode_image",
+    "distributed_rank_and_size",
+    "drop_skipped",
+    "encode_texts",
+    "image_size",
+    "load_tokenizer",
+    "loader_kwargs",
+    "normalize_images",
+    "pad_batch",
+    "pad_id_of",
+    "read_image",
+    "resolve_device",
+    "resolve_under",
+    "sample_seeds",
+    "seeded",
+    "skip_or_raise",
+    "to_device",
+    "usable_cpus",
+]

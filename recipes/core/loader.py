@@ -1,0 +1,148 @@
+"""DataLoader presets: the keyword arguments worth setting, and one builder the recipes share.
+
+    loader = DataLoader(dataset, batch_size=64, **loader_kwargs("cuda", train=True, seed=0))
+
+    loader = build_loader(dataset, image_collate, batch_size=64, train=True, device="cuda",
+                          seed=0, stateful=True, groups=aspect_bucket)
+
+``loader_kwargs`` answers the questions the DataLoader docs leave open (how many workers, pin or
+not, keep workers alive, how far to prefetch) from the device and the CPUs this process may use.
+The values are starting points: ``python -m recipes bench`` measures them on your data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from recipes.core.samplers import GroupedBatchSampler, shared_seed
+from recipes.core.seeding import SeededDataset
+
+# More workers than this rarely helps one GPU and each one costs a process, its memory and
+# prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
+MAX_AUTO_WORKERS = 8
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, which containers and SLURM narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` -> the available accelerator, else CPU; strings and devices pass through."""
+    if device is None:
+        accelerator = torch.accelerator.current_accelerator(check_available=True)
+        return accelerator if accelerator is not None else torch.device("cpu")
+    return torch.device(device)
+
+
+def loader_kwargs(
+    device: str | torch.device | None = None,
+    *,
+    train: bool,
+    num_workers: int | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """DataLoader keyword arguments tuned for ``device``.
+
+    Args:
+        device: ``"cuda"``, ``"cpu"``, a ``torch.device``, ``"debug"`` (no workers, so a
+            breakpoint in ``__getitem__`` works), or None to detect the accelerator.
+        train: training drops the last incomplete batch; evaluation keeps every sample.
+        num_workers: override the worker count derived from the usable CPUs.
+        seed: seeds the loader's generator, hence each worker's base seed.
+
+    Returns:
+        A dict for ``DataLoader(**kwargs)``: ``num_workers``, ``pin_memory``, ``drop_last``, and
+        with workers ``persistent_workers`` and ``prefetch_factor``; ``generator`` with a seed.
+    """
+    debug = device == "debug"
+    device = torch.device("cpu") if debug else resolve_device(device)
+    on_accelerator = device.type != "cpu"
+    if num_workers is None:
+        if debug:
+            num_workers = 0
+        elif on_accelerator:
+            # All usable CPUs feed the accelerator, shared between the ranks on this node.
+            local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+            num_workers = min(MAX_AUTO_WORKERS, max(1, usable_cpus() // local_ranks))
+        else:
+            # On CPU the model's own threads need the cores too: give loading half of them.
+            num_workers = min(MAX_AUTO_WORKERS, max(1, usable_cpus() // 2))
+    kwargs: dict[str, Any] = {
+        "num_workers": num_workers,
+        # Page-locked batches let the host-to-GPU copy run as DMA, async with non_blocking=True;
+        # on CPU pinning only costs a copy.
+        "pin_memory": device.type == "cuda",
+        # A partial last batch changes the loss scale and BatchNorm statistics in training;
+        # evaluation must see every sample.
+        "drop_last": train,
+    }
+    if num_workers > 0:
+        # Keep workers (and their open files, imports, caches) alive between epochs instead of
+        # forking them again, which stalls the start of every epoch.
+        kwargs["persistent_workers"] = True
+        # Batches each worker keeps ready. A GPU step is short and a slow JPEG is bursty: four
+        # absorb the bursts; on CPU the model is slow anyway and two save memory.
+        kwargs["prefetch_factor"] = 4 if on_accelerator else 2
+    if seed is not None:
+        # Workers derive their seeds from this generator: same seed, same worker seeds.
+        kwargs["generator"] = torch.Generator().manual_seed(seed)
+    return kwargs
+
+
+def build_loader(
+    dataset: Dataset,
+    collate_fn: Callable[[list[Any]], Any],
+    *,
+    batch_size: int | None,
+    train: bool,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    stateful: bool = False,
+    groups: Sequence[int] | np.ndarray | None = None,
+    lengths: Sequence[int] | np.ndarray | None = None,
+    max_tokens: int | None = None,
+    **overrides: Any,
+) -> DataLoader:
+    """The loader every ``<domain>_loader`` preset returns.
+
+    It wires :func:`loader_kwargs`, a keyed :class:`GroupedBatchSampler` (shuffled and grouped
+    when training, in order when not, split across ranks) and :class:`SeededDataset`, so that
+    each sample's augmentation is seeded by ``(seed, epoch, index)``. ``overrides`` are
+    DataLoader keyword arguments that replace the preset's (``num_workers=0``,
+    ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...).
+    ``stateful=True`` returns torchdata's ``StatefulDataLoader``, whose ``state_dict()`` resumes
+    mid-epoch with exactly the batches still to come.
+    """
+    kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
+    kwargs.update(overrides)
+    drop_last = kwargs.pop("drop_last")
+    shuffle = kwargs.pop("shuffle", train)
+    if kwargs["num_workers"] == 0:
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+    sampler = GroupedBatchSampler(
+        len(dataset),
+        batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        seed=shared_seed(seed),
+        groups=groups,
+        lengths=lengths,
+        max_tokens=max_tokens,
+        keyed=True,
+    )
+    if stateful:
+        from torchdata.stateful_dataloader import StatefulDataLoader
+
+        return StatefulDataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+    return DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

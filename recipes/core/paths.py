@@ -1,0 +1,49 @@
+"""Resolve paths that come from data (manifests, annotation files) without escaping the root.
+
+A manifest row or a COCO ``file_name`` is untrusted text. ``"../../etc/passwd"``, an absolute
+path, or a symlink that points outside the dataset folder must be refused, not opened.
+
+    root = Path("data/coco/train2017")
+    check_relative("000000000009.jpg", source="instances.json, image id 9")  # cheap, at index time
+    path = resolve_under(root, "000000000009.jpg")                          # at open time
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from recipes.core.errors import DataError
+
+
+def check_relative(name: str, *, source: str = "") -> str:
+    """Refuse ``name`` if it is absolute or climbs out with ``..``; return it unchanged.
+
+    This is the lexical half of the check; it needs no file system access, so datasets run it
+    over every entry when they build their index. Symlinks are caught by :func:`resolve_under`.
+    """
+    where = f"{source}: " if source else ""
+    if not isinstance(name, str) or not name:
+        raise DataError(f"{where}image path must be a non-empty string, got {name!r}")
+    if "\x00" in name:
+        raise DataError(f"{where}path {name!r} contains a NUL byte")
+    posix, windows = PurePosixPath(name), PureWindowsPath(name)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive:
+        raise DataError(f"{where}path {name!r} is absolute; paths must be relative to the root")
+    if ".." in posix.parts or ".." in windows.parts:
+        raise DataError(f"{where}path {name!r} escapes the dataset root with '..'")
+    return name
+
+
+def resolve_under(root: str | os.PathLike, name: str, *, source: str = "") -> Path:
+    """Join ``name`` to ``root`` and refuse the result unless it stays inside ``root``.
+
+    Symlinks are followed before the comparison, so a link that points outside is refused too.
+    """
+    check_relative(name, source=source)
+    base = Path(root).resolve()
+    path = (base / name).resolve()
+    if not path.is_relative_to(base):
+        where = f"{source}: " if source else ""
+        raise DataError(f"{where}path {name!r} resolves to {path}, outside the root {base}")
+    return path

@@ -1,0 +1,96 @@
+"""Per-sample randomness: every sample's augmentation is seeded by ``(seed, epoch, index)``.
+
+DataLoader seeds each *worker* once, so which random crop a sample gets depends on which worker
+happened to load it, and on how many samples that worker drew before. Change ``num_workers``,
+resume mid-epoch or add a rank, and the augmentations change. Here each sample runs under its own
+seed instead, derived from the loader's seed, the epoch and the sample index; a batch is then the
+same whatever the worker count, the rank or a resume.
+
+    seeds = sample_seeds(seed=0, epoch=3, indices=np.array([5, 9]))  # uint64, one per sample
+    with seeded(int(seeds[0])):
+        image = transform(image)                                     # torch/random/numpy draws
+
+The batch samplers in :mod:`recipes.core.samplers` hand ``(index, sample_seed)`` pairs to the
+loader; :class:`SeededDataset` unpacks them and runs ``dataset[index]`` under that seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+_MASK64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser: a cheap, well-mixed bijection on uint64 (Steele et al. 2014)."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def sample_seeds(seed: int, epoch: int, indices: np.ndarray | list[int]) -> np.ndarray:
+    """Return one uint64 seed per index, a hash of ``(seed, epoch, index)``."""
+    key = _splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
+    key = _splitmix64(key ^ np.uint64(epoch & _MASK64))
+    return _splitmix64(key ^ np.asarray(indices, dtype=np.uint64))
+
+
+def epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """A torch.Generator for one epoch's shuffle, the same on every rank."""
+    return torch.Generator().manual_seed(int(sample_seeds(seed, epoch, [_MASK64])[0]))
+
+
+def random_seed() -> int:
+    """Draw a 63-bit seed from torch's default generator, so ``torch.manual_seed`` governs it."""
+    return int(torch.empty((), dtype=torch.int64).random_().item())
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run the block with torch's CPU generator, ``random`` and ``numpy.random`` seeded by ``seed``.
+
+    The previous states are restored afterwards, so running a dataset in the main process
+    (``num_workers=0``) does not disturb the training loop's own randomness. CUDA generators are
+    left alone: data transforms run on the CPU, and reseeding CUDA would change dropout.
+    """
+    cpu = torch.random.default_generator
+    saved = cpu.get_state(), random.getstate(), np.random.get_state()
+    cpu.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed & 0xFFFF_FFFF)
+    try:
+        yield
+    finally:
+        cpu.set_state(saved[0])
+        random.setstate(saved[1])
+        np.random.set_state(saved[2])
+
+
+class SeededDataset(Dataset):
+    """Wraps a map-style dataset so that ``self[(index, seed)]`` runs ``dataset[index]`` seeded.
+
+    A plain integer index is passed straight through, unseeded. The wrapped dataset is
+    ``.dataset``; the loader presets in this package hand this wrapper to the DataLoader.
+    """
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> Any:
+        if isinstance(key, tuple):
+            index, seed = key
+            with seeded(seed):
+                return self.dataset[index]
+        return self.dataset[key]

@@ -1,0 +1,180 @@
+"""Token storage and padding shared by the text and multimodal recipes.
+
+    tokenizer = load_tokenizer("tokenizer.json")
+    tokens = encode_texts(tokenizer, ["a cat", "a dog on a mat"], max_length=77)
+    tokens[1]                        # np.ndarray of ids, a view into one flat array
+    tokens.lengths                   # np.ndarray [N]
+    ids, mask, lengths = pad_batch([torch.tensor([5, 6]), torch.tensor([7])], pad_id=0)
+
+Token ids live nanoGPT-style in one flat ``uint16`` array (``uint32`` when the vocabulary has more
+than 65,536 entries) plus int64 offsets: two numpy buffers instead of a list of Python lists,
+so worker processes do not copy them page by page as reference counts change (pytorch issue
+13246), they pickle in one piece for ``spawn``, and they save to ``.npy`` and memory-map back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
+ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thread pool
+
+
+def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
+    """A ``tokenizers.Tokenizer`` as is, or one loaded from a ``tokenizer.json`` path."""
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    path = Path(tokenizer)
+    if not path.is_file():
+        raise FileNotFoundError(f"tokenizer file {path} does not exist (expected a tokenizer.json)")
+    return Tokenizer.from_file(str(path))
+
+
+def pad_id_of(tokenizer: Tokenizer, pad_id: int | None = None) -> int:
+    """The padding id: ``pad_id`` if given, else the tokenizer's padding config, else its pad token."""
+    if pad_id is not None:
+        return int(pad_id)
+    if tokenizer.padding is not None:
+        return int(tokenizer.padding["pad_id"])
+    for token in PAD_TOKENS:
+        token_id = tokenizer.token_to_id(token)
+        if token_id is not None:
+            return token_id
+    raise ValueError(
+        f"the tokenizer has no padding config and none of the pad tokens {PAD_TOKENS}; "
+        "pass pad_id=... explicitly (any id works: padded positions are masked out)"
+    )
+
+
+def _encoding_copy(tokenizer: Tokenizer) -> Tokenizer:
+    """A copy whose ``encode_batch`` gives exactly what ``encode`` gives for each text.
+
+    Batch-longest padding is the one setting where they differ: it pads each text to the
+    longest in its batch. Fixed-length padding and truncation apply per text, so they stay.
+    """
+    padding = tokenizer.padding
+    if padding is None or padding.get("length") is not None:
+        return tokenizer
+    copy = Tokenizer.from_str(tokenizer.to_str())
+    copy.no_padding()
+    return copy
+
+
+class TokenArray:
+    """Variable-length token sequences stored as one flat array plus offsets.
+
+    Args:
+        ids: flat token ids, ``uint16`` or ``uint32``.
+        offsets: int64 [N+1]; sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``.
+    """
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
+        if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids):
+            raise ValueError("offsets must start at 0 and end at len(ids)")
+        self.ids, self.offsets = ids, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return self.ids[self.offsets[index] : self.offsets[index + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def tensor(self, index: int) -> torch.Tensor:
+        """Sequence ``index`` as a fresh int64 tensor."""
+        return torch.from_numpy(self[index].astype(np.int64))
+
+    def save(self, prefix: str | os.PathLike) -> None:
+        """Write ``<prefix>.ids.npy`` and ``<prefix>.offsets.npy`` (plain arrays, no pickle)."""
+        prefix = Path(prefix)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        for name, array in (("ids", self.ids), ("offsets", self.offsets)):
+            partial = prefix.with_name(f"{prefix.name}.{name}.{os.getpid()}.tmp.npy")
+            np.save(partial, array, allow_pickle=False)
+            os.replace(partial, prefix.with_name(f"{prefix.name}.{name}.npy"))  # atomic publish
+
+    @classmethod
+    def load(cls, prefix: str | os.PathLike, mmap: bool = True) -> TokenArray:
+        """Read what :meth:`save` wrote, memory-mapped by default; never unpickles."""
+        prefix = Path(prefix)
+        mode = "r" if mmap else None
+        ids = np.load(prefix.with_name(f"{prefix.name}.ids.npy"), mmap_mode=mode, allow_pickle=False)
+        offsets = np.load(prefix.with_name(f"{prefix.name}.offsets.npy"), mmap_mode=mode, allow_pickle=False)
+        return cls(ids, np.asarray(offsets, dtype=np.int64))
+
+
+def token_dtype(tokenizer: Tokenizer) -> np.dtype:
+    """``uint16`` when every id fits in 16 bits, else ``uint32``."""
+    return np.dtype(np.uint16 if tokenizer.get_vocab_size(with_added_tokens=True) <= 2**16 else np.uint32)
+
+
+def encode_texts(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    *,
+    max_length: int | None = None,
+    progress: bool | None = None,
+    description: str = "tokenizing",
+) -> TokenArray:
+    """Tokenise ``texts`` with ``encode_batch`` into a :class:`TokenArray`.
+
+    Each sequence equals ``tokenizer.encode(text).ids[:max_length]``, special tokens included.
+    ``progress`` shows a tqdm bar; None shows it only for more than 100k texts.
+    """
+    encoder = _encoding_copy(tokenizer)
+    dtype = token_dtype(tokenizer)
+    chunks, lengths = [], np.zeros(len(texts), dtype=np.int64)
+    show = len(texts) > 100_000 if progress is None else progress
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(texts), desc=description, unit="text", disable=not show) as bar:
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            batch = encoder.encode_batch(list(texts[start : start + ENCODE_CHUNK]))
+            for offset, encoding in enumerate(batch):
+                ids = encoding.ids if max_length is None else encoding.ids[:max_length]
+                lengths[start + offset] = len(ids)
+                chunks.append(np.asarray(ids, dtype=dtype))
+            bar.update(len(batch))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+    return TokenArray(ids, offsets)
+
+
+def pad_batch(
+    sequences: Sequence[torch.Tensor],
+    *,
+    pad_id: int = 0,
+    pad_to_multiple_of: int | None = None,
+    padding_side: str = "right",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pad 1-D int sequences into one tensor with a single scatter, no per-row Python loop.
+
+    Returns:
+        ``input_ids`` int64 [B,T], ``attention_mask`` int64 [B,T] (1 = real token) and
+        ``lengths`` int64 [B]. T is the longest length, rounded up to ``pad_to_multiple_of``.
+    """
+    if padding_side not in ("right", "left"):
+        raise ValueError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
+    lengths = torch.tensor([len(sequence) for sequence in sequences], dtype=torch.int64)
+    width = int(lengths.max()) if len(sequences) else 0
+    if pad_to_multiple_of:
+        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+    positions = torch.arange(width)
+    if padding_side == "right":
+        mask = positions < lengths[:, None]
+    else:
+        mask = positions >= (width - lengths)[:, None]
+    input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.int64)
+    if len(sequences):
+        input_ids[mask] = torch.cat([torch.as_tensor(s, dtype=torch.int64) for s in sequences])
+    return input_ids, mask.to(torch.int64), lengths

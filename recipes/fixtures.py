@@ -1,0 +1,510 @@
+"""Deterministic generator for the tiny datasets every recipe and test runs on.
+
+    from recipes.fixtures import fixtures_dir
+    root = fixtures_dir()                      # repo fixtures/ or a cached generated copy
+    python fixtures/generate.py                # regenerate the committed fixtures/
+    python -m recipes.fixtures OUT_DIR         # generate anywhere
+
+Only stdlib, numpy, Pillow and tokenizers are imported, so this works from a wheel install.
+Same library versions -> byte-identical output (seeded numpy RNGs, fixed encoder settings,
+sorted JSON, single-threaded tokenizer training). Layout written by `generate(out_dir)`:
+
+    VERSION, README.md
+    vision/            ImageFolder layout, classes bird, cat, dog
+      bird/rgb.jpg (96x64 RGB)  rgb_portrait.png (56x88 RGB)  gray.png (L)
+           gray16.png (I;16, values 0..65535)  palette.png (P with transparency index 0)
+      cat/rgb.jpg (64x64)  rgba.png (RGBA)  cmyk.jpg (CMYK JPEG)  gray.jpg (L)  X.JPG (uppercase
+          extension)  notes.txt (not an image; ImageFolder ignores it)
+      dog/rgb.jpg  rgb.png  exif_rot6.jpg (stored 96x64, EXIF orientation 6 -> upright 64x96 with
+          a red block top-left and blue block bottom-right)  puppies/p0.jpg (nested, included)
+    text/
+      corpus.txt       200 lines, one sample a line, long-tailed lengths (3..~300 words), UTF-8
+                       with accents and one emoji line, no empty lines
+      labeled.jsonl    120 rows {"label": 0..2, "text": ...}
+      labeled.csv      header text,label; 80 rows, some texts hold commas and double quotes
+      tokenizer.json   BPE, NFKC, Whitespace pre-tokenizer, [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
+                       "[CLS] $A [SEP]" template, no padding/truncation
+    detection/
+      instances.json   COCO instances; file_name relative to detection/images/ (image_root)
+      images/*.jpg     10 images, ids 3 7 8 15 42 100 101 256 999 1000 (96x64, 64x96, 80x80);
+                       image 42 has no annotations; categories 1 person, 3 car, 7 dog, 12 cup,
+                       18 kite; polygons drawn in the category colour; images 8 and 256 hold a
+                       crowd annotation (iscrowd 1, uncompressed RLE); image 15 holds one
+                       non-crowd annotation with a compressed RLE (counts is a string)
+    multimodal/        paths below are relative to multimodal/ (the default image_root)
+      images/img_0.jpg .. img_7.jpg   varied sizes
+      manifest.jsonl   {"image": "images/img_i.jpg", "caption": ...}; row 3 has "captions" [3]
+      manifest.csv     image,caption; the same 8 images
+      captions.json    COCO captions, file_name "images/img_i.jpg", ids 2 5 11 17 23 31 47 64,
+                       2-5 captions per image
+    hostile/           bad input a loader must refuse or skip; see hostile/README.md
+"""
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+FIXTURES_VERSION = "1"
+JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
+PNG_KW = {"compress_level": 9, "optimize": False}
+
+# ~300 common words, most frequent first; accented words sit mid-list so they do occur.
+WORDS = """the of and to a in is it you that he was for on are with as his they be at one have
+this from or had by hot word but what some we can out other were all there when up use your how
+said an each she which do their time if will way about many then them write would like so these
+her long make thing see him two has look more day could go come did number sound no most people
+my over know water than call first who may down side been now find any new work part take get
+place made live where after back little only round man year came show every good me give our
+under name very through just form sentence great think café say help low line differ turn cause
+much mean before move right boy old too same tell does set three want air well also play small
+end put home read hand port large spell add even land here must big high such follow act why ask
+naïve men change went light kind off need house picture try us again animal point mother world
+near build self earth father head stand own page should country found answer school grow study
+still learn plant cover food sun four between state keep eye never last let thought city tree
+cross farm hard start might story saw far sea draw left late run don't while press close night
+real life few north open seem together next white children begin got walk example ease paper
+group always music those both mark often letter until mile river car feet care second book carry
+took science eat room friend began idea fish mountain stop once base hear horse cut sure watch
+colour face wood main enough plain girl usual young ready above ever red list though feel talk
+bird soon body dog family direct pose leave song measure door product black short numeral class
+wind question happen complete ship area half rock order fire south problem piece told knew pass
+since top whole king space heard best hour better true during hundred five remember step early
+hold west ground interest reach fast verb sing listen six table travel less morning résumé
+façade jalapeño""".split()
+EMOJI_LINE = "The cat 🐱 sat by the window in the sun 🌞 and the dog said nothing 🐶."
+
+
+def generate(out_dir: str | Path) -> Path:
+    """Write every fixture into out_dir (created if missing) and return it."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_vision(out / "vision")
+    _write_text(out / "text")
+    _write_detection(out / "detection")
+    _write_multimodal(out / "multimodal")
+    _write_hostile(out / "hostile")
+    _write(out / "README.md", README)
+    _write(out / "VERSION", FIXTURES_VERSION + "\n")  # last: its presence marks a complete tree
+    return out
+
+
+def fixtures_dir() -> Path:
+    """Return the repo's fixtures/ folder, or a generated copy cached in the temp dir."""
+    repo = Path(__file__).resolve().parent.parent / "fixtures"
+    if (repo / "VERSION").is_file():
+        return repo
+    return _cached_fixtures(Path(tempfile.gettempdir()))
+
+
+def _cached_fixtures(tmp_root: Path) -> Path:
+    # Keyed by this file's hash so an edited generator never reuses a stale cache. Generated
+    # into a private temp dir and renamed into place: concurrent processes never see a half tree.
+    key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    final = tmp_root / f"recipes-fixtures-{FIXTURES_VERSION}-{key}"
+    if (final / "VERSION").is_file():
+        return final
+    staging = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=tmp_root))
+    generate(staging)
+    os.chmod(staging, 0o755)  # mkdtemp makes it private; the cache may be shared
+    try:
+        os.rename(staging, final)
+    except OSError:  # another process won the race; its tree is identical
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------- shared helpers
+def _write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8", newline="\n")
+
+
+def _write_json(path: Path, obj: object) -> None:
+    _write(path, json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    _write(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+
+
+def _save(img: Image.Image, path: Path, **kw: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = "JPEG" if path.suffix.lower() == ".jpg" else "PNG"
+    img.save(path, fmt, **(JPEG_KW if fmt == "JPEG" else PNG_KW), **kw)
+
+
+def _background(rng: np.random.Generator, w: int, h: int, tint: tuple = (0, 0, 0)) -> Image.Image:
+    """Smooth three-colour gradient plus a few filled ellipses and rectangles."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    xx, yy = xx / max(w - 1, 1), yy / max(h - 1, 1)
+    c0, c1, c2 = (rng.uniform(30, 225, 3) for _ in range(3))
+    arr = c0 + (c1 - c0) * xx[..., None] + (c2 - c0) * yy[..., None] + np.array(tint)
+    img = Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8), "RGB")
+    draw = ImageDraw.Draw(img)
+    for _ in range(int(rng.integers(2, 5))):
+        x0, x1 = sorted(rng.integers(0, w, 2).tolist())
+        y0, y1 = sorted(rng.integers(0, h, 2).tolist())
+        fill = tuple(rng.integers(0, 256, 3).tolist())
+        shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
+        shape((x0, y0, x1 + 2, y1 + 2), fill=fill)
+    return img
+
+
+def _noisy(rng: np.random.Generator, img: Image.Image, sigma: float = 6.0) -> Image.Image:
+    arr = np.asarray(img, dtype=np.float64) + rng.normal(0.0, sigma, (img.height, img.width, 3))
+    return Image.fromarray(np.clip(np.rint(arr), 0, 255).astype(np.uint8), "RGB")
+
+
+def _picture(rng: np.random.Generator, w: int, h: int, tint: tuple = (0, 0, 0)) -> Image.Image:
+    return _noisy(rng, _background(rng, w, h, tint))
+
+
+def _sentence(rng: np.random.Generator, n_words: int) -> str:
+    weights = np.arange(1, len(WORDS) + 1) ** -0.7  # Zipf-like: frequent words first
+    words = rng.choice(WORDS, size=n_words, p=weights / weights.sum()).tolist()
+    for i in range(int(rng.integers(2, 6)), n_words - 1, int(rng.integers(5, 12))):
+        words[i] += ","  # a comma now and then
+    words[0] = words[0].capitalize()
+    return " ".join(words) + str(rng.choice([".", ".", ".", "?", "!"]))
+
+
+def _long_tailed_lengths(rng: np.random.Generator, n: int, n_long: int) -> list[int]:
+    """Mostly 3-15 words (lognormal), plus n_long samples of 100-300 words."""
+    lengths = np.clip(np.rint(rng.lognormal(2.0, 0.6, n)), 3, 60).astype(int)
+    lengths[rng.choice(n, n_long, replace=False)] = rng.integers(100, 301, n_long)
+    return lengths.tolist()
+
+
+# ---------------------------------------------------------------- vision
+CLASS_TINT = {"bird": (-30, -10, 40), "cat": (40, 10, -30), "dog": (-20, 35, -20)}
+
+
+def _write_vision(root: Path) -> None:
+    rng = np.random.default_rng(1)
+
+    def pic(cls: str, w: int, h: int) -> Image.Image:
+        return _picture(rng, w, h, CLASS_TINT[cls])
+
+    _save(pic("bird", 96, 64), root / "bird/rgb.jpg")
+    _save(pic("bird", 56, 88), root / "bird/rgb_portrait.png")
+    _save(pic("bird", 40, 40).convert("L"), root / "bird/gray.png")
+    _save(pic("bird", 72, 48).quantize(16, dither=Image.Dither.NONE), root / "bird/palette.png",
+          transparency=0)
+    ramp = np.linspace(0, 65535, 64 * 48).reshape(48, 64)
+    ramp[1:-1, 1:-1] += rng.normal(0, 900, (46, 62))  # noisy inside; corners stay 0 and 65535
+    gray16 = np.clip(np.rint(ramp), 0, 65535).astype(np.uint16)
+    _save(Image.fromarray(gray16), root / "bird/gray16.png")
+
+    _save(pic("cat", 64, 64), root / "cat/rgb.jpg")
+    rgba = pic("cat", 80, 60)
+    rgba.putalpha(Image.fromarray(np.tile(np.linspace(255, 40, 80).astype(np.uint8), (60, 1))))
+    _save(rgba, root / "cat/rgba.png")
+    _save(pic("cat", 60, 90).convert("CMYK"), root / "cat/cmyk.jpg")
+    _save(pic("cat", 100, 70).convert("L"), root / "cat/gray.jpg")
+    _save(pic("cat", 48, 72), root / "cat/X.JPG")
+    _write(root / "cat/notes.txt", "Not an image: ImageFolder must skip this file.\n")
+
+    _save(pic("dog", 120, 80), root / "dog/rgb.jpg")
+    _save(pic("dog", 32, 48), root / "dog/rgb.png")
+    _save(pic("dog", 64, 80), root / "dog/puppies/p0.jpg")
+    upright = pic("dog", 64, 96)  # portrait as displayed; asymmetric markers reveal a missing turn
+    ImageDraw.Draw(upright).rectangle((0, 0, 23, 15), fill=(255, 0, 0))
+    ImageDraw.Draw(upright).rectangle((52, 88, 63, 95), fill=(0, 0, 255))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation 6: viewer rotates 90 degrees clockwise
+    _save(upright.transpose(Image.Transpose.ROTATE_90), root / "dog/exif_rot6.jpg",
+          exif=exif.tobytes())
+
+
+# ---------------------------------------------------------------- text
+def _write_text(root: Path) -> None:
+    rng = np.random.default_rng(2)
+    corpus = [_sentence(rng, n) for n in _long_tailed_lengths(rng, 200, n_long=5)]
+    corpus[17] = EMOJI_LINE
+    corpus[42] = "A naïve café owner wrote a résumé about the façade and a jalapeño."
+    _write(root / "corpus.txt", "\n".join(corpus) + "\n")
+
+    labeled = [{"text": _sentence(rng, n), "label": int(rng.integers(0, 3))}
+               for n in _long_tailed_lengths(rng, 120, n_long=3)]
+    _write_jsonl(root / "labeled.jsonl", labeled)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["text", "label"])
+    for i, n in enumerate(_long_tailed_lengths(rng, 80, n_long=2)):
+        text = _sentence(rng, n)
+        if i % 5 == 0:  # commas and double quotes that the csv module must quote
+            text = f'She said "{text[:-1]}", then "{WORDS[i]}", and left.'
+        writer.writerow([text, int(rng.integers(0, 3))])
+    _write(root / "labeled.csv", buf.getvalue())
+    texts = corpus + [r["text"] for r in labeled] + buf.getvalue().splitlines()[1:]
+    _write(root / "tokenizer.json", _train_tokenizer(texts))
+
+
+def _train_tokenizer(texts: list[str]) -> str:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFKC()  # keeps accents: "café" != "cafe"
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=800, min_frequency=2, special_tokens=specials, show_progress=False))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    return tok.to_str(pretty=True) + "\n"
+
+
+# ---------------------------------------------------------------- detection
+CATEGORIES = [(1, "person", "person", (220, 40, 40)), (3, "car", "vehicle", (40, 80, 230)),
+              (7, "dog", "animal", (240, 200, 30)), (12, "cup", "kitchen", (30, 190, 80)),
+              (18, "kite", "sports", (200, 50, 220))]
+DET_IMAGES = [(3, 96, 64), (7, 64, 96), (8, 96, 64), (15, 80, 80), (42, 64, 96), (100, 96, 64),
+              (101, 64, 96), (256, 96, 64), (999, 64, 96), (1000, 96, 64)]
+EMPTY_IMAGE, CROWD_IMAGES, RLE_IMAGE = 42, (8, 256), 15
+
+
+def rle_counts(mask: np.ndarray) -> list[int]:
+    """Uncompressed COCO RLE: run lengths of the column-major mask, starting with zeros."""
+    flat = np.asarray(mask, dtype=np.uint8).ravel(order="F")
+    edges = np.concatenate([[0], np.flatnonzero(np.diff(flat)) + 1, [flat.size]])
+    runs = np.diff(edges).tolist()
+    return [0] + runs if flat[0] else runs
+
+
+def rle_string(counts: list[int]) -> str:
+    """Compressed COCO RLE string, the same bytes as pycocotools' rleToString."""
+    out = []
+    for i, count in enumerate(counts):
+        x = count - counts[i - 2] if i > 2 else count
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = x != -1 if c & 0x10 else x != 0
+            out.append(chr((c | 0x20 if more else c) + 48))
+    return "".join(out)
+
+
+def _polygon(rng: np.random.Generator, w: int, h: int) -> list[float]:
+    """A jittered k-gon (triangle .. 12-gon) that lies inside the image."""
+    rx, ry = rng.uniform(0.12, 0.28) * w, rng.uniform(0.12, 0.28) * h
+    cx, cy = rng.uniform(rx + 1, w - rx - 1), rng.uniform(ry + 1, h - ry - 1)
+    k = int(rng.choice([3, 4, 5, 6, 8, 12]))
+    angles = rng.uniform(0, 2 * np.pi) + np.linspace(0, 2 * np.pi, k, endpoint=False)
+    radius = rng.uniform(0.7, 1.0, k)
+    xs, ys = cx + rx * radius * np.cos(angles), cy + ry * radius * np.sin(angles)
+    return np.round(np.stack([xs, ys], 1).ravel(), 2).tolist()
+
+
+def _polygon_area(poly: list[float]) -> float:
+    x, y = np.array(poly[0::2]), np.array(poly[1::2])
+    return round(float(abs(np.dot(x, np.roll(y, 1)) - np.dot(y, np.roll(x, 1))) / 2), 2)
+
+
+def _mask_box(mask: np.ndarray) -> list[float]:
+    ys, xs = np.nonzero(mask)
+    return [float(xs.min()), float(ys.min()), float(xs.max() - xs.min() + 1),
+            float(ys.max() - ys.min() + 1)]
+
+
+def _blob_mask(rng: np.random.Generator, w: int, h: int, crowd: bool) -> np.ndarray:
+    """One ellipse, or a crowd of 5-8 small dots in one region."""
+    canvas = Image.new("L", (w, h))
+    draw = ImageDraw.Draw(canvas)
+    x0, y0 = int(rng.integers(2, w // 3)), int(rng.integers(2, h // 3))
+    if not crowd:
+        x1, y1 = x0 + int(rng.integers(15, w // 2)), y0 + int(rng.integers(15, h // 2))
+        draw.ellipse((x0, y0, x1, y1), fill=1)
+    for _ in range(int(rng.integers(5, 9)) if crowd else 0):
+        cx, cy, r = x0 + rng.integers(0, w // 2), y0 + rng.integers(0, h // 2), rng.integers(2, 5)
+        draw.ellipse((int(cx - r), int(cy - r), int(cx + r), int(cy + r)), fill=1)
+    return np.array(canvas, dtype=np.uint8)
+
+
+def _write_detection(root: Path) -> None:
+    rng = np.random.default_rng(3)
+    images, annotations, ann_id = [], [], 1000
+    for image_id, w, h in DET_IMAGES:
+        img = _background(rng, w, h)
+        img = Image.blend(img, Image.new("RGB", (w, h), (128, 128, 128)), 0.6)  # objects stand out
+        draw = ImageDraw.Draw(img)
+        kinds = [] if image_id == EMPTY_IMAGE else ["polygon"] * int(rng.integers(2, 5))
+        if image_id in CROWD_IMAGES:
+            kinds[-1] = "crowd"
+        if image_id == RLE_IMAGE:
+            kinds[-1] = "rle"
+        for kind in kinds:
+            cat_id, _, _, colour = CATEGORIES[int(rng.integers(len(CATEGORIES)))]
+            ann_id += int(rng.integers(1, 8))  # unique, non-contiguous
+            ann = {"id": ann_id, "image_id": image_id, "category_id": cat_id, "iscrowd": 0}
+            if kind == "polygon":
+                poly = _polygon(rng, w, h)
+                draw.polygon(list(zip(poly[0::2], poly[1::2])), fill=colour)
+                xs, ys = poly[0::2], poly[1::2]
+                box = [min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)]
+                ann.update(segmentation=[poly], area=_polygon_area(poly))
+            else:
+                mask = _blob_mask(rng, w, h, crowd=kind == "crowd")
+                img.paste(colour, mask=Image.fromarray(mask * 255))
+                counts = rle_counts(mask)
+                seg = counts if kind == "crowd" else rle_string(counts)
+                box = _mask_box(mask)
+                ann.update(segmentation={"counts": seg, "size": [h, w]}, area=float(mask.sum()),
+                           iscrowd=int(kind == "crowd"))
+            ann["bbox"] = [round(v, 2) for v in box]
+            annotations.append(ann)
+        name = f"{image_id:012d}.jpg"
+        _save(_noisy(rng, img, sigma=4.0), root / "images" / name)
+        images.append({"id": image_id, "file_name": name, "width": w, "height": h, "license": 1})
+    _write_json(root / "instances.json", {
+        "info": {"description": "recipes detection fixture", "version": FIXTURES_VERSION,
+                 "year": 2024},
+        "licenses": [{"id": 1, "name": "CC0-1.0", "url": ""}],
+        "images": images, "annotations": annotations,
+        "categories": [{"id": i, "name": n, "supercategory": s} for i, n, s, _ in CATEGORIES]})
+
+
+# ---------------------------------------------------------------- multimodal
+MM_SIZES = [(64, 48), (48, 64), (80, 80), (120, 72), (40, 100), (96, 64), (56, 56), (72, 96)]
+MM_IDS = [2, 5, 11, 17, 23, 31, 47, 64]
+MULTI_CAPTION_ROW = 3
+
+
+def _write_multimodal(root: Path) -> None:
+    rng = np.random.default_rng(4)
+    names = [f"images/img_{i}.jpg" for i in range(len(MM_SIZES))]
+    for name, (w, h) in zip(names, MM_SIZES):
+        _save(_picture(rng, w, h), root / name)
+    captions = [[_sentence(rng, int(rng.integers(3, 16))) for _ in range(rng.integers(2, 6))]
+                for _ in names]
+    captions[MULTI_CAPTION_ROW] = [_sentence(rng, n) for n in (4, 9, 14)]
+    rows = [{"image": n, "caption": c[0]} for n, c in zip(names, captions)]
+    k = MULTI_CAPTION_ROW
+    rows[k] = {"image": names[k], "captions": captions[k]}
+    _write_jsonl(root / "manifest.jsonl", rows)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerows([["image", "caption"]] + [[n, c[0]] for n, c in zip(names, captions)])
+    _write(root / "manifest.csv", buf.getvalue())
+    anns = [{"image_id": i, "caption": c} for i, caps in zip(MM_IDS, captions) for c in caps]
+    for k, ann in enumerate(anns):
+        ann["id"] = 500 + 3 * k
+    _write_json(root / "captions.json", {
+        "info": {"description": "recipes caption fixture", "version": FIXTURES_VERSION},
+        "licenses": [{"id": 1, "name": "CC0-1.0", "url": ""}],
+        "images": [{"id": i, "file_name": n, "width": w, "height": h, "license": 1}
+                   for i, n, (w, h) in zip(MM_IDS, names, MM_SIZES)],
+        "annotations": anns})
+
+
+# ---------------------------------------------------------------- hostile
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _bomb_png(side: int = 16000) -> bytes:
+    """IHDR claims side x side 8-bit gray (256 MP); one compressed row follows. ~100 bytes."""
+    ihdr = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\x00" * (side + 1), 9)
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", idat)
+            + _png_chunk(b"IEND", b""))
+
+
+def _hostile_coco(case: str) -> dict:
+    images = [{"id": 1, "file_name": "a.jpg", "width": 64, "height": 48},
+              {"id": 2, "file_name": "b.jpg", "width": 48, "height": 64}]
+    boxes = [(1, 1, 1, [4.0, 6.0, 20.0, 16.0]), (2, 1, 3, [10.0, 10.0, 12.0, 8.0]),
+             (3, 2, 1, [5.0, 20.0, 30.0, 25.0])]
+    if case == "escape":
+        images[1]["file_name"] = "../escape.jpg"
+    if case == "unknown_category":
+        boxes[1] = (2, 1, 99, boxes[1][3])
+    if case == "negative_box":
+        boxes[2] = (3, 2, 1, [35.0, 20.0, -30.0, 25.0])
+    anns = []
+    for ann_id, image_id, cat, (x, y, bw, bh) in boxes:
+        poly = [x, y, x + bw, y, x + bw, y + bh, x, y + bh]
+        anns.append({"id": ann_id, "image_id": image_id, "category_id": cat, "bbox": [x, y, bw, bh],
+                     "area": abs(bw * bh), "iscrowd": 0, "segmentation": [poly]})
+    cats = [{"id": 1, "name": "person", "supercategory": "person"},
+            {"id": 3, "name": "car", "supercategory": "vehicle"}]
+    return {"info": {"description": f"hostile case: {case}"}, "licenses": [],
+            "images": images, "annotations": anns, "categories": cats}
+
+
+def _write_hostile(root: Path) -> None:
+    rng = np.random.default_rng(5)
+    buf = io.BytesIO()
+    _picture(rng, 96, 64).save(buf, "JPEG", **JPEG_KW)
+    good = buf.getvalue()
+    _write(root / "images/truncated.jpg", good[: len(good) * 6 // 10])
+    _write(root / "images/empty.jpg", b"")
+    _write(root / "images/not_an_image.jpg", "This is plain text with a .jpg name.\n")
+    _write(root / "images/bomb.png", _bomb_png())
+    _save(_picture(rng, 64, 48), root / "coco/images/a.jpg")
+    _save(_picture(rng, 48, 64), root / "coco/images/b.jpg")
+    _save(_picture(rng, 48, 64), root / "coco/escape.jpg")  # exists: a loader must refuse, not load
+    for case in ("escape", "unknown_category", "negative_box"):
+        _write_json(root / f"coco/{case}.json", _hostile_coco(case))
+    _write(root / "text/bad_utf8.txt", "first line is fine\nsecond line is fine\n".encode()
+           + b"third line \xff\xfe is not UTF-8\nfourth line is fine\n")
+    _write_jsonl(root / "text/missing_field.jsonl", [
+        {"text": "row one is fine", "label": 0}, {"label": 1},
+        {"text": "row three is fine", "label": 2}])
+    _write(root / "README.md", HOSTILE_README)
+
+
+HOSTILE_README = """# Hostile fixtures
+
+Each file is bad in exactly one way. With `on_error="raise"` a loader raises an error naming the
+file (and line / annotation id) and the problem; with `on_error="skip"` it drops the sample with a
+warning naming file and reason. It never substitutes another sample.
+
+| file | problem | loader must |
+|---|---|---|
+| images/truncated.jpg | JPEG cut to 60% of its bytes | raise/skip, never a half-grey image |
+| images/empty.jpg | zero bytes | raise/skip |
+| images/not_an_image.jpg | a text file with an image name | raise/skip |
+| images/bomb.png | ~100 bytes; IHDR claims 16000x16000 (256 MP) | refuse from the header |
+| coco/escape.json | image 2 file_name "../escape.jpg" (exists!) | refuse the path, never load it |
+| coco/unknown_category.json | annotation 2 has category_id 99 | raise naming annotation 2 |
+| coco/negative_box.json | annotation 3 bbox width is -30 | raise/skip naming annotation 3 |
+| text/bad_utf8.txt | line 3 holds bytes ff fe (invalid UTF-8) | raise naming line 3 |
+| text/missing_field.jsonl | row 2 has no "text" key | raise naming line 2 and the key |
+
+The coco cases use image_root `coco/images/`; `a.jpg` and `b.jpg` there are valid.
+"""
+
+README = """# Fixtures
+
+Tiny deterministic datasets for every recipe (vision, text, detection, multimodal) plus
+`hostile/` bad input. Generated by `recipes/fixtures.py`; the layout is in its docstring.
+
+Regenerate after changing the generator (and commit the result):
+
+    python fixtures/generate.py
+
+`tests/core/test_fixtures.py` checks that this folder equals a fresh generation.
+"""
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m recipes.fixtures OUT_DIR")
+    print(generate(sys.argv[1]))

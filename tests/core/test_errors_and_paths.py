@@ -1,0 +1,67 @@
+import os
+import warnings
+
+import pytest
+
+from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.paths import check_relative, resolve_under
+
+
+def test_check_on_error_lists_the_valid_choices():
+    assert check_on_error("skip") == "skip"
+    with pytest.raises(ValueError, match="raise.*skip"):
+        check_on_error("ignore")
+
+
+def test_raise_policy_raises_the_error_itself():
+    with pytest.raises(DataError, match="a.jpg: bad"):
+        skip_or_raise(DataError("a.jpg: bad"), "raise")
+
+
+def test_skip_policy_warns_with_the_message_and_returns_none():
+    with pytest.warns(SkippedSampleWarning, match="a.jpg: bad"):
+        assert skip_or_raise(DataError("a.jpg: bad"), "skip") is None
+
+
+def test_drop_skipped_keeps_order_of_the_rest():
+    assert drop_skipped([1, None, 2, None, 3]) == [1, 2, 3]
+
+
+def test_data_error_survives_rebuilding_from_its_message():
+    # DataLoader's ExceptionWrapper rebuilds worker exceptions as exc_type(message)
+    rebuilt = DataError("Caught DataError in worker\nimg/7.jpg: truncated")
+    assert "img/7.jpg" in str(rebuilt) and isinstance(rebuilt, ValueError)
+
+
+@pytest.mark.parametrize("name", ["../x.jpg", "a/../../x.jpg", "/etc/passwd", "C:\\x.jpg", "..\\x.jpg", "", "a\x00b"])
+def test_check_relative_refuses_escapes(name):
+    with pytest.raises(DataError):
+        check_relative(name, source="ann.json, image id 3")
+
+
+def test_check_relative_accepts_nested_relative_paths():
+    assert check_relative("train/a b/ü.jpg") == "train/a b/ü.jpg"
+
+
+def test_resolve_under_refuses_a_symlink_that_points_outside(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir(), outside.mkdir()
+    (outside / "secret.jpg").write_bytes(b"x")
+    os.symlink(outside / "secret.jpg", root / "link.jpg")
+    with pytest.raises(DataError, match="outside the root"):
+        resolve_under(root, "link.jpg")
+
+
+def test_resolve_under_follows_a_symlink_that_stays_inside(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.jpg").write_bytes(b"x")
+    os.symlink(tmp_path / "real", tmp_path / "alias")
+    assert resolve_under(tmp_path, "alias/a.jpg") == (tmp_path / "real" / "a.jpg").resolve()
+
+
+def test_resolve_under_names_the_source_in_errors(tmp_path):
+    with pytest.raises(DataError, match="manifest.jsonl line 4"):
+        resolve_under(tmp_path, "../x.jpg", source="manifest.jsonl line 4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_under(tmp_path, "missing.jpg")  # a missing file is not a path error
