@@ -1,0 +1,151 @@
+"""loader_kwargs and build_loader: presets, per-sample seeding, exact resume, error policy."""
+
+import pickle
+import warnings
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.loader import build_loader, loader_kwargs, usable_cpus
+from tests.core.toy import NoisyRange, collate
+
+
+def test_cuda_preset_pins_memory_and_keeps_workers():
+    kwargs = loader_kwargs("cuda", train=True, seed=0)
+    assert kwargs["pin_memory"] is True and kwargs["drop_last"] is True
+    assert kwargs["num_workers"] == min(8, usable_cpus())
+    assert kwargs["persistent_workers"] is True and kwargs["prefetch_factor"] == 4
+    assert kwargs["generator"].initial_seed() == 0
+
+
+def test_cpu_preset_does_not_pin_and_eval_keeps_the_last_batch():
+    kwargs = loader_kwargs("cpu", train=False)
+    assert kwargs["pin_memory"] is False and kwargs["drop_last"] is False
+    assert "generator" not in kwargs
+
+
+def test_debug_preset_has_no_workers_and_no_worker_options():
+    kwargs = loader_kwargs("debug", train=True)
+    assert kwargs["num_workers"] == 0
+    assert "persistent_workers" not in kwargs and "prefetch_factor" not in kwargs
+    DataLoader(range(4), **kwargs)  # accepted as is
+
+
+def test_detected_device_is_cpu_without_an_accelerator():
+    if torch.accelerator.current_accelerator(check_available=True) is not None:
+        pytest.skip("an accelerator is present")
+    assert loader_kwargs(None, train=True)["pin_memory"] is False
+
+
+def test_local_world_size_divides_the_workers(monkeypatch):
+    monkeypatch.setattr("recipes.core.loader.usable_cpus", lambda: 32)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert loader_kwargs("cuda", train=True)["num_workers"] == 4
+
+
+def _batches(loader):
+    return [(b["index"].tolist(), b["noise"]) for b in loader]
+
+
+def _assert_same(a, b):
+    assert [i for i, _ in a] == [i for i, _ in b]
+    for (_, x), (_, y) in zip(a, b):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+def test_same_seed_gives_identical_batches_whatever_the_worker_count():
+    dataset = NoisyRange(37)
+    runs = [
+        _batches(build_loader(dataset, collate, batch_size=4, train=True, device="cpu", seed=3, num_workers=n))
+        for n in (0, 2, 0)
+    ]
+    _assert_same(runs[0], runs[1])
+    _assert_same(runs[0], runs[2])
+
+
+def test_different_seeds_give_different_batches():
+    dataset = NoisyRange(37)
+    a = _batches(build_loader(dataset, collate, batch_size=4, train=True, device="cpu", seed=3, num_workers=0))
+    b = _batches(build_loader(dataset, collate, batch_size=4, train=True, device="cpu", seed=4, num_workers=0))
+    assert [i for i, _ in a] != [i for i, _ in b]
+
+
+def test_each_epoch_draws_new_augmentations_for_the_same_sample():
+    loader = build_loader(NoisyRange(8), collate, batch_size=8, train=False, device="cpu", seed=0, num_workers=0)
+    first, second = next(iter(loader)), next(iter(loader))
+    assert first["index"].tolist() == second["index"].tolist()
+    assert not torch.equal(first["noise"], second["noise"])
+
+
+def test_loading_in_the_main_process_leaves_the_global_rng_alone():
+    loader = build_loader(NoisyRange(8), collate, batch_size=4, train=True, device="cpu", seed=0, num_workers=0)
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    list(loader)
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("stop", [0, 1, 5, 9, 10, 13])
+def test_stateful_loader_resumes_with_exactly_the_batches_still_to_come(workers, stop):
+    # 37 samples, batch 4, drop_last -> 9 batches per epoch; stop 9..13 crosses into epoch 2
+    def make():
+        return build_loader(
+            NoisyRange(37), collate, batch_size=4, train=True, device="cpu", seed=1, stateful=True, num_workers=workers
+        )
+
+    reference = make()
+    expected = _batches(reference) + _batches(reference) + _batches(reference)
+    loader = make()
+    taken, state = [], loader.state_dict()
+    while len(taken) < stop:
+        for batch in loader:
+            taken.append((batch["index"].tolist(), batch["noise"]))
+            if len(taken) == stop:
+                state = loader.state_dict()
+                break
+    resumed = make()
+    resumed.load_state_dict(state)
+    rest = _batches(resumed)  # the rest of the epoch, or the next epoch after a finished one
+    assert rest and (len(taken) + len(rest)) % 9 == 0
+    _assert_same(taken + rest, expected[: len(taken) + len(rest)])
+
+
+def test_skip_policy_drops_bad_samples_and_warns_with_their_names():
+    dataset = NoisyRange(10, bad=(2, 7), on_error="skip")
+    loader = build_loader(dataset, collate, batch_size=5, train=False, device="cpu", num_workers=0)
+    with pytest.warns(SkippedSampleWarning) as caught:
+        seen = [i for batch in loader for i in batch["index"].tolist()]
+    assert seen == [0, 1, 3, 4, 5, 6, 8, 9]
+    assert sorted(str(w.message) for w in caught) == [
+        "skipped: item-2.bin: broken on purpose",
+        "skipped: item-7.bin: broken on purpose",
+    ]
+
+
+def test_an_error_in_a_worker_names_the_file_in_the_main_process():
+    dataset = NoisyRange(10, bad=(7,))
+    loader = build_loader(dataset, collate, batch_size=5, train=False, device="cpu", num_workers=2)
+    with pytest.raises(DataError, match="item-7.bin: broken on purpose"):
+        list(loader)
+
+
+def test_spawned_workers_receive_a_picklable_loader():
+    loader = build_loader(
+        NoisyRange(12), collate, batch_size=4, train=True, device="cpu", seed=0,
+        num_workers=2, multiprocessing_context="spawn",
+    )
+    forked = build_loader(NoisyRange(12), collate, batch_size=4, train=True, device="cpu", seed=0, num_workers=0)
+    _assert_same(_batches(loader), _batches(forked))
+    pickle.dumps(loader.dataset), pickle.dumps(loader.batch_sampler)
+
+
+def test_overrides_replace_preset_values():
+    loader = build_loader(NoisyRange(10), collate, batch_size=4, train=True, device="cpu", num_workers=0, drop_last=False)
+    assert sum(len(b["index"]) for b in loader) == 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert loader.num_workers == 0

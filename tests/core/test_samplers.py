@@ -1,0 +1,163 @@
+"""GroupedBatchSampler against brute-force checks: coverage, grouping, ranks, epochs, resume."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from recipes.core.samplers import GroupedBatchSampler
+
+
+def _epoch(sampler):
+    return [list(batch) for batch in sampler]
+
+
+def _flat(batches):
+    return [i for batch in batches for i in batch]
+
+
+CONFIGS = {
+    "plain": {},
+    "groups": {"groups": "two"},
+    "lengths": {"lengths": "tailed"},
+    "budget": {"lengths": "tailed", "max_tokens": 400, "batch_size": None},
+    "budget-capped": {"lengths": "tailed", "max_tokens": 400},
+}
+
+
+def _make(name, n=103, batch_size=8, **kwargs):
+    rng = np.random.default_rng(7)
+    options = dict(CONFIGS[name])
+    if options.get("groups") == "two":
+        options["groups"] = rng.integers(0, 2, n)
+    if options.get("lengths") == "tailed":
+        options["lengths"] = np.minimum(rng.lognormal(3, 1, n).astype(int) + 1, 300)
+    options.setdefault("batch_size", batch_size)
+    return GroupedBatchSampler(n, options.pop("batch_size"), **options, **kwargs), options
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("drop_last", [False, True], ids=["keep-last", "drop-last"])
+def test_a_training_epoch_never_repeats_a_sample(name, drop_last):
+    sampler, options = _make(name, shuffle=True, drop_last=drop_last, seed=1)
+    seen = _flat(_epoch(sampler))
+    assert len(seen) == len(set(seen))
+    if not drop_last or "max_tokens" in options:
+        assert sorted(seen) == list(range(103))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_an_eval_pass_yields_every_sample_in_order(name):
+    sampler, _ = _make(name, shuffle=False, seed=1)
+    assert _flat(_epoch(sampler)) == list(range(103))
+
+
+def test_grouped_batches_never_mix_groups_and_leftovers_are_dropped_not_padded():
+    sampler, options = _make("groups", shuffle=True, drop_last=True, seed=3)
+    groups = options["groups"]
+    batches = _epoch(sampler)
+    assert all(len({groups[i] for i in batch}) == 1 for batch in batches)
+    assert all(len(batch) == 8 for batch in batches)
+    assert len(batches) == sum(np.bincount(groups) // 8) == len(sampler)
+
+
+def test_token_budget_is_respected_unless_one_sample_is_longer_than_it():
+    sampler, options = _make("budget", shuffle=True, seed=0)
+    lengths = options["lengths"]
+    for batch in _epoch(sampler):
+        cost = len(batch) * max(lengths[i] for i in batch)
+        assert cost <= 400 or len(batch) == 1
+
+
+def test_length_grouping_pads_far_less_than_random_batches():
+    def waste(batches, lengths):
+        padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+        return 1 - sum(lengths[i] for b in batches for i in b) / padded
+
+    grouped, options = _make("lengths", n=2000, shuffle=True, seed=0)
+    plain, _ = _make("plain", n=2000, shuffle=True, seed=0)
+    lengths = options["lengths"]
+    assert waste(_epoch(grouped), lengths) < 0.5 * waste(_epoch(plain), lengths)
+
+
+def test_epochs_advance_by_themselves_and_reshuffle():
+    sampler, _ = _make("plain", shuffle=True, seed=5)
+    first, second = _epoch(sampler), _epoch(sampler)
+    assert first != second and sampler.epoch == 2
+    sampler.set_epoch(0)
+    assert _epoch(sampler) == first
+
+
+def test_same_seed_same_batches_and_different_seed_different_batches():
+    a, _ = _make("lengths", shuffle=True, seed=11)
+    b, _ = _make("lengths", shuffle=True, seed=11)
+    c, _ = _make("lengths", shuffle=True, seed=12)
+    assert _epoch(a) == _epoch(b) != _epoch(c)
+
+
+def test_keyed_batches_carry_a_seed_per_sample_that_depends_on_the_epoch():
+    sampler = GroupedBatchSampler(10, 5, shuffle=False, seed=0, keyed=True)
+    first, second = _epoch(sampler), _epoch(sampler)
+    assert [i for batch in first for i, _ in batch] == list(range(10))
+    seeds = [s for batch in first for _, s in batch]
+    assert len(set(seeds)) == 10
+    assert seeds != [s for batch in second for _, s in batch]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_training_ranks_get_equal_batch_counts_and_disjoint_samples(name, world_size):
+    ranks = [_make(name, shuffle=True, drop_last=True, seed=9, rank=r, world_size=world_size)[0] for r in range(world_size)]
+    epochs = [_epoch(sampler) for sampler in ranks]
+    assert len({len(batches) for batches in epochs}) == 1
+    assert all(len(batches) == len(sampler) for batches, sampler in zip(epochs, ranks))
+    flat = [_flat(batches) for batches in epochs]
+    assert sum(map(len, flat)) == len(set(itertools.chain(*flat)))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_eval_ranks_see_every_sample_exactly_once(name, world_size):
+    ranks = [_make(name, shuffle=False, seed=9, rank=r, world_size=world_size)[0] for r in range(world_size)]
+    assert list(itertools.chain(*(_flat(_epoch(s)) for s in ranks))) == list(range(103))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_resume_from_any_point_yields_exactly_the_batches_still_to_come(name):
+    reference, _ = _make(name, shuffle=True, seed=2)
+    _epoch(reference)  # move into epoch 1 so resume must carry the epoch
+    full, following = _epoch(reference), _epoch(reference)
+    for stop in range(len(full) + 1):
+        sampler, _ = _make(name, shuffle=True, seed=2)
+        _epoch(sampler)
+        iterator = iter(sampler)
+        taken = [next(iterator) for _ in range(stop)]
+        fresh, _ = _make(name, shuffle=True, seed=999)  # the state carries the seed
+        fresh.load_state_dict(sampler.state_dict())
+        if stop < len(full):
+            assert taken + _epoch(fresh) == full
+        assert _epoch(fresh) == following  # a finished epoch resumes at the next one
+
+
+def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
+    sampler = GroupedBatchSampler(10, 3, shuffle=True, seed=0)
+    _epoch(sampler)
+    assert sampler.state_dict() == {"seed": 0, "epoch": 1, "yielded": 0}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": None}, "batch_size, max_tokens"),
+        ({"batch_size": 0}, ">= 1"),
+        ({"max_tokens": 10}, "lengths"),
+        ({"groups": [0] * 5, "lengths": [1] * 5}, "not both"),
+        ({"groups": [0] * 4}, "one entry per sample"),
+        ({"rank": 2, "world_size": 2}, "outside"),
+    ],
+    ids=["no-size", "zero-size", "budget-without-lengths", "both-keys", "short-groups", "bad-rank"],
+)
+def test_bad_arguments_raise_clear_errors(kwargs, message):
+    options = {"batch_size": 2, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        GroupedBatchSampler(5, options.pop("batch_size"), seed=0, **options)
