@@ -40,7 +40,7 @@ def _demo_builder(domain: str) -> Callable[[Path], tuple[Any, Any]] | None:
     try:
         module = importlib.import_module(f"recipes.{domain}.demo")
     except ModuleNotFoundError as error:
-        if error.name != f"recipes.{domain}.demo":
+        if error.name not in (f"recipes.{domain}", f"recipes.{domain}.demo"):
             raise
         return None
     return module.build

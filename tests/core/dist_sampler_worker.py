@@ -1,0 +1,41 @@
+"""Run under torchrun: each rank writes what its samplers and loader yield to OUT/rank<r>.json."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from recipes.core.loader import build_loader
+from recipes.core.samplers import GroupedBatchSampler
+from tests.core.toy import NoisyRange, collate
+
+
+def main(out: Path, size: int) -> None:
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    lengths = [(i * 37) % 50 + 1 for i in range(size)]
+    groups = [i % 3 == 0 for i in range(size)]
+    report = {"seeds": None, "samplers": {}, "loader": None}
+    for name, options in {
+        "plain-train": {"shuffle": True, "drop_last": True},
+        "grouped-train": {"shuffle": True, "drop_last": True, "groups": groups},
+        "sorted-train": {"shuffle": True, "lengths": lengths},
+        "budget-train": {"shuffle": True, "lengths": lengths, "max_tokens": 64, "batch_size": None},
+        "plain-eval": {"shuffle": False},
+        "budget-eval": {"shuffle": False, "lengths": lengths, "max_tokens": 64, "batch_size": None},
+    }.items():
+        options = {"batch_size": 4, **options}
+        sampler = GroupedBatchSampler(size, options.pop("batch_size"), seed=None, **options)  # seed shared by broadcast
+        report["samplers"][name] = {"seed": sampler.seed, "epochs": [list(sampler), list(sampler)]}
+    loader = build_loader(NoisyRange(size), collate, batch_size=4, train=True, device="cpu", seed=5, num_workers=0)
+    report["loader"] = [{"index": b["index"].tolist(), "noise": b["noise"].tolist()} for b in loader]
+    (out / f"rank{rank}.json").write_text(json.dumps(report))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main(Path(sys.argv[1]), int(sys.argv[2]))

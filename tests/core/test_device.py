@@ -1,0 +1,106 @@
+"""to_device, normalize_images and DevicePrefetcher (CPU path here; CUDA path marked gpu)."""
+
+from collections import namedtuple
+
+import pytest
+import torch
+from torchvision import tv_tensors
+from torchvision.transforms import v2
+
+from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
+
+Pair = namedtuple("Pair", "image label")
+
+
+def _nested():
+    boxes = tv_tensors.BoundingBoxes(torch.tensor([[1.0, 2, 3, 4]]), format="XYXY", canvas_size=(8, 9))
+    return {
+        "images": torch.randint(0, 256, (2, 3, 4, 5), dtype=torch.uint8),
+        "targets": [{"boxes": boxes, "image_id": 7, "masks": tv_tensors.Mask(torch.zeros(3, 4, 5, dtype=torch.uint8))}],
+        "pair": Pair(tv_tensors.Image(torch.zeros(3, 2, 2, dtype=torch.uint8)), "cat"),
+        "ids": torch.arange(4),
+    }
+
+
+def test_to_device_keeps_structure_tv_tensor_classes_and_plain_leaves():
+    moved = to_device(_nested(), "cpu")
+    boxes = moved["targets"][0]["boxes"]
+    assert isinstance(boxes, tv_tensors.BoundingBoxes) and boxes.canvas_size == (8, 9)
+    assert moved["targets"][0]["image_id"] == 7
+    assert isinstance(moved["pair"], Pair) and moved["pair"].label == "cat"
+    assert isinstance(moved["pair"].image, tv_tensors.Image)
+
+
+def test_normalize_matches_todtype_then_normalize_transforms():
+    images = torch.randint(0, 256, (2, 3, 6, 7), dtype=torch.uint8)
+    reference = v2.Normalize(IMAGENET_MEAN, IMAGENET_STD)(v2.ToDtype(torch.float32, scale=True)(images))
+    torch.testing.assert_close(normalize_images(images), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_normalize_converts_images_only():
+    out = normalize_images(_nested())
+    assert out["images"].dtype == torch.float32
+    assert out["pair"].image.dtype == torch.float32 and isinstance(out["pair"].image, tv_tensors.Image)
+    assert out["targets"][0]["masks"].dtype == torch.uint8  # a Mask with 3 "channels" is not an image
+    assert out["ids"].dtype == torch.int64
+
+
+def test_normalize_can_produce_bfloat16():
+    out = normalize_images(torch.zeros(1, 3, 2, 2, dtype=torch.uint8), dtype=torch.bfloat16)
+    assert out.dtype == torch.bfloat16
+
+
+class _Resumable:
+    """A loader stand-in with state: yields k, k+1, ... and remembers k."""
+
+    def __init__(self, n):
+        self.n, self.k = n, 0
+
+    def __iter__(self):
+        while self.k < self.n:
+            self.k += 1
+            yield {"pixels": torch.full((1, 3, 1, 1), self.k, dtype=torch.uint8)}
+
+    def __len__(self):
+        return self.n
+
+    def state_dict(self):
+        return {"k": self.k}
+
+    def load_state_dict(self, state):
+        self.k = state["k"]
+
+
+def test_cpu_prefetcher_normalises_every_batch_and_passes_state_through():
+    loader = _Resumable(3)
+    prefetcher = DevicePrefetcher(loader, "cpu", mean=(0, 0, 0), std=(1, 1, 1))
+    seen = []
+    for batch in prefetcher:
+        seen.append(round(batch["pixels"].flatten()[0].item() * 255))
+        assert prefetcher.state_dict() == {"k": seen[-1]}
+    assert seen == [1, 2, 3] and len(prefetcher) == 3
+
+
+def test_prefetcher_can_leave_images_as_uint8():
+    batch = next(iter(DevicePrefetcher([torch.zeros(1, 3, 1, 1, dtype=torch.uint8)], "cpu", normalize=False)))
+    assert batch.dtype == torch.uint8
+
+
+@pytest.mark.gpu
+def test_cuda_prefetcher_overlaps_copies_and_reports_the_consumed_state():
+    loader = _Resumable(4)
+    prefetcher = DevicePrefetcher(loader, "cuda", mean=(0, 0, 0), std=(1, 1, 1))
+    seen = []
+    for batch in prefetcher:
+        assert batch["pixels"].is_cuda and batch["pixels"].dtype == torch.float32
+        seen.append(round(batch["pixels"].flatten()[0].item() * 255))
+        assert prefetcher.state_dict() == {"k": seen[-1]}  # not the batch prefetched ahead
+    assert seen == [1, 2, 3, 4]
+
+
+@pytest.mark.gpu
+def test_pinned_batches_move_non_blocking_and_arrive_intact():
+    images = torch.randint(0, 256, (8, 3, 64, 64), dtype=torch.uint8).pin_memory()
+    out = to_device({"x": images}, "cuda")["x"]
+    torch.cuda.synchronize()
+    assert torch.equal(out.cpu(), images)

@@ -1,0 +1,97 @@
+"""Flat token storage, padding, pad id lookup and the COW-safe string table."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+from recipes.core.tables import StringArray
+from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+
+def _tokenizer(pad="[PAD]") -> Tokenizer:
+    vocab = {w: i for i, w in enumerate([pad, "[UNK]", "[CLS]", "[SEP]", "a", "cat", "sat", "on", "the", "mat"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return tok
+
+
+SENTENCES = ["a cat", "the cat sat on the mat", "", "dog", "a a a a a a a"]
+
+
+@pytest.mark.parametrize("max_length", [None, 3])
+def test_encoded_ids_equal_encode_one_by_one_cut_to_max_length(max_length):
+    tok = _tokenizer()
+    tokens = encode_texts(tok, SENTENCES, max_length=max_length)
+    for i, sentence in enumerate(SENTENCES):
+        assert tokens[i].tolist() == tok.encode(sentence).ids[:max_length]
+    assert tokens.ids.dtype == np.uint16
+    assert tokens.lengths.tolist() == [len(tok.encode(s).ids[:max_length]) for s in SENTENCES]
+
+
+def test_batch_longest_padding_config_does_not_leak_into_stored_ids():
+    tok = _tokenizer()
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokens = encode_texts(tok, SENTENCES)
+    assert [tokens[i].tolist() for i in range(len(SENTENCES))] == [tok.encode(s).ids for s in SENTENCES]
+
+
+def test_token_array_saves_and_memory_maps_without_pickle(tmp_path):
+    tokens = encode_texts(_tokenizer(), SENTENCES)
+    tokens.save(tmp_path / "cache" / "corpus")
+    loaded = TokenArray.load(tmp_path / "cache" / "corpus")
+    assert isinstance(loaded.ids, np.memmap)
+    assert [loaded[i].tolist() for i in range(len(loaded))] == [tokens[i].tolist() for i in range(len(tokens))]
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["corpus.ids.npy", "corpus.offsets.npy"]
+
+
+def test_pad_id_comes_from_argument_then_padding_config_then_pad_token():
+    tok = _tokenizer()
+    assert pad_id_of(tok) == 0 and pad_id_of(tok, 5) == 5
+    tok.enable_padding(pad_id=3, pad_token="[SEP]")
+    assert pad_id_of(tok) == 3
+    assert pad_id_of(_tokenizer(pad="<pad>")) == 0
+    with pytest.raises(ValueError, match="pad_id=..."):
+        pad_id_of(_tokenizer(pad="nothing"))
+
+
+def test_load_tokenizer_reads_a_file_and_names_a_missing_one(tmp_path):
+    _tokenizer().save(str(tmp_path / "tokenizer.json"))
+    assert load_tokenizer(tmp_path / "tokenizer.json").get_vocab_size() == 10
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        load_tokenizer(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("multiple", [None, 4])
+def test_pad_batch_places_tokens_and_mask_and_unpads_losslessly(side, multiple):
+    seqs = [torch.tensor([5, 6, 7]), torch.tensor([8]), torch.tensor([], dtype=torch.int64)]
+    ids, mask, lengths = pad_batch(seqs, pad_id=-1, pad_to_multiple_of=multiple, padding_side=side)
+    width = 4 if multiple else 3
+    assert ids.shape == mask.shape == (3, width) and ids.dtype == mask.dtype == lengths.dtype == torch.int64
+    assert lengths.tolist() == [3, 1, 0]
+    for row, seq, m in zip(ids, seqs, mask):
+        assert row[m.bool()].tolist() == seq.tolist()
+        assert (row[~m.bool()] == -1).all()
+    first_real = mask.argmax(dim=1)
+    if side == "left":
+        assert first_real[0] == width - 3 and mask[:, -1][:2].all()
+    else:
+        assert first_real[0] == 0 and mask[:, 0][:2].all()
+
+
+def test_pad_batch_rejects_an_unknown_side():
+    with pytest.raises(ValueError, match="'right' or 'left'"):
+        pad_batch([torch.tensor([1])], padding_side="middle")
+
+
+def test_string_array_round_trips_unicode_and_undecodable_names():
+    names = ["a/1.jpg", "ü/ß.png", "", "bad-\udcff.jpg"]
+    table = StringArray(names)
+    assert list(table) == names and table[-1] == names[-1] and len(table) == 4
+    assert pickle.loads(pickle.dumps(table)).tolist() == names
+    with pytest.raises(IndexError):
+        table[4]
