@@ -1,0 +1,54 @@
+"""tune_loader recommends workers for slow per-item work and none for in-memory data."""
+
+import time
+
+import torch
+from torch.utils.data import Dataset
+
+from recipes.core.tuning import Trial, recommend, settings, tune_loader, worker_counts
+
+
+class SlowItems(Dataset):
+    """Each item takes 4 ms of I/O-like waiting (like reading from a network disk)."""
+
+    def __len__(self):
+        return 512
+
+    def __getitem__(self, index):
+        time.sleep(0.004)
+        return torch.tensor(index)
+
+
+class InMemory(Dataset):
+    def __init__(self):
+        self.table = torch.arange(100_000)
+
+    def __len__(self):
+        return len(self.table)
+
+    def __getitem__(self, index):
+        return self.table[index]
+
+
+def test_slow_items_get_workers_and_in_memory_items_get_none():
+    slow, slow_trials = tune_loader(SlowItems(), batch_size=16, device="cpu", seconds=6, max_workers=2, progress=False)
+    fast, _ = tune_loader(InMemory(), batch_size=256, device="cpu", seconds=6, max_workers=2, progress=False)
+    assert slow["num_workers"] == 2 and slow["persistent_workers"] is True
+    assert fast == {"num_workers": 0, "pin_memory": False}
+    by_workers = {t.num_workers: t.batches_per_second for t in slow_trials}
+    assert by_workers[2] > 1.5 * by_workers[0]
+
+
+def test_sweep_covers_worker_counts_prefetch_and_pinning_only_on_cuda():
+    assert worker_counts(6) == [0, 1, 2, 4, 6] and worker_counts(1) == [0, 1] and worker_counts(0) == [0]
+    cpu = settings(torch.device("cpu"), max_workers=2)
+    assert cpu == [(0, None, False), (1, 2, False), (1, 4, False), (2, 2, False), (2, 4, False)]
+    assert {pin for _, _, pin in settings(torch.device("cuda"), max_workers=1)} == {False, True}
+
+
+def test_recommend_prefers_the_cheapest_setting_within_five_percent():
+    def trial(workers, prefetch, pin, rate):
+        return Trial(workers, prefetch, pin, batches=int(rate * 10), seconds=10, samples=0, wait_seconds=0, startup_seconds=0)
+
+    trials = [trial(0, None, False, 50), trial(2, 2, False, 100), trial(4, 2, False, 103), trial(2, 4, True, 101)]
+    assert recommend(trials) == {"num_workers": 2, "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}
