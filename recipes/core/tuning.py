@@ -14,6 +14,7 @@ whose rate is within 5% of the best one. ``python -m recipes bench`` is the comm
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -129,10 +130,11 @@ def _tensors(batch: Any) -> list[torch.Tensor]:
 
 
 def tune_loader(
-    dataset: Dataset,
+    dataset: Dataset | None = None,
     collate_fn: Callable[[list[Any]], Any] | None = None,
     *,
-    batch_size: int,
+    batch_size: int | None = None,
+    make_loader: Callable[..., DataLoader] | None = None,
     device: str | torch.device | None = None,
     seconds: float = 30.0,
     step_ms: float = 0.0,
@@ -146,6 +148,9 @@ def tune_loader(
         dataset: the map-style dataset to load (shuffled, as in training).
         collate_fn: its collate function.
         batch_size: samples per batch.
+        make_loader: instead of ``dataset``: a function taking DataLoader keyword arguments
+            (``num_workers``, ``pin_memory``, ``prefetch_factor``, ``persistent_workers``) and
+            returning the loader to measure, e.g. ``functools.partial(vision_loader, ds, 64)``.
         device: where batches go; pin_memory is only tried on CUDA.
         seconds: total time budget, shared evenly by the settings.
         step_ms: simulated training step per batch; 0 measures the raw loader rate.
@@ -154,21 +159,31 @@ def tune_loader(
     """
     from tqdm.auto import tqdm
 
+    if (dataset is None) == (make_loader is None):
+        raise ValueError("give either dataset (with batch_size) or make_loader")
+    if make_loader is None:
+        if batch_size is None:
+            raise ValueError("batch_size is required with dataset")
+        make_loader = functools.partial(_plain_loader, dataset, collate_fn, batch_size, loader_options)
     device = resolve_device(device)
     grid = settings(device, max_workers)
     budget = seconds / len(grid)
     trials = []
     for workers, prefetch, pin in tqdm(grid, desc="tuning loader", unit="setting", disable=not progress):
-        kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": pin, **loader_options}
+        kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": pin}
         if workers:
             kwargs.update(prefetch_factor=prefetch, persistent_workers=False)
-        if "batch_sampler" not in kwargs:
-            kwargs.update(batch_size=batch_size, shuffle=True)
-        loader = DataLoader(dataset, collate_fn=collate_fn, **kwargs)
+        loader = make_loader(**kwargs)
         batches, samples, spent, wait, startup = measure(loader, seconds=budget, step_ms=step_ms, device=device)
         trials.append(Trial(workers, prefetch, pin, batches, spent, samples, wait, startup))
         del loader
     return recommend(trials), trials
+
+
+def _plain_loader(dataset: Dataset, collate_fn: Any, batch_size: int, options: dict[str, Any], **kwargs: Any) -> DataLoader:
+    if "batch_sampler" not in options:
+        kwargs.update(batch_size=batch_size, shuffle=True)
+    return DataLoader(dataset, collate_fn=collate_fn, **options, **kwargs)
 
 
 def recommend(trials: list[Trial]) -> dict[str, Any]:

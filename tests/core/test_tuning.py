@@ -52,3 +52,15 @@ def test_recommend_prefers_the_cheapest_setting_within_five_percent():
 
     trials = [trial(0, None, False, 50), trial(2, 2, False, 100), trial(4, 2, False, 103), trial(2, 4, True, 101)]
     assert recommend(trials) == {"num_workers": 2, "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}
+
+
+def test_a_loader_factory_is_measured_with_each_setting():
+    seen = []
+
+    def make_loader(**kwargs):
+        seen.append(kwargs)
+        return torch.utils.data.DataLoader(InMemory(), batch_size=64, **kwargs)
+
+    kwargs, trials = tune_loader(make_loader=make_loader, device="cpu", seconds=2, max_workers=1, progress=False)
+    assert [s["num_workers"] for s in seen] == [0, 1, 1] and len(trials) == 3
+    assert kwargs["num_workers"] in (0, 1)
