@@ -56,8 +56,12 @@ def normalize_images(
     if isinstance(batch, torch.Tensor):
         if not _is_image(batch, len(mean)):
             return batch
-        scale, shift = _affine(tuple(mean), tuple(std), dtype, batch.device)
-        out = torch.addcmul(shift, batch.as_subclass(torch.Tensor).to(dtype), scale)
+        plain = batch.as_subclass(torch.Tensor)
+        if plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last):
+            out = _normalize_channels_last(plain, tuple(mean), tuple(std), dtype)
+        else:
+            scale, shift = _affine(tuple(mean), tuple(std), dtype, batch.device)
+            out = torch.addcmul(shift, plain.to(dtype), scale)
         return tv_tensors.wrap(out, like=batch) if isinstance(batch, tv_tensors.Image) else out
     if isinstance(batch, dict):
         return {key: normalize_images(value, mean, std, dtype) for key, value in batch.items()}
@@ -75,6 +79,20 @@ def _affine(mean: tuple[float, ...], std: tuple[float, ...], dtype: torch.dtype,
     scale = torch.tensor([1 / (255 * s) for s in std], dtype=dtype, device=device).view(-1, 1, 1)
     shift = torch.tensor([-m / s for m, s in zip(mean, std)], dtype=dtype, device=device).view(-1, 1, 1)
     return scale, shift
+
+
+def _normalize_channels_last(batch: torch.Tensor, mean: tuple, std: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """Normalise a channels-last [B,C,H,W] batch in its own memory order, and keep that order.
+
+    A [C,1,1] broadcast over NHWC memory runs ~3x slower on CPU than over NCHW (its innermost
+    loop is C long). Viewed as rows of W*C values, the per-channel constants repeat W times along
+    each row, and the multiply-add vectorises as well as in NCHW.
+    """
+    n, c, h, w = batch.shape
+    rows = batch.permute(0, 2, 3, 1).reshape(n * h, w * c)  # a view: no copy for NHWC memory
+    scale, shift = _affine(mean, std, dtype, batch.device)
+    scale, shift = scale.view(-1).repeat(w), shift.view(-1).repeat(w)
+    return torch.addcmul(shift, rows.to(dtype), scale).view(n, h, w, c).permute(0, 3, 1, 2)
 
 
 def _is_image(tensor: torch.Tensor, channels: int) -> bool:

@@ -51,14 +51,18 @@ _EXIF_ORIENTATION = 0x0112
 
 
 def read_image(
-    path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS, draft_size: tuple[int, int] | None = None
+    path: str | os.PathLike,
+    *,
+    max_pixels: int = MAX_PIXELS,
+    draft_size: tuple[int, int] | None = None,
+    contiguous: bool = True,
 ) -> torch.Tensor:
     """Read an image file into a ``uint8 [3,H,W]`` RGB tensor; see :func:`decode_image`."""
     try:
         data = Path(path).read_bytes()
     except OSError as error:
         raise DataError(f"{path}: cannot read file ({error.strerror or error})") from None
-    return decode_image(data, source=str(path), max_pixels=max_pixels, draft_size=draft_size)
+    return decode_image(data, source=str(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous)
 
 
 def decode_image(
@@ -67,6 +71,7 @@ def decode_image(
     source: str = "<bytes>",
     max_pixels: int = MAX_PIXELS,
     draft_size: tuple[int, int] | None = None,
+    contiguous: bool = True,
 ) -> torch.Tensor:
     """Decode encoded image bytes into a ``uint8 [3,H,W]`` RGB tensor.
 
@@ -76,16 +81,71 @@ def decode_image(
         max_pixels: refuse images whose header claims more pixels than this.
         draft_size: ``(width, height)`` the caller will resize to. A JPEG at least twice that
             size in both directions is decoded at 1/2, 1/4 or 1/8 scale, never below it.
+        contiguous: False skips the final copy and returns the decoder's own layout, usually
+            a ``[3,H,W]`` view of ``[H,W,3]`` memory (channels-last strides). An antialiased
+            uint8 resize reads that layout about 2x faster than CHW (it packs pixels as RGBA
+            words), so a crop/resize pipeline saves the copy and half the resize time.
 
     Raises:
         DataError: empty, unreadable, truncated or oversized image; the message names ``source``.
     """
+    size = header_size(data) if draft_size is None else None
+    if size is not None and size[2] in _TORCHVISION_FORMATS and 0 < size[0] * size[1] <= max_pixels:
+        # The size is known and safe: skip PIL's header parse (~60 us, as long as decoding a
+        # small JPEG) and go straight to the decoder PIL would have led to anyway.
+        decoded = _decode_with_torchvision(data, source)
+        return decoded.contiguous() if contiguous else decoded
     image = open_image(data, source=source, max_pixels=max_pixels)
     if draft_size is not None and image.format == "JPEG" and _draft(image, draft_size):
-        return _decode_with_pil(image, source)
-    if image.format in _TORCHVISION_FORMATS:
-        return _decode_with_torchvision(data, source)
-    return _decode_with_pil(image, source)
+        decoded = _decode_with_pil(image, source)
+    elif image.format in _TORCHVISION_FORMATS:
+        decoded = _decode_with_torchvision(data, source)
+    else:
+        decoded = _decode_with_pil(image, source)
+    return decoded.contiguous() if contiguous else decoded
+
+
+# JPEG start-of-frame markers (C4 DHT, C8 JPG and CC DAC are not frames); D0-D7 (RSTn) and 01
+# (TEM) stand alone, without a length.
+_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}
+
+
+def header_size(data: bytes) -> tuple[int, int, str] | None:
+    """``(width, height, "JPEG" | "PNG")`` as stored (before EXIF), read from the bytes' header.
+
+    A few microseconds, no PIL. It walks the JPEG segments the way libjpeg does and returns
+    None for anything it is not sure of (other formats, odd markers, a cut header), so callers
+    fall back to :func:`open_image`.
+    """
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        if data[8:16] != b"\x00\x00\x00\rIHDR" or len(data) < 24:
+            return None
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"), "PNG"
+    if data[:2] != b"\xff\xd8":
+        return None
+    position, end = 2, len(data)
+    while position + 4 <= end:
+        if data[position] != 0xFF:
+            return None  # libjpeg would skip garbage here; leave such files to PIL
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+        elif marker in _JPEG_STANDALONE:
+            position += 2
+        elif marker in _JPEG_FRAMES:
+            if position + 9 > end:
+                return None
+            height = int.from_bytes(data[position + 5 : position + 7], "big")
+            return int.from_bytes(data[position + 7 : position + 9], "big"), height, "JPEG"
+        elif marker in (0xD8, 0xD9, 0xDA):  # a second start, the end or the scan before a frame
+            return None
+        else:
+            length = int.from_bytes(data[position + 2 : position + 4], "big")
+            if length < 2:
+                return None
+            position += 2 + length
+    return None
 
 
 def open_image(data: bytes, *, source: str = "<bytes>", max_pixels: int = MAX_PIXELS) -> Image.Image:
@@ -150,7 +210,7 @@ def _decode_with_torchvision(data: bytes, source: str) -> torch.Tensor:
     if image.dtype == torch.uint16:
         # 16-bit PNG: keep the top 8 bits, the faithful 8-bit rendering of the same picture.
         image = (image.to(torch.int32) >> 8).to(torch.uint8)
-    return image.contiguous()
+    return image  # [3,H,W] view of [H,W,3] memory; decode_image makes it contiguous if asked
 
 
 def _decode_with_pil(image: Image.Image, source: str) -> torch.Tensor:
@@ -164,4 +224,4 @@ def _decode_with_pil(image: Image.Image, source: str) -> torch.Tensor:
             array = np.array(image.convert("RGB"))
     except (OSError, ValueError, SyntaxError) as error:
         raise DataError(f"{source}: cannot decode image ({error})") from None
-    return torch.from_numpy(array).permute(2, 0, 1).contiguous()
+    return torch.from_numpy(array).permute(2, 0, 1)  # a view; decode_image copies if asked

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.samplers import GroupedBatchSampler, shared_seed
 from recipes.core.seeding import SeededDataset
@@ -111,17 +111,23 @@ def build_loader(
     groups: Sequence[int] | np.ndarray | None = None,
     lengths: Sequence[int] | np.ndarray | None = None,
     max_tokens: int | None = None,
+    length_noise: float | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """The loader every ``<domain>_loader`` preset returns.
 
     It wires :func:`loader_kwargs`, a keyed :class:`GroupedBatchSampler` (shuffled and grouped
     when training, in order when not, split across ranks) and :class:`SeededDataset`, so that
-    each sample's augmentation is seeded by ``(seed, epoch, index)``. ``overrides`` are
+    each sample's augmentation is seeded by ``(seed, epoch, index)``. ``groups``, ``lengths``,
+    ``max_tokens`` and ``length_noise`` go to the sampler. ``overrides`` are
     DataLoader keyword arguments that replace the preset's (``num_workers=0``,
     ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...).
     ``stateful=True`` returns torchdata's ``StatefulDataLoader``, whose ``state_dict()`` resumes
     mid-epoch with exactly the batches still to come.
+
+    An ``IterableDataset`` orders and shards itself (see ``recipes.core.streams``): it gets the
+    same preset with a plain ``batch_size`` and no sampler, so ``stateful``, ``groups``,
+    ``lengths``, ``max_tokens`` and ``length_noise`` are refused for it.
     """
     kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
     kwargs.update(overrides)
@@ -130,6 +136,15 @@ def build_loader(
     if kwargs["num_workers"] == 0:
         kwargs.pop("persistent_workers", None)
         kwargs.pop("prefetch_factor", None)
+    if isinstance(dataset, IterableDataset):
+        given = {"stateful": stateful, "groups": groups is not None, "lengths": lengths is not None,
+                 "max_tokens": max_tokens is not None, "length_noise": length_noise is not None}
+        if any(given.values()):
+            raise ValueError(
+                f"{sorted(k for k, v in given.items() if v)} need a map-style dataset: an IterableDataset "
+                "orders and shards itself and resumes by epoch only"
+            )
+        return DataLoader(dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs)
     sampler = GroupedBatchSampler(
         len(dataset),
         batch_size,
@@ -139,6 +154,7 @@ def build_loader(
         groups=groups,
         lengths=lengths,
         max_tokens=max_tokens,
+        length_noise=length_noise,
         keyed=True,
     )
     if stateful:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -59,10 +59,19 @@ def seeded(seed: int) -> Iterator[None]:
     """Run the block with torch's CPU generator, ``random`` and ``numpy.random`` seeded by ``seed``.
 
     The previous states are restored afterwards, so running a dataset in the main process
-    (``num_workers=0``) does not disturb the training loop's own randomness. CUDA generators are
-    left alone: data transforms run on the CPU, and reseeding CUDA would change dropout.
+    (``num_workers=0``) does not disturb the training loop's own randomness. In a DataLoader
+    worker nothing else owns those generators (every sample reseeds them), so they are not
+    restored there: saving and restoring numpy's state alone costs ~0.1-0.2 ms a sample, as much
+    as resizing a photo. CUDA generators are left alone: data transforms run on the CPU, and
+    reseeding CUDA would change dropout.
     """
     cpu = torch.random.default_generator
+    if get_worker_info() is not None:
+        cpu.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed & 0xFFFF_FFFF)
+        yield
+        return
     saved = cpu.get_state(), random.getstate(), np.random.get_state()
     cpu.manual_seed(seed)
     random.seed(seed)

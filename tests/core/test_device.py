@@ -37,6 +37,14 @@ def test_normalize_matches_todtype_then_normalize_transforms():
     torch.testing.assert_close(normalize_images(images), reference, rtol=1e-5, atol=1e-5)
 
 
+def test_normalize_keeps_channels_last_batches_channels_last_with_the_same_values():
+    images = torch.randint(0, 256, (2, 3, 6, 7), dtype=torch.uint8)
+    nhwc = images.contiguous(memory_format=torch.channels_last)
+    out = normalize_images(nhwc)
+    assert out.is_contiguous(memory_format=torch.channels_last) and out.shape == (2, 3, 6, 7)
+    torch.testing.assert_close(out, normalize_images(images), rtol=0, atol=1e-6)
+
+
 def test_normalize_converts_images_only():
     out = normalize_images(_nested())
     assert out["images"].dtype == torch.float32

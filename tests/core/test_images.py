@@ -150,3 +150,17 @@ def test_read_image_and_image_size_agree_with_the_file(tmp_path):
 def test_read_image_names_a_missing_file(tmp_path):
     with pytest.raises(DataError, match="nope.jpg"):
         read_image(tmp_path / "nope.jpg")
+
+
+@pytest.mark.parametrize("case", ["rgb-jpeg", "rgb-png", "gray-png", "exif-rotated-jpeg", "rgb-webp"])
+def test_non_contiguous_decode_has_the_same_pixels_in_channels_last_memory(case):
+    data = CASES[case]()
+    loose = decode_image(data, contiguous=False)
+    assert torch.equal(loose, decode_image(data))
+    if case != "exif-rotated-jpeg":  # a rotation is a transposed view, not plain HWC memory
+        assert not loose.is_contiguous() and loose.stride()[0] == 1  # channels innermost: no copy made
+
+
+def test_non_contiguous_draft_decode_has_the_same_pixels():
+    data = _encode(_photo(640, 480), "JPEG", quality=90)
+    assert torch.equal(decode_image(data, draft_size=(150, 100), contiguous=False), decode_image(data, draft_size=(150, 100)))

@@ -1,0 +1,187 @@
+"""Read image-caption manifests: JSONL, CSV/TSV rows, or a COCO captions json.
+
+    manifest = read_caption_manifest("data/train.jsonl")
+    manifest.images[0], manifest.captions[0]     # 'images/0001.jpg', ['a cat on a mat', ...]
+    manifest.where(0)                            # 'data/train.jsonl line 1' (for error messages)
+
+Formats, chosen by the file suffix:
+- ``.jsonl`` / ``.ndjson``: one object a line, ``{"image": ..., "caption": ...}`` or
+  ``{"image": ..., "captions": [...]}``.
+- ``.csv`` / ``.tsv``: a header with ``image`` and ``caption`` columns.
+- ``.json``: COCO captions (``images`` with ``id`` + ``file_name``, ``annotations`` with
+  ``image_id`` + ``caption``); captions keep the file's annotation order.
+
+Every image name is checked lexically (no absolute paths, no ``..``) here; the dataset resolves
+it under its root at open time. A bad row (malformed JSON, no image, an empty or missing
+caption, an unsafe path) is a :class:`DataError` naming the file and line (COCO: the image or
+annotation id) under ``on_error="raise"``; under ``"skip"`` it is dropped with a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.paths import check_relative
+
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
+
+
+@dataclass
+class CaptionManifest:
+    """Rows of a manifest: image names, their captions, and where each row came from.
+
+    ``keys[i]`` is the manifest line of row i (``key_name`` "line"), or for COCO its image id
+    (``key_name`` "image id"); :meth:`where` turns it into text for error messages.
+    """
+
+    path: Path
+    key_name: str
+    images: list[str] = field(default_factory=list)
+    captions: list[list[str]] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def where(self, row: int) -> str:
+        return f"{self.path} {self.key_name} {self.keys[row]}"
+
+
+def read_caption_manifest(manifest: str | os.PathLike, *, on_error: str = "raise") -> CaptionManifest:
+    """Read a JSONL, CSV, TSV or COCO captions manifest; see the module docstring."""
+    check_on_error(on_error)
+    path = Path(manifest)
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: unknown manifest format {path.suffix!r}; expected one of {sorted(FORMATS)}")
+    if not path.is_file():
+        raise FileNotFoundError(f"manifest {path} does not exist")
+    if kind == "coco":
+        return _read_coco(path, on_error)
+    out = CaptionManifest(path, "line")
+    rows = _jsonl_rows(path) if kind == "jsonl" else _csv_rows(path, "\t" if kind == "tsv" else ",")
+    for line, row in rows:
+        try:
+            image, captions = _parse_row(row, f"{path} line {line}")
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            continue
+        out.images.append(image)
+        out.captions.append(captions)
+        out.keys.append(line)
+    return out
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    with open(path, "rb") as file:
+        for line, raw in enumerate(file, start=1):
+            if not raw.strip():
+                continue  # a trailing blank line is not a sample
+            try:
+                yield line, json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                yield line, DataError(f"{path} line {line}: not a JSON object ({error})")
+
+
+def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
+    # utf-8-sig: spreadsheets write a byte-order mark that would otherwise rename the first column
+    with open(path, newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file, delimiter=delimiter)
+        missing = {"image", "caption"} - set(reader.fieldnames or ())
+        if missing:
+            raise DataError(
+                f"{path}: header {reader.fieldnames} lacks the column(s) {sorted(missing)}; "
+                "a CSV/TSV manifest needs 'image' and 'caption' columns"
+            )
+        line = reader.line_num + 1
+        for row in reader:
+            yield line, {"image": row["image"], "caption": row["caption"]}
+            line = reader.line_num + 1  # a quoted caption may span several physical lines
+
+
+def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
+    if isinstance(row, DataError):
+        raise row
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected an object with 'image' and 'caption', got {type(row).__name__}")
+    if "image" not in row:
+        raise DataError(f"{where}: no 'image' key (keys: {sorted(row)})")
+    image = check_relative(row["image"], source=where)
+    if "captions" in row:
+        captions = row["captions"]
+        if not isinstance(captions, list) or not captions:
+            raise DataError(f"{where}: 'captions' must be a non-empty list of strings, got {captions!r}")
+    elif "caption" in row:
+        captions = [row["caption"]]
+    else:
+        raise DataError(f"{where}: no 'caption' or 'captions' key (keys: {sorted(row)})")
+    for caption in captions:
+        _check_caption(caption, where)
+    return image, list(captions)
+
+
+def _check_caption(caption: Any, where: str) -> None:
+    if not isinstance(caption, str):
+        raise DataError(f"{where}: caption must be a string, got {caption!r}")
+    if not caption.strip():
+        raise DataError(f"{where}: empty caption {caption!r}")
+
+
+def _read_coco(path: Path, on_error: str) -> CaptionManifest:
+    try:
+        data = json.loads(path.read_bytes())
+        images, annotations = data["images"], data["annotations"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DataError(f"{path}: not a COCO captions file with 'images' and 'annotations' ({error!r})") from None
+    out = CaptionManifest(path, "image id")
+    row_of: dict[int, int] = {}
+    skipped: set[Any] = set()  # images already reported; their annotations go quietly
+    for position, image in enumerate(images):
+        if not isinstance(image, dict):
+            skip_or_raise(DataError(f"{path}: images[{position}] is not an object: {image!r}"), on_error)
+            continue
+        where = f"{path} image id {image.get('id')}"
+        try:
+            name = check_relative(image.get("file_name"), source=where)
+            if image.get("id") in row_of:
+                raise DataError(f"{where}: the id appears twice in 'images'")
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            skipped.add(image.get("id"))
+            continue
+        row_of[image["id"]] = len(out.images)
+        out.images.append(name)
+        out.captions.append([])
+        out.keys.append(image["id"])
+    for position, annotation in enumerate(annotations):
+        if not isinstance(annotation, dict):
+            skip_or_raise(DataError(f"{path}: annotations[{position}] is not an object: {annotation!r}"), on_error)
+            continue
+        where = f"{path} annotation id {annotation.get('id')}"
+        if annotation.get("image_id") in skipped and annotation.get("image_id") not in row_of:
+            continue
+        try:
+            if annotation.get("image_id") not in row_of:
+                raise DataError(f"{where}: image_id {annotation.get('image_id')!r} is not in 'images'")
+            _check_caption(annotation.get("caption"), where)
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            continue
+        out.captions[row_of[annotation["image_id"]]].append(annotation["caption"])
+    keep = []
+    for row, captions in enumerate(out.captions):
+        if captions:
+            keep.append(row)
+        else:
+            skip_or_raise(DataError(f"{out.where(row)}: image has no caption annotation"), on_error)
+    out.images = [out.images[row] for row in keep]
+    out.captions = [out.captions[row] for row in keep]
+    out.keys = [out.keys[row] for row in keep]
+    return out

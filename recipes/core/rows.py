@@ -1,0 +1,215 @@
+"""Samples from line-oriented data files (.txt, .jsonl, .csv), each tagged with its line number.
+
+    rows = read_rows("reviews.jsonl", text_field="text", label_field="stars", on_error="skip")
+    rows.texts[0], rows.labels[0], rows.lines[0]        # 'Great pan.', 5, 1
+    labels, names = label_ids(rows.labels)              # ints as given, or strings numbered
+    parse_line(b'{"text": "hi"}\\n', "a.jsonl byte 0", json_row=True)   # ('hi', None)
+
+Formats, chosen by the suffix:
+- ``.txt``: a line a sample, the line itself is the text (its ``\\n`` / ``\\r\\n`` removed).
+- ``.jsonl``: a JSON object a line; the text (and label) are fields of it.
+- ``.csv``: a header row naming the columns, read with the :mod:`csv` module, so a quoted
+  field may hold commas, quotes and line breaks; the line number is where the record starts.
+
+Blank lines (empty or only whitespace) are not samples in .txt and .jsonl: they separate
+paragraphs or end the file, so they are passed over silently and never counted as samples; the
+kept samples carry their real line numbers. Everything else that is wrong with a line is a
+:class:`DataError` naming the file and line: bytes that are not UTF-8, JSON that does not parse
+or is not an object, a missing, non-string or empty text field, a missing or non-scalar label.
+``on_error="skip"`` drops such a line with a warning; a CSV header without the named columns is
+a problem with the whole file and always raises.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
+
+ROW_FORMATS = (".txt", ".jsonl", ".csv")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+@dataclass
+class Rows:
+    """What :func:`read_rows` kept: texts, raw labels (None without a label field), line numbers."""
+
+    path: Path
+    texts: list[str] = field(default_factory=list)
+    labels: list[Any] | None = None
+    lines: list[int] = field(default_factory=list)
+
+
+def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) -> str:
+    """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats``."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in formats:
+        raise ValueError(f"{path}: unsupported file type {suffix!r}; expected one of {list(formats)}")
+    return suffix
+
+
+def read_rows(
+    path: str | os.PathLike,
+    *,
+    text_field: str = "text",
+    label_field: str | None = None,
+    on_error: str = "raise",
+    data: bytes | None = None,
+) -> Rows:
+    """Read every sample of a .txt, .jsonl or .csv file; see the module docstring.
+
+    Args:
+        path: the file; its suffix picks the format.
+        text_field, label_field: field names for .jsonl and .csv (a .txt file has no label).
+        on_error: ``"raise"`` or ``"skip"`` (drop bad lines with a warning).
+        data: the file's bytes if already read (e.g. to hash them for a cache key).
+    """
+    check_on_error(on_error)
+    path = Path(path)
+    suffix = check_format(path)
+    if suffix == ".txt" and label_field is not None:
+        raise ValueError(f"{path}: a .txt file has no fields; label_field needs a .jsonl or .csv file")
+    if data is None:
+        data = path.read_bytes()
+    data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
+    rows = Rows(path, labels=[] if label_field is not None else None)
+    if suffix == ".csv":
+        numbered = _csv_records(path, data, text_field, label_field)
+    else:
+        numbered = enumerate(data.split(b"\n"), start=1)
+    for number, record in numbered:
+        where = f"{path} line {number}"
+        try:
+            if suffix == ".csv":
+                row = check_fields(record, where, text_field=text_field, label_field=label_field)
+            else:
+                row = parse_line(record, where, json_row=suffix == ".jsonl", text_field=text_field, label_field=label_field)
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            continue
+        if row is not None:
+            rows.texts.append(row[0])
+            rows.lines.append(number)
+            if rows.labels is not None:
+                rows.labels.append(row[1])
+    return rows
+
+
+def _csv_records(path: Path, data: bytes, text_field: str, label_field: str | None):
+    # surrogateescape keeps undecodable bytes as lone surrogates: check_fields then names the
+    # record that holds them instead of failing the whole file
+    reader = csv.DictReader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
+    wanted = [name for name in (text_field, label_field) if name is not None]
+    missing = [name for name in wanted if name not in (reader.fieldnames or ())]
+    if missing:
+        raise DataError(
+            f"{path}: the header {reader.fieldnames} has no column {missing}; "
+            "pass text_field=... / label_field=... naming existing columns"
+        )
+    number = reader.line_num + 1
+    for record in reader:
+        yield number, record
+        number = reader.line_num + 1  # a quoted field may span several physical lines
+
+
+def parse_line(
+    raw: bytes,
+    where: str,
+    *,
+    json_row: bool,
+    text_field: str = "text",
+    label_field: str | None = None,
+) -> tuple[str, Any] | None:
+    """One raw line -> ``(text, label)``, or None for a blank line.
+
+    Args:
+        raw: the line's bytes, with or without its ``\\n`` / ``\\r\\n``.
+        where: names the line in error messages, e.g. ``"data.txt line 3"``.
+        json_row: parse the line as a JSON object and read its fields (.jsonl), else the line
+            is the text and the label is None (.txt).
+    """
+    raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+    try:
+        line = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        bad = raw[error.start : error.start + 4]
+        raise DataError(
+            f"{where}: not valid UTF-8 (bytes {bad!r} at column {error.start}); "
+            "re-encode the file as UTF-8, or pass on_error='skip' to drop the line"
+        ) from None
+    if not line.strip():
+        return None  # blank lines hold no sample (module docstring)
+    if not json_row:
+        return line, None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
+    return check_fields(record, where, text_field=text_field, label_field=label_field)
+
+
+def check_fields(record: Any, where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:
+    """``(text, label)`` from a JSON object or CSV record, or a DataError naming ``where``."""
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    text = record.get(text_field)
+    if text is None:
+        fields = sorted(str(key) for key in record)
+        raise DataError(f"{where}: no {text_field!r} field (fields: {fields}); pass text_field=... to name another")
+    if not isinstance(text, str):
+        raise DataError(f"{where}: field {text_field!r} is {type(text).__name__}, not a string")
+    if not _encodable(text):
+        raise DataError(f"{where}: field {text_field!r} is not valid UTF-8 / Unicode (lone surrogate)")
+    if not text.strip():
+        raise DataError(f"{where}: field {text_field!r} is empty")
+    if label_field is None:
+        return text, None
+    label = record.get(label_field)
+    if label is None or label == "":
+        raise DataError(f"{where}: no {label_field!r} label")
+    if isinstance(label, bool) or not isinstance(label, (int, str)) or not _encodable(str(label)):
+        raise DataError(f"{where}: label {label!r} is neither an integer nor a string")
+    return text, label
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def integer_label(label: Any) -> int | None:
+    """``label`` as an int if it is one (CSV gives ``"2"``), else None."""
+    if isinstance(label, int) and not isinstance(label, bool):
+        return label
+    if isinstance(label, str) and _INTEGER.fullmatch(label.strip()):
+        return int(label)
+    return None
+
+
+def label_ids(labels: Sequence[Any]) -> tuple[np.ndarray, list[str] | None]:
+    """Raw labels -> int64 ids and the label names.
+
+    Integers (and integer strings, as CSV gives them) are kept as they are and the names are
+    None. Otherwise every label is read as a string and numbered by its position in the sorted
+    list of distinct names, so the numbering depends only on the set of labels, not their order.
+    """
+    as_ints = [integer_label(label) for label in labels]
+    if None not in as_ints:
+        return np.asarray(as_ints, dtype=np.int64).reshape(-1), None
+    names = sorted({str(label) for label in labels})
+    number = {name: i for i, name in enumerate(names)}
+    return np.asarray([number[str(label)] for label in labels], dtype=np.int64), names

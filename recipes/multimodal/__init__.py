@@ -1,0 +1,22 @@
+"""Image-caption pairs: a manifest dataset, dict batches for CLIP-style models, and tar shards.
+
+    from recipes.multimodal import ImageTextDataset, multimodal_loader, CLIP_MEAN, CLIP_STD
+
+- ``pairs``: :class:`ImageTextDataset`, :func:`multimodal_collate`, :func:`multimodal_loader`.
+- ``shards``: :class:`ImageTextShards` (WebDataset tar shards, rank x worker split) and
+  :func:`write_shards` (manifest -> shards).
+"""
+
+from recipes.multimodal.pairs import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
+from recipes.multimodal.shards import ImageTextShards, expand_shards, write_shards
+
+__all__ = [
+    "CLIP_MEAN",
+    "CLIP_STD",
+    "ImageTextDataset",
+    "ImageTextShards",
+    "expand_shards",
+    "multimodal_collate",
+    "multimodal_loader",
+    "write_shards",
+]

@@ -1,0 +1,243 @@
+"""Image-caption pairs for CLIP-style training: a manifest in, dict batches of uint8 pixels and ids out.
+
+    tokenizer = load_tokenizer("tokenizer.json")
+    dataset = ImageTextDataset("train.jsonl", tokenizer, transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)]))
+    loader = multimodal_loader(dataset, batch_size=256, device="cuda", seed=0, stateful=True)
+    for batch in DevicePrefetcher(loader, "cuda", mean=CLIP_MEAN, std=CLIP_STD):
+        loss = model(pixel_values=batch["pixel_values"], input_ids=batch["input_ids"],
+                     attention_mask=batch["attention_mask"], return_loss=True).loss
+
+Manifests (see :mod:`recipes.core.manifests`): JSONL or CSV rows with ``image`` plus ``caption``
+or a ``captions`` list, or a COCO captions json. Image names resolve under ``image_root``, which
+defaults to the manifest's folder, and may not escape it.
+
+What the usual ``CsvDataset`` does per sample and this does once: every caption is tokenised at
+construction with ``encode_batch`` (Rust, all threads) into one flat token array, with a second
+array of per-image caption offsets; workers hold two numpy buffers, not a list of strings per
+image (pytorch issue 13246). Images are decoded with libjpeg-turbo straight into uint8 tensors and
+stay uint8 through the collate and the pinned copy; normalisation to float happens once per batch
+on the device. ``benchmarks/multimodal.py`` measures the difference.
+
+Caption choice, ``captions=``: ``"random"`` draws one of an image's captions with
+``torch.randint`` in ``__getitem__``; the loader runs each sample under a seed made of
+``(seed, epoch, index)``, so the draw is new every epoch yet the same after a resume or with
+another worker count. ``"first"`` always takes the first. ``"all"`` makes one item per
+(image, caption) pair, for retrieval evaluation; ``caption_image[j]`` is the image row of item j.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.images import read_image
+from recipes.core.loader import build_loader, loader_kwargs
+from recipes.core.manifests import read_caption_manifest
+from recipes.core.paths import resolve_under
+from recipes.core.tables import StringArray
+from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+CAPTION_CHOICES = ("random", "first", "all")
+# OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+class ImageTextDataset(Dataset):
+    """Map-style image-caption dataset; item = ``{"image": uint8 [3,H,W], "input_ids": int64 [L], "index": int}``.
+
+    Args:
+        manifest: a ``.jsonl``, ``.csv``/``.tsv`` or COCO captions ``.json`` file.
+        tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path. Ids equal
+            ``tokenizer.encode(caption).ids[:max_length]``, special tokens included.
+        image_root: folder the image names are relative to; default: the manifest's folder.
+        transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
+            it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``).
+        max_length: truncate ids to this many tokens (CLIP's context is 77); None keeps all.
+        captions: ``"random"``, ``"first"`` or ``"all"``; see the module docstring.
+        on_error: ``"raise"`` a :class:`DataError` naming the manifest line (and the image) for
+            an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
+            warning (bad rows leave the index at construction, bad images their batch).
+    """
+
+    def __init__(
+        self,
+        manifest: str | os.PathLike,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_root: str | os.PathLike | None = None,
+        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        max_length: int | None = 77,
+        captions: str = "random",
+        on_error: str = "raise",
+    ) -> None:
+        if captions not in CAPTION_CHOICES:
+            raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
+        self.on_error = check_on_error(on_error)
+        rows = read_caption_manifest(manifest, on_error=on_error)
+        if not len(rows):
+            raise DataError(f"{rows.path}: the manifest holds no usable image-caption row")
+        self.manifest = rows.path
+        self.image_root = Path(image_root) if image_root is not None else rows.path.parent
+        self.transform, self.captions, self.max_length = transform, captions, max_length
+        self.images = StringArray(rows.images)
+        self._where = (str(rows.path), rows.key_name)
+        self._keys = np.asarray(rows.keys, dtype=np.int64)
+        counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
+        # Captions of image i are caption_tokens[caption_offsets[i]:caption_offsets[i+1]].
+        self.caption_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.caption_offsets[1:])
+        tokenizer = load_tokenizer(tokenizer)
+        flat = [caption for row in rows.captions for caption in row]
+        self.caption_tokens = encode_texts(tokenizer, flat, max_length=max_length, description="tokenizing captions")
+        self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.pad_id = _pad_id(tokenizer)
+
+    def __len__(self) -> int:
+        return len(self.caption_tokens) if self.captions == "all" else len(self.images)
+
+    def where(self, row: int) -> str:
+        """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
+        path, key_name = self._where
+        return f"{path} {key_name} {self._keys[row]}"
+
+    def __getitem__(self, index: int) -> dict[str, Any] | None:
+        if self.captions == "all":
+            caption = index
+            row = int(self.caption_image[index])
+        else:
+            row = index
+            first, stop = int(self.caption_offsets[row]), int(self.caption_offsets[row + 1])
+            caption = first
+            if self.captions == "random" and stop - first > 1:
+                # torch's global generator: under the loader it is seeded by (seed, epoch, index)
+                caption = first + int(torch.randint(stop - first, ()))
+        try:
+            # With a transform, keep the decoder's channels-last layout: no copy, and an
+            # antialiased uint8 resize reads it about twice as fast as CHW.
+            path = resolve_under(self.image_root, self.images[row])
+            image = read_image(path, contiguous=self.transform is None)
+        except DataError as error:
+            return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
+        if self.transform is not None:
+            image = self.transform(image)
+        return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
+
+
+def _pad_id(tokenizer: Tokenizer) -> int:
+    try:
+        return pad_id_of(tokenizer)
+    except ValueError:
+        # CLIP's BPE has no pad token; any id works because padded positions are masked out
+        return 0
+
+
+def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, Any]:
+    """Batch image-caption items; ``None`` (skipped) samples are dropped.
+
+    Returns:
+        ``pixel_values`` uint8 [B,3,H,W] (channels-last memory when the images are, as decoded
+        and resized ones are; ``.contiguous()`` gives NCHW memory), ``input_ids`` int64 [B,T] (right-padded with
+        ``pad_id``), ``attention_mask`` int64 [B,T], ``lengths`` int64 [B], and ``index`` int64
+        [B] (or ``key``, a list of str, for items from :class:`ImageTextShards`).
+
+    Raises:
+        ValueError: images of different sizes, or not uint8; the message says which transform fixes it.
+    """
+    batch = drop_skipped(batch)
+    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
+    out = {
+        "pixel_values": _stack_images([item["image"] for item in batch]),
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "lengths": lengths,
+    }
+    if batch and "key" in batch[0]:
+        out["key"] = [item["key"] for item in batch]
+    else:
+        out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
+    return out
+
+
+def _stack_images(images: list[torch.Tensor]) -> torch.Tensor:
+    if not images:
+        return torch.empty((0, 3, 0, 0), dtype=torch.uint8)
+    first = images[0]
+    for image in images:
+        if image.dtype != torch.uint8:
+            raise ValueError(
+                f"images must stay uint8 until the device, got {image.dtype}: remove ToDtype/Normalize from "
+                "the transform and normalise per batch (DevicePrefetcher or normalize_images with CLIP_MEAN/CLIP_STD)"
+            )
+        if image.shape != first.shape:
+            raise ValueError(
+                f"cannot batch images of sizes {list(first.shape)} and {list(image.shape)}: add a resize + crop "
+                "transform, e.g. transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)])"
+            )
+    channels, height, width = first.shape
+    if first.stride(0) == 1:
+        # [3,H,W] views of [H,W,3] memory, as the decoders and a v2 resize leave them: batch them
+        # channels-last (NHWC memory), one contiguous copy per image. Into NCHW memory the same
+        # copy is a transpose, ~10x slower; on the GPU channels-last is what convolutions prefer.
+        strides = (channels * height * width, 1, width * channels, channels)
+    else:
+        strides = (channels * height * width, height * width, width, 1)
+    numel = len(images) * first.numel()
+    if get_worker_info() is not None:
+        # In a worker, write the batch straight into shared memory (as default_collate does), so
+        # sending it to the main process does not copy every pixel once more.
+        flat = first.new(first._typed_storage()._new_shared(numel, device=first.device))
+    else:
+        flat = torch.empty(numel, dtype=first.dtype)
+    out = flat.as_strided((len(images), channels, height, width), strides)
+    return torch.stack([image.as_subclass(torch.Tensor) for image in images], out=out)
+
+
+def multimodal_loader(
+    dataset: Dataset,
+    batch_size: int,
+    *,
+    train: bool = True,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    stateful: bool = False,
+    **overrides: Any,
+) -> DataLoader:
+    """A DataLoader preset for :class:`ImageTextDataset` (or :class:`ImageTextShards`).
+
+    A map-style dataset gets :func:`recipes.core.loader.build_loader`: shuffled per epoch when
+    training, split across ranks, each sample seeded by ``(seed, epoch, index)`` (the random
+    caption included), and with ``stateful=True`` an exact mid-epoch resume. An iterable dataset
+    (tar shards) splits itself across ranks and workers; it gets the same device preset, with
+    no more workers than it has shards per rank. ``overrides`` are DataLoader keyword arguments
+    (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
+    ``dataset.pad_id``.
+    """
+    collate = functools.partial(multimodal_collate, pad_id=getattr(dataset, "pad_id", 0))
+    if not isinstance(dataset, IterableDataset):
+        return build_loader(
+            dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful, **overrides
+        )
+    if stateful:
+        raise ValueError("stateful=True needs a map-style dataset (ImageTextDataset); tar shards resume by epoch only")
+    workers = overrides.pop("num_workers", None)
+    kwargs = loader_kwargs(device, train=train, num_workers=workers, seed=seed)
+    if workers is None and hasattr(dataset, "max_workers"):
+        # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
+        kwargs["num_workers"] = min(kwargs["num_workers"], dataset.max_workers())
+    kwargs.update(overrides)
+    if kwargs["num_workers"] == 0:
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate, **kwargs)
