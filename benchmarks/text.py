@@ -1,0 +1,185 @@
+"""recipes.text vs the transformers data path, on real prose with a long-tailed length.
+
+    python benchmarks/text.py            # 7 rounds, the corpus x8 for build time
+    python benchmarks/text.py --quick    # a smoke run
+
+Data: CPython's ``pydoc_data.topics`` split into paragraphs (~2,600 paragraphs of the language
+reference, 3 to ~2,600 tokens), tokenised with the fixture tokenizer, written to a temporary
+JSONL / TXT file. Three figures; timed pairs run side by side in alternating rounds (medians):
+
+1. Collate: batches/s of ``text_collate`` on dataset items vs ``DataCollatorWithPadding`` on the
+   same samples as lists of ids (its native input, what ``datasets`` hands it), in one thread as
+   in a DataLoader worker. Goal >= 20x.
+2. Padding waste, the fraction of padding tokens in a training epoch: random batches; the floor
+   (all lengths sorted, cut into consecutive batches); ``text_loader`` (noisy sort); for context
+   the core sampler's 64-batch megabatches and transformers' ``LengthGroupedSampler`` (50-batch
+   megabatches). "kept" is the mean fraction of a sample's batchmates that were already its
+   batchmates the epoch before (random batching: ~0): low = the epoch is really reshuffled.
+   Goals: text_loader <= 1.5x the floor; with ``max_tokens=2048``, <= 6%.
+3. Build: ``TokenizedTextDataset(file)`` (read, parse, tokenise, store) vs a bare
+   ``tokenizer.encode_batch(texts)`` over the same texts already in memory. Goal >= 0.8x its speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# Run from a checkout without `pip install -e .`: make the repository's recipes importable.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+from recipes.core.samplers import GroupedBatchSampler
+from recipes.fixtures import fixtures_dir
+from recipes.text import TokenizedTextDataset, text_collate, text_loader
+
+
+def paragraphs() -> list[str]:
+    from pydoc_data.topics import topics
+
+    return [p.strip() for topic in topics.values() for p in re.split(r"\n\s*\n", topic) if p.strip()]
+
+
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def collate_speed(dataset: TokenizedTextDataset, tokenizer, rounds: int, batches: int, batch_size: int = 32) -> None:
+    from transformers import DataCollatorWithPadding, PreTrainedTokenizerFast
+
+    hf = DataCollatorWithPadding(PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]"))
+    rng = np.random.default_rng(0)
+    picks = [rng.choice(len(dataset), batch_size, replace=False) for _ in range(batches)]
+    ours_in = [[dataset[int(i)] for i in pick] for pick in picks]
+    hf_in = [[{"input_ids": dataset.tokens[int(i)].tolist()} for i in pick] for pick in picks]
+    assert all(torch.equal(text_collate(a)["input_ids"], hf(b)["input_ids"]) for a, b in zip(ours_in[:5], hf_in[:5]))
+    ours, theirs = [], []
+    # As in a DataLoader worker: one torch thread, and the long-lived inputs out of the garbage
+    # collector's sight (a worker's dataset is too), so neither side pays for the other's objects.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    gc.collect()
+    gc.freeze()
+    for batch in ours_in[:10]:  # warm-up: first calls pay for lazy initialisation
+        text_collate(batch), hf(hf_in[0])
+    for _ in range(rounds):
+        ours.append(batches / timed(lambda: [text_collate(batch, pad_id=0) for batch in ours_in]))
+        theirs.append(batches / timed(lambda: [hf(batch) for batch in hf_in]))
+    gc.unfreeze()
+    torch.set_num_threads(threads)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    print(f"\n1. collate, batch {batch_size}, max_length 512, 1 thread (median of {rounds} rounds x {batches} batches)")
+    print(f"   text_collate            {a:10.0f} batches/s")
+    print(f"   DataCollatorWithPadding {b:10.0f} batches/s")
+    print(f"   ratio {a / b:.1f}x   (goal >= 20x: {'met' if a / b >= 20 else 'NOT met'})")
+
+
+def waste(batches: list[np.ndarray], lengths: np.ndarray) -> float:
+    return 1 - sum(int(lengths[b].sum()) for b in batches) / sum(len(b) * int(lengths[b].max()) for b in batches)
+
+
+def kept(before: list[np.ndarray], after: list[np.ndarray], n: int) -> float:
+    """Mean fraction of a sample's batchmates in ``after`` that were its batchmates in ``before``."""
+    batch_of = np.full(n, -1)
+    for number, batch in enumerate(before):
+        batch_of[batch] = number
+    shares = [(np.sum(batch_of[b] == batch_of[i]) - 1) / (len(b) - 1) for b in after if len(b) > 1 for i in b]
+    return float(np.mean(shares))
+
+
+def loader_epochs(loader, epochs: int = 3) -> list[list[np.ndarray]]:
+    return [[batch["index"].numpy() for batch in loader] for _ in range(epochs)]
+
+
+def sampler_epochs(sampler, epochs: int = 3) -> list[list[np.ndarray]]:
+    return [[np.asarray(batch) for batch in sampler] for _ in range(epochs)]
+
+
+def padding_waste(dataset: TokenizedTextDataset, batch_sizes: tuple[int, ...]) -> None:
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    lengths, n = dataset.lengths, len(dataset)
+    print(f"\n2. padding waste per training epoch ({n} paragraphs, mean of 3 epochs; kept = batchmates kept)")
+    for size in batch_sizes:
+        ordered = np.argsort(-lengths, kind="stable")
+        floor = waste([ordered[i : i + size] for i in range(0, n - n % size, size)], lengths)
+        hf = LengthGroupedSampler(size, lengths=lengths.tolist(), generator=torch.Generator().manual_seed(0))
+        hf_epochs = []
+        for _ in range(3):
+            order = np.fromiter(iter(hf), dtype=np.int64)
+            hf_epochs.append([order[i : i + size] for i in range(0, n - n % size, size)])
+        rows = {
+            "random batches": sampler_epochs(GroupedBatchSampler(n, size, drop_last=True, seed=0)),
+            "text_loader (ours)": loader_epochs(text_loader(dataset, size, device="cpu", seed=0, num_workers=0)),
+            "core megabatch=64": sampler_epochs(GroupedBatchSampler(n, size, drop_last=True, seed=0, lengths=lengths)),
+            "HF LengthGroupedSampler": hf_epochs,
+        }
+        print(f"   batch {size}: sorted floor {floor:6.1%}")
+        for name, epochs in rows.items():
+            mean = float(np.mean([waste(batches, lengths) for batches in epochs]))
+            mixing = np.mean([kept(a, b, n) for a, b in pairwise(epochs)])
+            verdict = f"  (goal <= 1.5x: {'met' if mean <= 1.5 * floor else 'NOT met'})" if "ours" in name else ""
+            print(f"     {name:24s} {mean:6.1%} = {mean / floor:5.2f}x floor   kept {mixing:5.1%}{verdict}")
+    budget = loader_epochs(text_loader(dataset, max_tokens=2048, device="cpu", seed=0, num_workers=0))
+    mean = float(np.mean([waste(batches, lengths) for batches in budget]))
+    print(f"   max_tokens=2048 (ours): {mean:6.1%}   kept {np.mean([kept(a, b, n) for a, b in pairwise(budget)]):5.1%}"
+          f"   (goal <= 6%: {'met' if mean <= 0.06 else 'NOT met'})")
+
+
+def build_time(texts: list[str], tokenizer, folder: Path, rounds: int) -> None:
+    files = {
+        "jsonl": folder / "build.jsonl",
+        "txt": folder / "build.txt",
+    }
+    files["jsonl"].write_text("\n".join(json.dumps({"text": t}) for t in texts), encoding="utf-8")
+    files["txt"].write_text("\n".join(t.replace("\n", " ") for t in texts), encoding="utf-8")
+    flat = [t.replace("\n", " ") for t in texts]
+    times: dict[str, list[float]] = {"bare": [], "jsonl": [], "txt": []}
+    for _ in range(rounds):
+        times["bare"].append(timed(lambda: tokenizer.encode_batch(flat)))
+        times["jsonl"].append(timed(lambda: TokenizedTextDataset(files["jsonl"], tokenizer)))
+        times["txt"].append(timed(lambda: TokenizedTextDataset(files["txt"], tokenizer)))
+    bare = statistics.median(times["bare"])
+    print(f"\n3. build, {len(texts)} texts, {sum(map(len, texts)) / 1e6:.1f} MB (median of {rounds} rounds)")
+    print(f"   bare encode_batch(texts)            {bare:6.2f}s")
+    for kind in ("txt", "jsonl"):
+        ours = statistics.median(times[kind])
+        print(f"   TokenizedTextDataset(.{kind:5s})      {ours:6.2f}s   speed {bare / ours:.2f}x of bare"
+              f"   (goal >= 0.8x: {'met' if bare / ours >= 0.8 else 'NOT met'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a small smoke run")
+    args = parser.parse_args()
+    rounds = 2 if args.quick else 7
+    torch.manual_seed(0)
+    texts = paragraphs()
+    tokenizer_path = fixtures_dir() / "text" / "tokenizer.json"
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "paragraphs.jsonl"
+        path.write_text("\n".join(json.dumps({"text": t}) for t in texts), encoding="utf-8")
+        print(f"data: {len(texts)} pydoc paragraphs; torch {torch.__version__}, {torch.get_num_threads()} threads")
+        collate_speed(TokenizedTextDataset(path, tokenizer, max_length=512), tokenizer, rounds, 50 if args.quick else 200)
+        padding_waste(TokenizedTextDataset(path, tokenizer), (16,) if args.quick else (16, 32))
+        build_time(texts * (1 if args.quick else 8), tokenizer, folder, rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Stream tokenised lines from .txt / .jsonl files too large to tokenise up front.
+
+    stream = StreamingTextDataset(["shard-0.jsonl", "shard-1.jsonl"], "tokenizer.json",
+                                  max_length=1024, shuffle_buffer=10_000, seed=0)
+    loader = streaming_loader(stream, batch_size=32, device="cuda", seed=0)
+    for epoch in range(3):
+        stream.set_epoch(epoch)          # optional: epochs also advance by themselves
+        for batch in loader:
+            ...                          # input_ids, attention_mask, lengths, index [, labels]
+
+Sharding. An IterableDataset is copied into every DataLoader worker of every rank, and each copy
+must read a different part of the data or every line is seen ``workers x ranks`` times (the
+classic IterableDataset pitfall). Here the files are one concatenated byte range, cut into
+``world_size x num_workers`` equal slices; slot ``rank * num_workers + worker`` reads the lines
+that *start* in its slice (it seeks to the slice, skips the partial line there, and finishes
+the line that crosses its end). So every line is read by exactly one (rank, worker), each slot
+reads only its own bytes (a single huge file scales as well as many shards), and nothing is ever
+loaded whole. Slices are equal in bytes, not lines: ranks may get a few lines more or fewer, so in
+DDP cap the steps per epoch (e.g. ``itertools.islice``) or use ``torch.distributed.algorithms.Join``.
+The rank and world size are read when the dataset is built: build it after ``init_process_group``.
+
+CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a
+record starts. The line rules are those of :mod:`recipes.core.rows` (blank lines are passed
+over; bad lines raise a DataError naming the file and byte offset, or are skipped with a
+warning under ``on_error="skip"``). ``index`` is the line's byte offset in the concatenated
+files: unique and stable, and ``f.seek(offset)`` finds the line.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.loader import build_loader
+from recipes.core.rows import check_format, integer_label, parse_line
+from recipes.core.samplers import distributed_rank_and_size, shared_seed
+from recipes.core.seeding import sample_seeds
+from recipes.core.streams import buffer_shuffle, reader_slot
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+STREAM_FORMATS = (".txt", ".jsonl")
+CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
+
+
+class StreamingTextDataset(IterableDataset):
+    """Tokenised lines of one or more .txt / .jsonl files, sharded by rank x worker (see module doc).
+
+    Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
+    ``label_field`` (streaming cannot number string labels: they must be integers).
+
+    Args:
+        paths: a file or a list of files, read in this order.
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
+        text_field, label_field: JSON fields for .jsonl files.
+        max_length: keep at most this many ids per line, as ``encode(text).ids[:max_length]``.
+        shuffle_buffer: items held in a buffer and drawn from at random (0: file order). Bigger
+            mixes further apart lines and costs memory; each slot has its own buffer.
+        seed: seeds the buffer with ``(seed, epoch, slot)``; None draws one shared by all ranks.
+        pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
+        on_error: ``"raise"`` or ``"skip"``.
+        rank, world_size: override what is read from ``torch.distributed`` at construction.
+    """
+
+    def __init__(
+        self,
+        paths: str | os.PathLike | Sequence[str | os.PathLike],
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        text_field: str = "text",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        shuffle_buffer: int = 0,
+        seed: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        self.paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+        for path in self.paths:
+            if check_format(path, STREAM_FORMATS) == ".txt" and label_field is not None:
+                raise ValueError(f"{path}: a .txt file has no fields; label_field needs .jsonl files")
+            if not path.is_file():
+                raise FileNotFoundError(f"text file {path} does not exist")
+        self.sizes = [path.stat().st_size for path in self.paths]
+        self.tokenizer = batch_safe_tokenizer(load_tokenizer(tokenizer))
+        self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
+        if shuffle_buffer < 0:
+            raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
+        self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
+        try:
+            self._pad_id: int | None = pad_id_of(self.tokenizer, pad_id)
+        except ValueError:
+            self._pad_id = None  # only padding needs it: the pad_id property raises on use
+        default_rank, default_size = distributed_rank_and_size()
+        self.rank = default_rank if rank is None else rank
+        self.world_size = default_size if world_size is None else world_size
+        self.seed = shared_seed(seed)
+        self.epoch, self._passes = 0, 0
+
+    @property
+    def pad_id(self) -> int:
+        """The id to pad with; a ValueError says what to do if the tokenizer has none."""
+        if self._pad_id is None:
+            raise ValueError("the tokenizer has no padding config and no pad token; pass pad_id=...")
+        return self._pad_id
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the next pass. Without calls the epoch advances by one each pass, in
+        each worker copy (with ``persistent_workers``; non-persistent workers get a fresh copy
+        from the main process every epoch, so call this there to reshuffle)."""
+        self.epoch, self._passes = epoch, 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if get_worker_info() is not None:
+            # the workers are the parallelism: one Rust thread pool per worker would oversubscribe
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        slot, slots = reader_slot(self.rank, self.world_size)
+        epoch = self.epoch + self._passes
+        self._passes += 1
+        items = self._items(self._lines(slot, slots))
+        if self.shuffle_buffer > 1:
+            rng = random.Random(int(sample_seeds(self.seed, epoch, [slot])[0]))
+            items = buffer_shuffle(items, self.shuffle_buffer, rng)
+        return items
+
+    def _lines(self, slot: int, slots: int) -> Iterator[tuple[int, str, bool, bytes]]:
+        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot."""
+        total = sum(self.sizes)
+        low, high = slot * total // slots, (slot + 1) * total // slots
+        base = 0
+        for path, size in zip(self.paths, self.sizes):
+            start, stop = max(low, base) - base, min(high, base + size) - base
+            if start < stop:
+                with open(path, "rb") as file:
+                    if start > 0:
+                        # finish the line that holds byte start-1: it belongs to the slot where
+                        # it starts (if that byte is a newline, this reads just that byte)
+                        file.seek(start - 1)
+                        file.readline()
+                    position = file.tell()
+                    while position < stop:
+                        raw = file.readline()
+                        if not raw:
+                            break
+                        yield base + position, f"{path} byte {position}", path.suffix.lower() == ".jsonl", raw
+                        position += len(raw)
+            base += size
+
+    def _items(self, lines: Iterator[tuple[int, str, bool, bytes]]) -> Iterator[dict[str, Any]]:
+        chunk: list[tuple[int, str, Any]] = []
+        for offset, where, json_row, raw in lines:
+            try:
+                row = parse_line(raw, where, json_row=json_row, text_field=self.text_field, label_field=self.label_field)
+                if row is not None and self.label_field is not None and integer_label(row[1]) is None:
+                    raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
+            except DataError as error:
+                skip_or_raise(error, self.on_error)
+                continue
+            if row is not None:
+                chunk.append((offset, *row))
+            if len(chunk) == CHUNK_LINES:
+                yield from self._encode(chunk)
+                chunk = []
+        yield from self._encode(chunk)
+
+    def _encode(self, chunk: list[tuple[int, str, Any]]) -> Iterator[dict[str, Any]]:
+        if not chunk:
+            return
+        tokens = encode_texts(self.tokenizer, [text for _, text, _ in chunk], max_length=self.max_length, progress=False)
+        for position, (offset, _, label) in enumerate(chunk):
+            item: dict[str, Any] = {"input_ids": tokens.tensor(position), "index": offset}
+            if self.label_field is not None:
+                item["label"] = integer_label(label)
+            yield item
+
+
+def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad stream items: the keys and dtypes of ``recipes.text.text_collate`` (which works too;
+    this small copy keeps the file importable on its own)."""
+    batch = drop_skipped(batch)
+    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
+    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths}
+    out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
+    if batch and "label" in batch[0]:
+        out["labels"] = torch.tensor([item["label"] for item in batch], dtype=torch.int64)
+    return out
+
+
+def streaming_loader(
+    dataset: StreamingTextDataset,
+    batch_size: int,
+    *,
+    train: bool = True,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    collate_fn: Any = None,
+    **overrides: Any,
+) -> DataLoader:
+    """A DataLoader preset for :class:`StreamingTextDataset` (batches in stream order).
+
+    Args:
+        dataset: the stream; it shards itself across the workers and ranks.
+        batch_size: lines per batch (a worker's last batch may be short unless ``train``).
+        train: drop each worker's last partial batch.
+        device, seed: see :func:`recipes.core.loader.loader_kwargs`.
+        collate_fn: defaults to :func:`stream_collate` with ``dataset.pad_id``.
+        overrides: DataLoader keyword arguments (``num_workers=0``, ...).
+    """
+    if collate_fn is None:
+        collate_fn = partial(stream_collate, pad_id=dataset.pad_id)
+    return build_loader(dataset, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed, **overrides)

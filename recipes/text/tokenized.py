@@ -1,0 +1,296 @@
+"""Tokenised text classification / language-model data: dataset, padding and packing collates, loader.
+
+    dataset = TokenizedTextDataset("train.jsonl", "tokenizer.json", label_field="label",
+                                   max_length=512, cache_dir="~/.cache/recipes")
+    loader = text_loader(dataset, batch_size=32, device="cuda", seed=0)   # length-grouped
+    for batch in loader:
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+
+    loader = text_loader(dataset, max_tokens=4096, collate_fn=pack_collate)   # no padding at all
+
+The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
+are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
+copy into every worker (pytorch issue 13246), and ``cache_dir`` stores them as plain ``.npy``
+files that the next run memory-maps instead of tokenising again. Training batches hold samples of
+similar length (:class:`recipes.core.samplers.GroupedBatchSampler`), which removes most padding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader, Dataset
+
+from recipes.core.errors import check_on_error, drop_skipped
+from recipes.core.loader import build_loader
+from recipes.core.rows import check_format, label_ids, read_rows
+from recipes.core.samplers import DEFAULT_LENGTH_NOISE
+from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+CACHE_VERSION = 1  # bump when the stored layout or the reading rules change
+
+
+class TokenizedTextDataset(Dataset):
+    """Samples of a ``.txt`` (a line a sample), ``.jsonl`` or ``.csv`` file, tokenised once.
+
+    Item ``i`` is ``{"input_ids": int64 [L], "index": i}`` plus ``"label": int`` with a
+    ``label_field``. ``input_ids`` equal ``tokenizer.encode(text).ids[:max_length]``: special
+    tokens as the tokenizer's post-processor adds them, then cut (a cut sequence loses its
+    final ``[SEP]``/``</s>``; truncate in the tokenizer instead if you need it kept).
+
+    Reading rules (:mod:`recipes.core.rows`): blank lines of .txt/.jsonl are not samples and are
+    passed over; ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a
+    missing or empty field raise a DataError naming the file and line, or with
+    ``on_error="skip"`` drop that line with a warning. Integer labels (CSV digits too) are kept;
+    string labels become the index of the label in the sorted ``label_names``.
+
+    Args:
+        path: the data file; its suffix picks the format.
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
+        text_field: the text's JSON field or CSV column (unused for .txt).
+        label_field: the label's field or column; None for no labels.
+        max_length: keep at most this many ids per sample (None: all).
+        cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
+            these options, and memory-map them on the next run. Never pickled.
+        pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
+        on_error: ``"raise"`` or ``"skip"`` (see above).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        text_field: str = "text",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+    ) -> None:
+        self.path, tokenizer = Path(path), load_tokenizer(tokenizer)
+        check_format(self.path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"text file {self.path} does not exist")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        check_on_error(on_error)
+        try:
+            self._pad_id: int | None = pad_id_of(tokenizer, pad_id)
+        except ValueError:
+            self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
+        data = self.path.read_bytes()
+        options = [CACHE_VERSION, self.path.suffix.lower(), text_field, label_field, max_length, on_error]
+        self._cache = None if cache_dir is None else _cache_prefix(cache_dir, self.path, data, tokenizer, options)
+        if self._cache is None or not _meta(self._cache).is_file():
+            rows = read_rows(self.path, text_field=text_field, label_field=label_field, on_error=on_error, data=data)
+            tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=f"tokenizing {self.path.name}")
+            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+            lines = np.asarray(rows.lines, dtype=np.int64)
+            if self._cache is not None:
+                _save(self._cache, tokens, labels, lines, names)
+            self._set(tokens, labels, lines, names)
+        else:
+            self._set(*_load(self._cache))
+
+    def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
+        self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names
+        self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
+
+    @property
+    def pad_id(self) -> int:
+        """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
+        if self._pad_id is None:
+            raise ValueError(
+                f"the tokenizer for {self.path} has no padding config and no pad token; "
+                "pass TokenizedTextDataset(..., pad_id=...) (any id: padded positions are masked)"
+            )
+        return self._pad_id
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self.path}")
+        item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
+        if self.labels is not None:
+            item["label"] = int(self.labels[index])
+        return item
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A cached dataset travels to spawned workers as its cache path and is memory-mapped
+        # again there, instead of pickling the whole token array into every worker.
+        state = dict(self.__dict__)
+        if self._cache is not None:
+            for name in ("tokens", "labels", "line_numbers", "label_names", "lengths"):
+                state.pop(name)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "tokens" not in state:
+            self._set(*_load(self._cache))
+
+
+def _cache_prefix(cache_dir: str | os.PathLike, path: Path, data: bytes, tokenizer: Tokenizer, options: list) -> Path:
+    digest = hashlib.sha256(data)
+    digest.update(tokenizer.to_str().encode("utf-8"))
+    digest.update(json.dumps(options).encode("utf-8"))
+    return Path(cache_dir).expanduser() / f"{path.stem}-{digest.hexdigest()[:32]}"
+
+
+def _meta(prefix: Path) -> Path:
+    return prefix.with_name(f"{prefix.name}.json")
+
+
+def _save(prefix: Path, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
+    tokens.save(prefix)
+    arrays = {"lines": lines} if labels is None else {"lines": lines, "labels": labels}
+    for name, array in arrays.items():
+        _publish(prefix.with_name(f"{prefix.name}.{name}.npy"), array)
+    meta = json.dumps({"version": CACHE_VERSION, "samples": len(tokens), "label_names": names, "labels": labels is not None})
+    # the .json goes last: a run killed mid-way leaves no .json, so nothing half-written is read
+    _publish(_meta(prefix), meta.encode("utf-8"))
+
+
+def _publish(target: Path, content: np.ndarray | bytes) -> None:
+    partial_file = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    with open(partial_file, "wb") as file:
+        if isinstance(content, np.ndarray):
+            np.save(file, content, allow_pickle=False)
+        else:
+            file.write(content)
+    os.replace(partial_file, target)  # atomic: concurrent ranks never see a partial file
+
+
+def _load(prefix: Path) -> tuple[TokenArray, np.ndarray | None, np.ndarray, list[str] | None]:
+    meta = json.loads(_meta(prefix).read_text(encoding="utf-8"))
+
+    def npy(name: str) -> np.ndarray:
+        return np.load(prefix.with_name(f"{prefix.name}.{name}.npy"), mmap_mode="r", allow_pickle=False)
+
+    labels = npy("labels") if meta["labels"] else None
+    return TokenArray.load(prefix), labels, npy("lines"), meta["label_names"]
+
+
+def text_collate(
+    batch: list[dict[str, Any] | None],
+    *,
+    pad_id: int = 0,
+    pad_to_multiple_of: int | None = None,
+    padding_side: str = "right",
+) -> dict[str, torch.Tensor]:
+    """Pad a list of items into one batch with a single preallocated fill.
+
+    Use ``functools.partial(text_collate, pad_id=dataset.pad_id)`` for a DataLoader.
+
+    Returns:
+        ``input_ids`` int64 [B,T], ``attention_mask`` int64 [B,T] (1 = real token),
+        ``lengths`` int64 [B] (for ``pack_padded_sequence``), ``index`` int64 [B], and
+        ``labels`` int64 [B] when the items have labels. T is the longest sample, rounded up to
+        ``pad_to_multiple_of`` (8 or 64 suits tensor cores). ``None`` items (skipped) are dropped.
+    """
+    batch = drop_skipped(batch)
+    input_ids, attention_mask, lengths = pad_batch(
+        [item["input_ids"] for item in batch], pad_id=pad_id, pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side
+    )
+    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
+    if batch and "label" in batch[0]:
+        out["labels"] = _column(batch, "label")
+    return out
+
+
+def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Concatenate the items into one row, for variable-length (flash / block-diagonal) attention.
+
+    Returns:
+        ``input_ids`` int64 [1,N] (N = total tokens, no padding), ``position_ids`` int64 [1,N]
+        restarting at 0 for each sequence, ``cu_seqlens`` int32 [B+1] (sequence ``b`` is
+        ``cu_seqlens[b]:cu_seqlens[b+1]``), ``max_seqlen`` int, ``index`` int64 [B], and
+        ``labels`` int64 [B] when the items have labels.
+    """
+    batch = drop_skipped(batch)
+    sequences = [item["input_ids"] for item in batch]
+    lengths = torch.tensor([len(sequence) for sequence in sequences], dtype=torch.int64)
+    cu_seqlens = torch.zeros(len(batch) + 1, dtype=torch.int32)
+    torch.cumsum(lengths, dim=0, out=cu_seqlens[1:])
+    input_ids = torch.cat(sequences) if sequences else torch.zeros(0, dtype=torch.int64)
+    starts = torch.repeat_interleave(cu_seqlens[:-1].to(torch.int64), lengths)
+    out = {
+        "input_ids": input_ids[None],
+        "position_ids": (torch.arange(len(input_ids)) - starts)[None],
+        "cu_seqlens": cu_seqlens,
+        "max_seqlen": int(lengths.max()) if len(batch) else 0,
+        "index": _column(batch, "index"),
+    }
+    if batch and "label" in batch[0]:
+        out["labels"] = _column(batch, "label")
+    return out
+
+
+def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
+    # numpy first: torch.tensor(list) parses Python ints several times slower
+    return torch.from_numpy(np.array([item[key] for item in batch], dtype=np.int64))
+
+
+def text_loader(
+    dataset: TokenizedTextDataset,
+    batch_size: int | None = None,
+    *,
+    max_tokens: int | None = None,
+    train: bool = True,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    stateful: bool = False,
+    length_noise: float = DEFAULT_LENGTH_NOISE,
+    collate_fn: Any = None,
+    **overrides: Any,
+) -> DataLoader:
+    """A DataLoader preset for :class:`TokenizedTextDataset`.
+
+    Training batches hold samples of similar length: every epoch the samples are sorted by
+    ``log(length)`` plus fresh uniform noise of half-width ``length_noise`` and cut into
+    batches, whose order is then shuffled; samples of similar length change batchmates every
+    epoch, and padding stays close to sorting everything (benchmarks/text.py). Evaluation keeps
+    the dataset order. Each rank of a process group gets the same number of batches.
+
+    Args:
+        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).
+        batch_size: samples per batch; with ``max_tokens`` an upper bound, or None.
+        max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
+            single longer sample forms its own batch).
+        train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
+        device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
+        length_noise: the sort noise above; 0 sorts exactly (least padding, least shuffling).
+        collate_fn: defaults to ``text_collate`` with ``dataset.pad_id``; ``pack_collate``
+            packs without padding.
+        overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...).
+    """
+    if collate_fn is None:
+        collate_fn = partial(text_collate, pad_id=dataset.pad_id)
+    return build_loader(
+        dataset,
+        collate_fn,
+        batch_size=batch_size,
+        train=train,
+        device=device,
+        seed=seed,
+        stateful=stateful,
+        lengths=dataset.lengths,
+        max_tokens=max_tokens,
+        length_noise=length_noise,
+        **overrides,
+    )

@@ -1,0 +1,143 @@
+"""StreamingTextDataset: every line read by exactly one (rank, worker), seeded shuffling, bad lines."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from tokenizers import Tokenizer
+
+from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.text import StreamingTextDataset, streaming_loader, text_collate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tok(fixtures):
+    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
+
+
+def _expected(paths):
+    """{global byte offset: line} for every non-blank line, computed from the raw bytes."""
+    lines, base = {}, 0
+    for path in paths:
+        data = Path(path).read_bytes()
+        position = 0
+        for raw in data.split(b"\n"):
+            line = raw.removesuffix(b"\r").decode("utf-8")
+            if line.strip():
+                lines[base + position] = line
+            position += len(raw) + 1
+        base += len(data)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, fixtures):
+    """101 lines over three files (one empty, one without a final newline), ragged lengths."""
+    folder = tmp_path_factory.mktemp("stream")
+    corpus = (fixtures / "text" / "corpus.txt").read_text(encoding="utf-8").split("\n")
+    (folder / "a.txt").write_text("\n".join(corpus[:60]) + "\n\n", encoding="utf-8")
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "b.txt").write_text("\r\n".join(corpus[60:101]), encoding="utf-8")  # no final newline
+    paths = [folder / "a.txt", folder / "empty.txt", folder / "b.txt"]
+    assert len(_expected(paths)) == 101
+    return paths
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4, 7, 200])
+def test_slots_split_the_lines_exactly_and_ids_match_encode(files, tok, world_size):
+    expected = _expected(files)
+    seen = {}
+    for rank in range(world_size):
+        for item in StreamingTextDataset(files, tok, max_length=12, rank=rank, world_size=world_size, seed=0):
+            assert item["index"] not in seen, "a line was read by two slots"
+            seen[item["index"]] = item["input_ids"].tolist()
+    assert seen.keys() == expected.keys()
+    assert all(seen[offset] == tok.encode(line).ids[:12] for offset, line in expected.items())
+
+
+@pytest.mark.parametrize("buffer", [0, 16], ids=["in-order", "buffered"])
+def test_two_loader_workers_read_every_line_once(files, tok, buffer):
+    stream = StreamingTextDataset(files, tok, shuffle_buffer=buffer, seed=1)
+    loader = streaming_loader(stream, 8, train=False, device="cpu", num_workers=2)
+    batches = list(loader)
+    offsets = [i for b in batches for i in b["index"].tolist()]
+    assert sorted(offsets) == sorted(_expected(files)) and len(offsets) == 101
+    first = batches[0]
+    assert first["input_ids"].shape == first["attention_mask"].shape and first["lengths"].tolist() == first["attention_mask"].sum(1).tolist()
+
+
+def test_stream_batches_equal_text_collate_of_the_same_items(files, tok):
+    stream = StreamingTextDataset(files, tok, seed=0)
+    items = list(stream)[:8]
+    ours = next(iter(streaming_loader(stream, 8, device="cpu", num_workers=0)))
+    reference = text_collate(items, pad_id=stream.pad_id)
+    assert ours.keys() == reference.keys() and all(torch.equal(ours[k], reference[k]) for k in ours)
+
+
+def test_shuffle_buffer_is_seeded_and_reshuffles_every_epoch(files, tok):
+    def order(stream):
+        return [item["index"] for item in stream]
+
+    in_file_order = order(StreamingTextDataset(files, tok, seed=0))
+    assert in_file_order == sorted(in_file_order)
+    stream = StreamingTextDataset(files, tok, shuffle_buffer=32, seed=5)
+    first, second = order(stream), order(stream)  # the epoch advances by itself
+    assert sorted(first) == sorted(second) == in_file_order
+    assert first != second and first != in_file_order
+    assert order(StreamingTextDataset(files, tok, shuffle_buffer=32, seed=5)) == first  # same seed, same order
+    stream.set_epoch(0)
+    assert order(stream) == first
+
+
+def test_labels_come_from_jsonl_and_must_be_integers(tmp_path, tok):
+    rows = [{"text": "a cat", "label": 1}, {"text": "the dog", "label": "2"}, {"text": "sat", "label": "pos"}]
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join(map(json.dumps, rows)) + "\n", encoding="utf-8")
+    offset = path.read_bytes().index(b'{"text": "sat"')
+    with pytest.raises(DataError, match=rf"d\.jsonl byte {offset}: label 'pos' is not an integer"):
+        list(StreamingTextDataset(path, tok, label_field="label"))
+    with pytest.warns(SkippedSampleWarning):
+        items = list(StreamingTextDataset(path, tok, label_field="label", on_error="skip"))
+    assert [item["label"] for item in items] == [1, 2]
+
+
+def test_invalid_utf8_names_the_file_and_byte_offset_or_is_skipped(fixtures, tok):
+    path = fixtures / "hostile" / "text" / "bad_utf8.txt"
+    offset = path.read_bytes().index(b"third")
+    with pytest.raises(DataError, match=rf"bad_utf8\.txt byte {offset}: not valid UTF-8"):
+        list(StreamingTextDataset(path, tok))
+    with pytest.warns(SkippedSampleWarning, match=f"byte {offset}"):
+        items = list(StreamingTextDataset(path, tok, on_error="skip"))
+    assert [item["input_ids"].tolist() for item in items] == [tok.encode(t).ids for t in ("first line is fine", "second line is fine", "fourth line is fine")]
+
+
+def test_formats_it_cannot_split_and_bad_options_are_refused(fixtures, tok):
+    with pytest.raises(ValueError, match=r"\.csv.*\['\.txt', '\.jsonl'\]"):
+        StreamingTextDataset(fixtures / "text" / "labeled.csv", tok)
+    with pytest.raises(ValueError, match="label_field needs"):
+        StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, label_field="label")
+    with pytest.raises(ValueError, match="shuffle_buffer"):
+        StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, shuffle_buffer=-1)
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_with_two_workers_each_read_every_line_once(files, tmp_path):
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+        str(ROOT / "tests" / "text" / "stream_rank_worker.py"), str(tmp_path), *map(str, files),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    per_rank = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert all(report["world_size"] == 2 for report in per_rank)
+    assert per_rank[0]["seed"] == per_rank[1]["seed"]  # one shuffle seed, broadcast
+    offsets = [i for report in per_rank for i in report["offsets"]]
+    assert sorted(offsets) == sorted(_expected(files)) and len(offsets) == 101
+    assert all(report["offsets"] for report in per_rank)
