@@ -1,0 +1,23 @@
+"""Image classification: a fast ``ImageFolder``, uint8 collate, v2 presets and the loader preset.
+
+    from recipes.vision import ImageFolderDataset, train_transform, vision_loader
+    from recipes.core import DevicePrefetcher
+
+    dataset = ImageFolderDataset("imagenet/train", train_transform(224))
+    loader = vision_loader(dataset, batch_size=256, device="cuda", seed=0)
+    for images, labels in DevicePrefetcher(loader, "cuda"):   # float32, normalised on the GPU
+        ...
+"""
+
+from recipes.vision.folder import ImageFolderDataset, image_collate, vision_loader
+from recipes.vision.transforms import IMAGENET_MEAN, IMAGENET_STD, eval_transform, train_transform
+
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "ImageFolderDataset",
+    "eval_transform",
+    "image_collate",
+    "train_transform",
+    "vision_loader",
+]

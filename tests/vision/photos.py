@@ -1,0 +1,27 @@
+"""Small generated image folders for the tests (module level, so worker processes can import it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def photo(width: int, height: int, seed: int) -> Image.Image:
+    """Gradients, a seed-dependent pattern and noise: every seed gives a different picture."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    phase = rng.uniform(0, 6.3, 3)
+    rgb = 127 + 100 * np.sin(np.stack([x / 17 + phase[0], y / 11 + phase[1], (x + y) / 23 + phase[2]], axis=-1))
+    rgb += rng.normal(0, 8, rgb.shape)
+    return Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+
+
+def image_folder(root: Path, classes: int, per_class: int, size: tuple[int, int] = (40, 30)) -> Path:
+    """``root/class_k/img_j.jpg``, each image distinct; returns ``root``."""
+    for k in range(classes):
+        (root / f"class_{k}").mkdir(parents=True, exist_ok=True)
+        for j in range(per_class):
+            photo(*size, seed=k * 1000 + j).save(root / f"class_{k}" / f"img_{j}.jpg", quality=90)
+    return root
