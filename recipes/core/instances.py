@@ -19,6 +19,7 @@ ids, categories and boxes make sense is for the dataset to decide.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable
 from operator import attrgetter, itemgetter
@@ -83,6 +84,19 @@ def read_instances(path: Path, *, masks: bool) -> dict[str, Any]:
         ``category_ids`` int64 [K], ``category_names`` list[str]; ``segments`` list[bytes] or None.
         Everything in file order.
     """
+    # The parse allocates a container or two per annotation and nothing that can form a cycle;
+    # with the collector on, its full passes over the interpreter's heap (torch's modules...)
+    # took ~40% of the time on a COCO-sized file.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(path, masks)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(path: Path, masks: bool) -> dict[str, Any]:
     data = path.read_bytes()
     if msgspec is not None:
         try:

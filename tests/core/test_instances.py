@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-import recipes.core.instances as instances
+from recipes.core import instances
 from recipes.core.errors import DataError
 from recipes.core.instances import read_instances
 
@@ -69,3 +69,17 @@ def test_a_wrong_type_or_missing_field_names_the_file(tmp_path, doc, monkeypatch
         _read(tmp_path, doc)
     with pytest.raises(DataError, match="instances.json"):
         _read(tmp_path, {"annotations": []})
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(tmp_path, doc, collecting):
+    import gc
+
+    (gc.enable if collecting else gc.disable)()
+    try:
+        _read(tmp_path, doc)
+        with pytest.raises(DataError):
+            _read(tmp_path, {"annotations": []})
+        assert gc.isenabled() is collecting
+    finally:
+        gc.enable()

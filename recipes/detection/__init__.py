@@ -1,0 +1,24 @@
+"""COCO detection: CocoDataset (flat numpy index, tv_tensors targets), list and padded collate,
+an aspect-ratio grouped loader, and COCO box evaluation.
+
+    from recipes.detection import CocoDataset, detection_collate, detection_loader, evaluate
+
+Each file reads alone and can be copied into a project that has ``recipes`` installed:
+``coco.py`` (the dataset), ``loader.py`` (collate functions and the loader), ``evaluate.py``.
+"""
+
+from recipes.detection.coco import CocoDataset, DegenerateBoxWarning
+from recipes.detection.evaluate import STAT_NAMES, evaluate, to_coco_results
+from recipes.detection.loader import aspect_ratio_groups, detection_collate, detection_loader, padded_detection_collate
+
+__all__ = [
+    "STAT_NAMES",
+    "CocoDataset",
+    "DegenerateBoxWarning",
+    "aspect_ratio_groups",
+    "detection_collate",
+    "detection_loader",
+    "evaluate",
+    "padded_detection_collate",
+    "to_coco_results",
+]
