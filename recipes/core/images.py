@@ -26,7 +26,6 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -59,7 +58,8 @@ def read_image(
 ) -> torch.Tensor:
     """Read an image file into a ``uint8 [3,H,W]`` RGB tensor; see :func:`decode_image`."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
+            data = file.read()
     except OSError as error:
         raise DataError(f"{path}: cannot read file ({error.strerror or error})") from None
     return decode_image(data, source=str(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous)
