@@ -1,0 +1,37 @@
+"""The README's code blocks run as written, from the repository root, on the fixtures."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_readme_has_an_example_for_each_recipe_folder():
+    blocks = _blocks()
+    packages = sorted(p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py") if p.parent.name not in ("core", "cli"))
+    for package in packages:
+        assert any(f"from recipes.{package} import" in block for block in blocks), package
+
+
+@pytest.mark.slow
+def test_every_readme_example_runs():
+    if not (ROOT / "fixtures").is_dir():
+        pytest.skip("the examples use the repository's fixtures/")
+    failures = []
+    for number, block in enumerate(_blocks()):
+        result = subprocess.run(
+            [sys.executable, "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        if result.returncode:
+            failures.append(f"block {number}:\n{block}\n{result.stderr[-1500:]}")
+    assert not failures, "\n\n".join(failures)
