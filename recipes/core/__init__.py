@@ -6,6 +6,7 @@
 - ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
 - ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
 - ``tokens``: flat token arrays, :func:`encode_texts`, :func:`pad_batch`.
+- ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
 - ``errors``, ``paths``, ``tables``: the error policy, safe paths, COW-safe string tables.
 """
 
@@ -18,6 +19,7 @@ from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size
 from recipes.core.seeding import SeededDataset, sample_seeds, seeded
 from recipes.core.tables import StringArray
 from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tuning import Trial, tune_loader
 
 __all__ = [
     "IMAGENET_MEAN",
@@ -30,6 +32,7 @@ __all__ = [
     "SkippedSampleWarning",
     "StringArray",
     "TokenArray",
+    "Trial",
     "build_loader",
     "check_on_error",
     "check_relative",
@@ -50,5 +53,6 @@ __all__ = [
     "seeded",
     "skip_or_raise",
     "to_device",
+    "tune_loader",
     "usable_cpus",
 ]

@@ -82,40 +82,59 @@ def settings(device: torch.device, max_workers: int | None = None) -> list[tuple
 
 
 def _batch_size_of(batch: Any) -> int:
-    while isinstance(batch, (list, tuple, dict)) and len(batch):
-        batch = next(iter(batch.values())) if isinstance(batch, dict) else batch[0]
-        if isinstance(batch, torch.Tensor):
-            return len(batch)
-    return len(batch) if hasattr(batch, "__len__") else 1
+    """Samples in a batch: the first field's length, a tensor's or a list of samples' (detection)."""
+    first = next(iter(batch.values())) if isinstance(batch, dict) and batch else batch
+    if isinstance(first, (list, tuple)) and first:
+        first = first[0]  # (images, labels) -> images; ([image, ...], [target, ...]) -> the list
+    return len(first) if hasattr(first, "__len__") else 1
+
+
+def _endless(loader: DataLoader) -> Iterator[Any]:
+    """Batches from ``loader`` epoch after epoch (a small dataset still fills the time budget)."""
+    while True:
+        empty = True
+        for batch in loader:
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError("the loader gave no batch: the dataset holds fewer samples than one batch")
 
 
 def measure(loader: DataLoader, *, seconds: float, step_ms: float, device: torch.device) -> tuple[int, int, float, float, float]:
-    """Run ``loader`` for about ``seconds`` with a simulated step; see :class:`Trial`."""
+    """Run ``loader`` for about ``seconds`` with a simulated step; see :class:`Trial`.
+
+    Returns ``(batches, samples, seconds, wait_seconds, startup_seconds)``; the first batch
+    (worker start-up included) is counted apart, in ``startup_seconds`` only. Waiting includes
+    the start of each new epoch, as it does in training.
+    """
     start = time.perf_counter()
     batches = samples = 0
     wait = startup = 0.0
-    iterator: Iterator[Any] = iter(loader)
+    batches_of = _endless(loader)
     began = time.perf_counter()
     while True:
         before = time.perf_counter()
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            iterator = iter(loader)  # a small dataset: keep going across epochs
-            continue
+        if batches == 1:
+            began = before  # the measured window: the batches after the first, each wait and step
+        batch = next(batches_of)
         waited = time.perf_counter() - before
         if batches == 0:
-            startup, began = waited, time.perf_counter()  # worker start-up is reported apart
+            startup = waited  # worker start-up is reported apart
         else:
             wait += waited
+            samples += _batch_size_of(batch)
         if device.type == "cuda":
-            batch = [t.to(device, non_blocking=True) for t in _tensors(batch)]
+            # the host-to-device copy is part of feeding the model: it is what pin_memory speeds up
+            for tensor in _tensors(batch):
+                tensor.to(device, non_blocking=True)
+            torch.cuda.synchronize(device)
         batches += 1
-        samples += _batch_size_of(batch) if batches > 1 else 0
+        del batch
         if step_ms:
             time.sleep(step_ms / 1000)
         if time.perf_counter() - start > seconds and batches > 2:
             break
+    batches_of.close()  # shuts the workers down now, not whenever the iterator is collected
     return batches - 1, samples, time.perf_counter() - began, wait, startup
 
 
@@ -166,13 +185,18 @@ def tune_loader(
             raise ValueError("batch_size is required with dataset")
         make_loader = functools.partial(_plain_loader, dataset, collate_fn, batch_size, loader_options)
     device = resolve_device(device)
+    if device.type == "cuda":
+        # start CUDA now: its ~1 s initialisation would otherwise count against the first setting
+        torch.zeros(1, device=device)
+        torch.cuda.synchronize(device)
     grid = settings(device, max_workers)
     budget = seconds / len(grid)
     trials = []
     for workers, prefetch, pin in tqdm(grid, desc="tuning loader", unit="setting", disable=not progress):
         kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": pin}
         if workers:
-            kwargs.update(prefetch_factor=prefetch, persistent_workers=False)
+            # persistent, as recommended: a new epoch then reuses the workers instead of starting them
+            kwargs.update(prefetch_factor=prefetch, persistent_workers=True)
         loader = make_loader(**kwargs)
         batches, samples, spent, wait, startup = measure(loader, seconds=budget, step_ms=step_ms, device=device)
         trials.append(Trial(workers, prefetch, pin, batches, spent, samples, wait, startup))

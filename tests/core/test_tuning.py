@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 import torch
 from torch.utils.data import Dataset
 
@@ -54,13 +55,55 @@ def test_recommend_prefers_the_cheapest_setting_within_five_percent():
     assert recommend(trials) == {"num_workers": 2, "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}
 
 
-def test_a_loader_factory_is_measured_with_each_setting():
-    seen = []
+def _recording_factory(seen):
+    """A make_loader that records the keyword arguments of each call."""
 
     def make_loader(**kwargs):
         seen.append(kwargs)
         return torch.utils.data.DataLoader(InMemory(), batch_size=64, **kwargs)
 
-    kwargs, trials = tune_loader(make_loader=make_loader, device="cpu", seconds=2, max_workers=1, progress=False)
+    return make_loader
+
+
+def test_a_loader_factory_is_measured_with_each_setting():
+    seen = []
+    kwargs, trials = tune_loader(make_loader=_recording_factory(seen), device="cpu", seconds=2, max_workers=1, progress=False)
     assert [s["num_workers"] for s in seen] == [0, 1, 1] and len(trials) == 3
     assert kwargs["num_workers"] in (0, 1)
+
+
+def _pairs_of_lists(batch):
+    """A detection-style collate: (list of images, list of targets)."""
+    return [torch.zeros(3, 4, 4) for _ in batch], [{"index": i} for i in batch]
+
+
+def test_samples_are_counted_per_sample_for_list_batches_too():
+    _, (trial,) = tune_loader(InMemory(), _pairs_of_lists, batch_size=8, device="cpu", seconds=0.5, max_workers=0, progress=False)
+    assert trial.batches > 2 and trial.samples == 8 * trial.batches  # not 3 (an image's channels) per batch
+    _, (trial,) = tune_loader(InMemory(), batch_size=8, device="cpu", seconds=0.5, max_workers=0, progress=False)
+    assert trial.samples == 8 * trial.batches
+
+
+def test_a_dataset_smaller_than_one_batch_is_an_error_not_an_endless_loop():
+    class Three(Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            return torch.tensor(index)
+
+    with pytest.raises(ValueError, match="fewer samples than one batch"):
+        tune_loader(Three(), batch_size=4, device="cpu", seconds=1, max_workers=0, progress=False, drop_last=True)
+
+
+def test_workers_are_measured_persistent_as_they_are_recommended():
+    seen = []
+    tune_loader(make_loader=_recording_factory(seen), device="cpu", seconds=1, max_workers=1, progress=False)
+    assert all(s["persistent_workers"] for s in seen if s["num_workers"])
+
+
+def test_data_wait_is_the_share_of_time_spent_waiting_around_the_step():
+    # 5 items of 4 ms = 20 ms of loading, then a 20 ms step: half the time goes to waiting
+    _, (trial,) = tune_loader(SlowItems(), batch_size=5, device="cpu", seconds=1.5, step_ms=20, max_workers=0, progress=False)
+    assert 0.35 < trial.wait_fraction < 0.65
+    assert 15 < trial.batches_per_second < 26  # 1 / 40 ms, minus scheduling slack

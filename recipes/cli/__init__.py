@@ -1,0 +1,15 @@
+"""The command line behind ``python -m recipes`` (also installed as ``recipes``).
+
+One module per command, each with a ``run(args)`` that the argparse entry point in
+``recipes/__main__.py`` calls:
+
+- ``demo``: every domain's recipe on the bundled fixtures: size, one batch, throughput.
+- ``bench``: sweep DataLoader settings on your own data through the recipe's loader
+  (:func:`recipes.core.tuning.tune_loader`) and print the recommended ``loader_kwargs``.
+- ``check``: validate a dataset without training on it (``check_files`` decodes every image
+  in worker processes; ``check_data`` reads annotations, text and caption manifests).
+- ``show``: render one batch to a PNG to catch a wrong label map or a flipped box.
+
+``datasets`` turns the command-line description of a dataset (domain, path, tokenizer, image
+root, size) into the domain's dataset and loader, for ``bench`` and ``show``.
+"""

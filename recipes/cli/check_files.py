@@ -1,0 +1,161 @@
+"""Decode every image of a dataset in worker processes, and check an image folder's layout.
+
+    results = inspect_images([("a.jpg", None), ("b.png", (640, 480))], workers=2)
+    report = check_image_folder(Path("data/train"), workers=2)
+
+Each image is read once: PIL parses the header (format, mode, size; a decompression bomb is
+refused there, before any pixel is allocated), then :func:`recipes.core.images.decode_image`
+decodes it exactly as the loaders will, so a file that passes here loads in training. The files
+go to a ``multiprocessing`` pool in chunks (one task per ``chunksize`` files, so 100k small files
+cost a few hundred round trips, not 100k); results come back in order under a tqdm bar.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from torchvision.datasets.folder import IMG_EXTENSIONS
+
+from recipes.cli.report import Report, counts
+from recipes.core.errors import DataError
+from recipes.core.images import decode_image, open_image
+from recipes.core.loader import usable_cpus
+
+INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
+
+
+class ImageInfo(NamedTuple):
+    """One image: its size as decoded (EXIF applied), PIL's mode and format, or the error."""
+
+    path: str
+    width: int = 0
+    height: int = 0
+    mode: str = ""
+    format: str = ""
+    error: str | None = None
+
+
+def inspect_image(item: tuple[str, tuple[int, int] | None]) -> ImageInfo:
+    """Header and full decode of one file; ``item`` is ``(path, expected (width, height) or None)``."""
+    path, expected = item
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        return ImageInfo(path, error=f"cannot read file ({error.strerror or error})")
+    mode = kind = ""
+    try:
+        header = open_image(data, source=path)
+        mode, kind = header.mode, header.format or ""
+        image = decode_image(data, source=path)
+    except DataError as error:
+        return ImageInfo(path, mode=mode, format=kind, error=str(error).removeprefix(f"{path}: "))
+    height, width = image.shape[-2:]
+    info = ImageInfo(path, int(width), int(height), mode, kind)
+    if expected is not None and (info.width, info.height) != tuple(expected):
+        reason = (f"decoded image is {width}x{height} (WxH) but the annotations say "
+                  f"{expected[0]}x{expected[1]}; its boxes would be misplaced")
+        if header.size == tuple(expected):
+            reason += " (the file is stored sideways with an EXIF orientation tag the annotations ignored)"
+        return info._replace(error=reason)
+    return info
+
+
+def _quiet_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one decode per process; threads would only fight over the cores
+
+
+def inspect_images(
+    items: Sequence[tuple[str, tuple[int, int] | None]], *, workers: int | None = None, progress: bool = True
+) -> list[ImageInfo]:
+    """:func:`inspect_image` over ``items`` in ``workers`` processes (default: the usable CPUs)."""
+    from tqdm.auto import tqdm
+
+    workers = usable_cpus() if workers is None else max(1, workers)
+    bar = tqdm(total=len(items), desc="decoding images", unit="img", disable=not progress)
+    with bar:
+        if workers == 1 or len(items) < INLINE_BELOW:
+            results = []
+            for item in items:
+                results.append(inspect_image(item))
+                bar.update()
+            return results
+        # fork starts workers in milliseconds and nothing has started threads yet; elsewhere spawn
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        # ~16 chunks a worker: few enough round trips, small enough for an even finish
+        chunksize = max(1, min(512, len(items) // (workers * 16)))
+        with multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker) as pool:
+            results = []
+            for info in pool.imap(inspect_image, items, chunksize=chunksize):
+                results.append(info)
+                bar.update()
+            return results
+
+
+def summarize_images(report: Report, infos: Sequence[ImageInfo], *, where: dict[str, str] | None = None) -> None:
+    """Add formats, modes and sizes of the decoded images to ``report``, and a problem for each failure."""
+    good = [info for info in infos if info.error is None]
+    report.summary["decoded"] = f"{len(good)} of {len(infos)} images"
+    if good:
+        report.summary["formats"] = counts(info.format for info in good)
+        report.summary["modes"] = counts(info.mode for info in good)
+        widths = np.array([info.width for info in good])
+        heights = np.array([info.height for info in good])
+        areas = widths * heights
+        small, large, middle = int(areas.argmin()), int(areas.argmax()), int(np.argsort(areas)[len(areas) // 2])
+        report.summary["sizes"] = (
+            f"smallest {widths[small]}x{heights[small]}, median {widths[middle]}x{heights[middle]}, "
+            f"largest {widths[large]}x{heights[large]} (WxH)"
+        )
+    for info in infos:
+        report.files.append({key: value for key, value in info._asdict().items() if value not in ("", None)})
+        if info.error is not None:
+            report.add(info.path, info.error, (where or {}).get(info.path, ""))
+
+
+def check_image_folder(root: Path, *, workers: int | None = None, progress: bool = True) -> Report:
+    """An ImageFolder root: every image decodes, every image sits in a class folder, no class is empty."""
+    report = Report("vision", str(root))
+    if not root.is_dir():
+        report.add(root, "not a folder: pass the folder holding one folder per class")
+        return report
+    extensions = tuple(extension.lower() for extension in IMG_EXTENSIONS)
+    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    images, per_class, ignored = [], {}, []
+    for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
+        if entry.is_file() and entry.name.lower().endswith(extensions):
+            images.append(entry.path)
+            if classes:  # without any class folder, the one problem below says it all
+                report.add(entry.path, "image outside any class folder: ImageFolderDataset ignores it; "
+                           "move it into PATH/<class>/")
+        elif entry.is_file():
+            ignored.append(entry.path)
+    for name in classes:
+        found = 0
+        # sorted(os.walk) with followlinks, as ImageFolder walks
+        for folder, _, files in sorted(os.walk(root / name, followlinks=True)):
+            for file in sorted(files):
+                path = os.path.join(folder, file)
+                if file.lower().endswith(extensions):
+                    images.append(path)
+                    found += 1
+                else:
+                    ignored.append(path)
+        per_class[name] = found
+        if not found:
+            report.add(root / name, "class folder holds no image file: ImageFolderDataset refuses it; add images or remove it")
+    if not classes:
+        report.add(root, "no class folder: ImageFolderDataset needs PATH/<class>/<image> (checked the images as they are)")
+    report.summary["images"] = len(images)
+    report.summary["classes"] = per_class if per_class else "none"
+    if ignored:
+        shown = ", ".join(os.path.relpath(path, root) for path in ignored[:3])
+        report.summary["ignored"] = f"{len(ignored)} file(s) without an image extension ({shown}{', ...' if len(ignored) > 3 else ''})"
+    summarize_images(report, inspect_images([(path, None) for path in images], workers=workers, progress=progress))
+    return report

@@ -1,0 +1,128 @@
+"""Turn a command line's description of a dataset into the domain's dataset and loader.
+
+    dataset = open_dataset(DataOptions("vision", Path("data/train"), size=224), train=True)
+    loader = make_loader("vision", dataset, batch_size=64, train=True, device="cpu", seed=0)
+
+What PATH is, per domain (the same files the recipes read):
+
+- vision: an image folder, ``PATH/<class>/**/<image>``.
+- text: a ``.txt`` (a line a sample), ``.jsonl`` or ``.csv`` file; needs a tokenizer.
+- detection: a COCO instances ``.json``; images under ``--image-root``, by default the
+  ``images/`` folder next to the file if there is one, else the file's own folder.
+- multimodal: a caption manifest (``.jsonl``, ``.csv``, ``.tsv`` or COCO captions ``.json``);
+  images under ``--image-root``, by default the manifest's folder; needs a tokenizer.
+
+The tokenizer defaults to a ``tokenizer.json`` next to PATH, if there is one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+DOMAINS = ("vision", "text", "detection", "multimodal")
+LOADERS = {
+    "vision": "recipes.vision:vision_loader",
+    "text": "recipes.text:text_loader",
+    "detection": "recipes.detection:detection_loader",
+    "multimodal": "recipes.multimodal:multimodal_loader",
+}
+
+
+@dataclass
+class DataOptions:
+    """Where a dataset is and how to read it, as the command line gives it."""
+
+    domain: str
+    path: Path
+    tokenizer: Path | None = None
+    image_root: Path | None = None
+    size: int = 224
+    max_length: int | None = None
+    text_field: str = "text"
+    label_field: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
+        self.path = Path(self.path).expanduser()
+
+    def tokenizer_path(self) -> Path:
+        """``--tokenizer``, else ``tokenizer.json`` next to PATH; a clear error if neither."""
+        if self.tokenizer is not None:
+            return Path(self.tokenizer).expanduser()
+        beside = (self.path if self.path.is_dir() else self.path.parent) / "tokenizer.json"
+        if beside.is_file():
+            return beside
+        raise ValueError(f"{self.domain} needs a tokenizer: pass --tokenizer PATH/tokenizer.json (none next to {self.path})")
+
+    def coco_image_root(self) -> Path:
+        """``--image-root``, else ``images/`` next to the annotation file, else its folder."""
+        if self.image_root is not None:
+            return Path(self.image_root).expanduser()
+        beside = self.path.parent / "images"
+        return beside if beside.is_dir() else self.path.parent
+
+
+def open_dataset(options: DataOptions, *, train: bool) -> Dataset:
+    """The domain's dataset over ``options.path``: training augmentation if ``train``, else none.
+
+    Without ``train`` the images only get their deterministic resize (classification and
+    captions, to batch them) or nothing at all (detection), so what you see is what the file holds.
+    """
+    from torchvision.transforms import v2
+
+    size = options.size
+    if options.domain == "vision":
+        from recipes.vision import ImageFolderDataset, eval_transform, train_transform
+
+        transform = train_transform(size) if train else eval_transform(size, resize_size=round(size * 256 / 224))
+        return ImageFolderDataset(options.path, transform)
+    if options.domain == "text":
+        from recipes.text import TokenizedTextDataset
+
+        return TokenizedTextDataset(
+            options.path, options.tokenizer_path(), text_field=options.text_field,
+            label_field=options.label_field, max_length=options.max_length,
+        )
+    if options.domain == "detection":
+        from recipes.detection import CocoDataset
+
+        transforms = v2.RandomHorizontalFlip() if train else None
+        return CocoDataset(options.coco_image_root(), options.path, transforms=transforms)
+    from recipes.multimodal import ImageTextDataset
+
+    if train:
+        transform = v2.Compose([v2.RandomResizedCrop(size, scale=(0.5, 1.0), antialias=True), v2.RandomHorizontalFlip()])
+    else:
+        transform = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
+    return ImageTextDataset(
+        options.path, options.tokenizer_path(), image_root=options.image_root, transform=transform,
+        max_length=77 if options.max_length is None else options.max_length,
+        captions="random" if train else "first",
+    )
+
+
+def loader_function(domain: str) -> Any:
+    """The recipe's own ``<domain>_loader`` preset."""
+    module, name = LOADERS[domain].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def make_loader(
+    domain: str, dataset: Dataset, batch_size: int, *, train: bool, device: str | torch.device, seed: int = 0, **overrides: Any
+) -> DataLoader:
+    """``<domain>_loader(dataset, batch_size, train=..., device=..., seed=..., **overrides)``."""
+    return loader_function(domain)(dataset, batch_size, train=train, device=device, seed=seed, **overrides)
+
+
+def quiet_tokenizers_in_workers() -> None:
+    """Forked workers of a process that already tokenised print a warning each; it is harmless
+    here (workers never tokenise), so say so once through the variable the library reads."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,78 @@
+"""The `recipes` command line: help that matches the behaviour, the demo, the console-script entry."""
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recipes.__main__ import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HELP = {
+    # command -> phrases its --help must contain, beyond its option names
+    "demo": ["bundled fixtures", "shapes and dtypes", "throughput"],
+    "bench": ["num_workers", "prefetch_factor", "pin_memory", "data-wait", "Python dict", "5%"],
+    "check": ["exit status: 0", "1 problems found", "Decode every image", "--json"],
+    "show": ["draw_bounding_boxes", "padding", "Evaluation mode"],
+}
+
+
+def _options(command):
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    return [s for action in subparsers.choices[command]._actions for s in action.option_strings]
+
+
+@pytest.mark.parametrize("command", sorted(HELP), ids=sorted(HELP))
+def test_each_command_help_exits_0_and_names_its_options(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in _options(command):
+        assert option in text, option
+    for phrase in HELP[command]:
+        assert phrase in " ".join(text.split()), phrase  # argparse wraps lines
+
+
+def test_top_level_help_lists_the_four_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and all(command in out for command in ("demo", "bench", "check", "show"))
+
+
+def test_unknown_domain_or_missing_output_is_refused_by_argparse(capsys):
+    for argv in (["check", "audio", "x"], ["show", "vision", "x"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    assert "invalid choice: 'audio'" in capsys.readouterr().err
+
+
+def test_console_script_points_at_main():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, name = scripts["recipes"].split(":")
+    assert getattr(importlib.import_module(module), name) is main
+
+
+def test_demo_of_one_domain_prints_size_batch_structure_and_throughput(capsys):
+    assert main(["demo", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "TokenizedTextDataset, 120 samples" in out
+    assert "['input_ids']: Tensor [16, " in out and "int64" in out
+    assert "batches/s" in out and "samples/s" in out
+
+
+def test_python_dash_m_returns_the_check_exit_status(fixtures):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    hostile = subprocess.run([sys.executable, "-m", "recipes", "check", "text", str(fixtures / "hostile/text/bad_utf8.txt")],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    clean = subprocess.run([sys.executable, "-m", "recipes", "check", "text", str(fixtures / "text/corpus.txt")],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert (hostile.returncode, clean.returncode) == (1, 0), hostile.stderr + clean.stderr
+    assert "line 3: not valid UTF-8" in hostile.stdout and "no problems found" in clean.stdout

@@ -1,0 +1,187 @@
+"""`recipes check` finds every hostile case, nothing in the clean fixtures, and reports what PIL sees."""
+
+import json
+import math
+import shutil
+
+import pytest
+from PIL import Image, ImageOps
+from tokenizers import Tokenizer
+
+from recipes.__main__ import main
+from recipes.cli.check import check
+from recipes.cli.check_files import inspect_images
+from recipes.cli.datasets import DataOptions
+
+HOSTILE = [
+    # (domain, path under fixtures/hostile, extra options, problem path suffix, where, words in the reason)
+    pytest.param("vision", "images", {}, "images/truncated.jpg", "", "truncated", id="truncated-jpeg"),
+    pytest.param("vision", "images", {}, "images/empty.jpg", "", "empty file", id="empty-file"),
+    pytest.param("vision", "images", {}, "images/not_an_image.jpg", "", "not an image", id="not-an-image"),
+    pytest.param("vision", "images", {}, "images/bomb.png", "", "decompression bomb", id="bomb"),
+    pytest.param("detection", "coco/escape.json", {}, "coco/escape.json", "image 2", "escapes", id="escaping-path"),
+    pytest.param("detection", "coco/unknown_category.json", {}, "coco/unknown_category.json", "annotation 2",
+                 "category_id 99", id="unknown-category"),
+    pytest.param("detection", "coco/negative_box.json", {}, "coco/negative_box.json", "annotation 3",
+                 "non-positive width", id="negative-box"),
+    pytest.param("text", "text/bad_utf8.txt", {}, "text/bad_utf8.txt", "line 3", "UTF-8", id="bad-utf8"),
+    pytest.param("text", "text/missing_field.jsonl", {}, "text/missing_field.jsonl", "line 2", "no 'text' field",
+                 id="missing-field"),
+]
+
+CLEAN = [
+    pytest.param("vision", "vision", {}, id="images"),
+    pytest.param("text", "text/corpus.txt", {}, id="tokens-txt"),
+    pytest.param("text", "text/labeled.jsonl", {"label_field": "label"}, id="tokens-jsonl"),
+    pytest.param("text", "text/labeled.csv", {"label_field": "label"}, id="tokens-csv"),
+    pytest.param("detection", "detection/instances.json", {}, id="boxes"),
+    pytest.param("multimodal", "multimodal/captions.json", {}, id="captions-coco"),
+    pytest.param("multimodal", "multimodal/manifest.jsonl", {}, id="captions-jsonl"),
+    pytest.param("multimodal", "multimodal/manifest.csv", {}, id="captions-csv"),
+]
+
+
+@pytest.mark.parametrize("domain, relative, extra, culprit, where, reason", HOSTILE)
+def test_every_hostile_case_is_reported_with_its_path_and_reason(fixtures, domain, relative, extra, culprit, where, reason):
+    report = check(DataOptions(domain, fixtures / "hostile" / relative, **extra), workers=1, progress=False)
+    matching = [p for p in report.problems if p.path.endswith(culprit) and p.where == where]
+    assert matching, [str(p) for p in report.problems]
+    assert any(reason in p.reason for p in matching), [str(p) for p in matching]
+    assert not report.clean
+
+
+def test_the_escaping_image_is_never_opened(fixtures):
+    report = check(DataOptions("detection", fixtures / "hostile/coco/escape.json"), workers=1, progress=False)
+    assert [f["path"] for f in report.files] == [str(fixtures / "hostile/coco/images/a.jpg")]
+
+
+@pytest.mark.parametrize("domain, relative, extra", CLEAN)
+def test_clean_fixtures_have_no_problem(fixtures, domain, relative, extra):
+    tokenizer = fixtures / "text/tokenizer.json"
+    report = check(DataOptions(domain, fixtures / relative, tokenizer=tokenizer, **extra), workers=1, progress=False)
+    assert report.problems == []
+    assert report.clean
+
+
+def test_each_image_is_reported_with_the_size_and_mode_pil_gives(fixtures):
+    report = check(DataOptions("vision", fixtures / "vision"), workers=1, progress=False)
+    assert len(report.files) == 14 and report.summary["classes"] == {"bird": 5, "cat": 5, "dog": 4}
+    for entry in report.files:
+        with Image.open(entry["path"]) as image:
+            upright = ImageOps.exif_transpose(image)
+            assert (entry["width"], entry["height"]) == upright.size, entry
+            assert (entry["mode"], entry["format"]) == (image.mode, image.format), entry
+    assert report.summary["modes"]["CMYK"] == 1 and "notes.txt" in report.summary["ignored"]
+
+
+def test_a_pool_of_workers_gives_what_one_process_gives(tmp_path, fixtures):
+    files = []
+    for k in range(90):  # above the inline threshold, so the pool runs
+        source = sorted((fixtures / "vision").rglob("*.*"))[k % 15]
+        files.append(shutil.copy(source, tmp_path / f"{k}{source.suffix}"))
+    items = [(str(path), None) for path in files]
+    assert inspect_images(items, workers=2, progress=False) == inspect_images(items, workers=1, progress=False)
+
+
+def _coco(tmp_path, annotations, images=None):
+    (tmp_path / "images").mkdir(exist_ok=True)
+    Image.new("RGB", (40, 30), "gray").save(tmp_path / "images/a.png")
+    Image.new("RGB", (30, 40), "gray").save(tmp_path / "images/b.png")
+    images = images or [{"id": 1, "file_name": "a.png", "width": 40, "height": 30},
+                        {"id": 2, "file_name": "b.png", "width": 30, "height": 40}]
+    path = tmp_path / "instances.json"
+    # json.dumps writes NaN, as Python tools that produce COCO files do
+    path.write_text(json.dumps({"images": images, "annotations": annotations,
+                                "categories": [{"id": 1, "name": "ball"}, {"id": 1, "name": "again"}]}))
+    return path
+
+
+def test_every_annotation_problem_is_reported_not_only_the_first(tmp_path):
+    good = {"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10]}
+    annotations = [
+        {"id": 1, **good},
+        {"id": 1, **good},                                          # duplicate id
+        {"id": 2, **good, "image_id": 9},                           # no such image
+        {"id": 3, **good, "bbox": [1, 1, math.nan, 10]},            # NaN
+        {"id": 4, **good, "bbox": [1, 1, 10, 0]},                   # zero height
+        {"id": 5, **good, "bbox": [35, 1, 10, 10]},                 # past the right edge (40 wide)
+        {"id": 6, **good, "bbox": [1, 2, 3]},                       # not 4 numbers
+    ]
+    images = [{"id": 1, "file_name": "a.png", "width": 40, "height": 30},
+              {"id": 2, "file_name": "b.png", "width": 40, "height": 30},      # the file is 30x40
+              {"id": 3, "file_name": "gone.png", "width": 40, "height": 30},   # missing file
+              {"id": 3, "file_name": "a.png", "width": 40, "height": 30}]      # duplicate id
+    report = check(DataOptions("detection", _coco(tmp_path, annotations, images)), workers=1, progress=False)
+    found = {(p.where, reason) for p in report.problems for reason in [p.reason]}
+    expected = {
+        ("category 1", "appears more than once"), ("annotation 1", "appears more than once"),
+        ("annotation 2", "image_id 9 is not in 'images'"), ("annotation 3", "NaN"),
+        ("annotation 4", "non-positive"), ("annotation 5", "outside its 40x30 image"),
+        ("annotation 6", "not 4 numbers"), ("image 2", "decoded image is 30x40"),
+        ("image 3", "does not exist"), ("image 3", "appears more than once"),
+    }
+    for where, words in expected:
+        assert any(w == where and words in r for w, r in found), (where, words, sorted(found))
+    assert len(report.problems) == len(expected)
+
+
+def test_lengths_and_truncation_match_the_tokenizer(fixtures):
+    path, tokenizer = fixtures / "text/corpus.txt", fixtures / "text/tokenizer.json"
+    report = check(DataOptions("text", path, tokenizer=tokenizer, max_length=32), workers=1, progress=False)
+    encoder = Tokenizer.from_file(str(tokenizer))
+    lengths = [len(encoder.encode(line).ids) for line in path.read_text(encoding="utf-8").splitlines()]
+    stats = report.summary["lengths"]
+    assert (stats["count"], stats["min"], stats["max"]) == (len(lengths), min(lengths), max(lengths))
+    assert sum(count for _, _, count in stats["histogram"]) == len(lengths)
+    cut = sum(n > 32 for n in lengths)
+    lost = sum(n - 32 for n in lengths if n > 32) / sum(lengths)
+    (row,) = report.summary["truncation"]
+    assert row["max_length"] == 32 and row["samples cut"].startswith(f"{cut} (")
+    assert row["tokens lost"] == f"{100 * lost:.1f}%"
+
+
+def test_json_output_and_exit_status(fixtures, capsys):
+    assert main(["check", "text", str(fixtures / "hostile/text/bad_utf8.txt"), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["clean"] is False and report["problems"] == [
+        {"path": str(fixtures / "hostile/text/bad_utf8.txt"), "where": "line 3", "reason": report["problems"][0]["reason"]}
+    ]
+    assert report["summary"]["samples"] == 3
+    assert main(["check", "detection", str(fixtures / "detection/instances.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["clean"] is True
+
+
+def test_plain_output_lists_the_summary_and_each_problem(fixtures, capsys):
+    assert main(["check", "vision", str(fixtures / "hostile/images"), "--workers", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "5 problem(s):" in out and "no class folder" in out
+    for name in ("truncated.jpg", "empty.jpg", "not_an_image.jpg", "bomb.png"):
+        assert f"hostile/images/{name}: " in out
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "vision", str(tmp_path / "nowhere")])
+    assert exit_info.value.code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_caption_manifest_problems_name_their_line(tmp_path):
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (20, 10), "red").save(tmp_path / "images/ok.jpg")
+    (tmp_path / "images/broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    Image.new("RGB", (20, 10), "blue").save(tmp_path / "outside.jpg")
+    rows = [{"image": "images/ok.jpg", "caption": "a red box"},
+            {"image": "../outside.jpg", "caption": "climbs out"},
+            {"image": "images/gone.jpg", "caption": "no such file"},
+            {"image": "images/ok.jpg", "caption": "   "},
+            {"image": "images/broken.jpg", "caption": "cannot decode"}]
+    manifest = tmp_path / "data" / "pairs.jsonl"
+    manifest.parent.mkdir()
+    manifest.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    report = check(DataOptions("multimodal", manifest, image_root=tmp_path), workers=1, progress=False)
+    found = sorted((p.where, p.reason.split(" (")[0][:30]) for p in report.problems)
+    assert [where for where, _ in found] == ["line 2", "line 3", "line 4", "line 5"], found
+    reasons = " | ".join(p.reason for p in report.problems)
+    assert "escapes the dataset root" in reasons and "does not exist" in reasons and "empty caption" in reasons
+    assert any(p.path.endswith("broken.jpg") for p in report.problems)
+    assert report.summary["rows"] == 3 and report.summary["decoded"] == "1 of 2 images"  # usable rows
