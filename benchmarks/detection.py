@@ -158,7 +158,8 @@ def memory_child(side: str, root: Path, ann_file: Path) -> None:
     """Run in a fresh process: one full pass, 2 persistent forked workers, print their USS.
 
     Both datasets go through the same loader (detection_loader in order, which also freezes
-    the objects workers inherit, see its docs), so only the dataset differs.
+    the objects workers inherit: recipes.core.loader.freeze_inherited_objects), so only the
+    dataset differs.
     """
     import psutil
 

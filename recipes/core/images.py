@@ -62,6 +62,8 @@ def read_image(
             data = file.read()
     except OSError as error:
         raise DataError(f"{path}: cannot read file ({error.strerror or error})") from None
+    except ValueError as error:  # a NUL byte, or a name the file system cannot encode
+        raise DataError(f"{path!r}: cannot read file ({error})") from None
     return decode_image(data, source=str(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous)
 
 

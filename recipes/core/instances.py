@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -37,26 +37,28 @@ except ImportError:  # pragma: no cover - the tests monkeypatch this to None ins
 
 
 if msgspec is not None:
+    # the ids end up in int64 arrays: a larger one is a validation error naming its JSON path
+    Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
     class _Image(msgspec.Struct):
-        id: int
+        id: Int64
         file_name: str
         width: float
         height: float
 
     class _Annotation(msgspec.Struct):
-        id: int
-        image_id: int
-        category_id: int
+        id: Int64
+        image_id: Int64
+        category_id: Int64
         bbox: tuple[float, float, float, float]
         area: float | None = None
-        iscrowd: int | bool = 0
+        iscrowd: Int64 | bool = 0
 
     class _Segmented(_Annotation):
         segmentation: msgspec.Raw = msgspec.Raw(b"null")  # kept as raw JSON, decoded per item
 
     class _Category(msgspec.Struct):
-        id: int
+        id: Int64
         name: str = ""
 
     class _File(msgspec.Struct):
@@ -105,20 +107,23 @@ def _read(path: Path, masks: bool) -> dict[str, Any]:
             raise DataError(f"{path}: {error}") from None
         except msgspec.DecodeError:
             doc = None  # not strict JSON (NaN, Infinity): the standard library accepts those
+        except RecursionError:
+            raise DataError(f"{path}: JSON nested too deeply to be a COCO file") from None
         if doc is not None:
             segments = [bytes(a.segmentation) for a in doc.annotations] if masks else None
             return _columns(doc.images, doc.annotations, doc.categories, attrgetter, segments, path)
     try:
         doc = json.loads(data)
         images, anns, cats = doc["images"], doc.get("annotations", []), doc.get("categories", [])
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    # RecursionError: nesting deeper than the interpreter's stack (msgspec refuses it too)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         raise DataError(f"{path}: not a COCO instances file ({type(error).__name__}: {error})") from None
     try:
         anns = [{"area": None, "iscrowd": 0, **a} for a in anns]
         cats = [{"name": "", **c} for c in cats]
         segments = [json.dumps(a.get("segmentation")).encode() for a in anns] if masks else None
         return _columns(images, anns, cats, itemgetter, segments, path)
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, OverflowError) as error:  # Overflow: an id past int64
         raise DataError(
             f"{path}: an image, annotation or category lacks a field or has the wrong type "
             f"({type(error).__name__}: {error})"

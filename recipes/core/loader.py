@@ -12,16 +12,18 @@ The values are starting points: ``python -m recipes bench`` measures them on you
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from recipes.core.samplers import GroupedBatchSampler, shared_seed
-from recipes.core.seeding import SeededDataset
+from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size, shared_seed
+from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -34,6 +36,21 @@ def usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no sched_getaffinity
         return os.cpu_count() or 1
+
+
+def freeze_inherited_objects(worker_id: int, then: Callable[[int], Any] | None = None) -> None:
+    """Worker start-up: hide every object inherited from the parent from the garbage collector.
+
+    A forked worker shares the parent's memory until it writes to it, and a full collection
+    writes to every object it visits (their reference counts and GC links). Without this, a
+    worker that runs one grows by ~80 MB of copied interpreter heap (torch's modules, mostly),
+    whatever the dataset (tests/detection/test_worker_memory.py, benchmarks/memory.py); the
+    Python docs' ``gc.freeze`` entry describes the same fix (``freeze`` itself only splices the
+    collector's lists). Then ``then(worker_id)``, the user's own ``worker_init_fn``.
+    """
+    gc.freeze()
+    if then is not None:
+        then(worker_id)
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -58,11 +75,13 @@ def loader_kwargs(
             breakpoint in ``__getitem__`` works), or None to detect the accelerator.
         train: training drops the last incomplete batch; evaluation keeps every sample.
         num_workers: override the worker count derived from the usable CPUs.
-        seed: seeds the loader's generator, hence each worker's base seed.
+        seed: seeds the loader's generator, hence each worker's base seed (mixed with the
+            rank on ranks other than 0, so no two (rank, worker) pairs share a seed).
 
     Returns:
         A dict for ``DataLoader(**kwargs)``: ``num_workers``, ``pin_memory``, ``drop_last``, and
-        with workers ``persistent_workers`` and ``prefetch_factor``; ``generator`` with a seed.
+        with workers ``persistent_workers``, ``prefetch_factor`` and ``worker_init_fn``
+        (:func:`freeze_inherited_objects`); ``generator`` with a seed or in a process group.
     """
     debug = device == "debug"
     device = torch.device("cpu") if debug else resolve_device(device)
@@ -93,9 +112,17 @@ def loader_kwargs(
         # Batches each worker keeps ready. A GPU step is short and a slow JPEG is bursty: four
         # absorb the bursts; on CPU the model is slow anyway and two save memory.
         kwargs["prefetch_factor"] = 4 if on_accelerator else 2
+        # Copy-on-read: see freeze_inherited_objects (pytorch issue 13246 is the data side of it).
+        kwargs["worker_init_fn"] = freeze_inherited_objects
+    rank, world_size = distributed_rank_and_size()
+    if seed is None and world_size > 1:
+        # Every rank usually calls torch.manual_seed(same): the default base seeds would match.
+        seed = random_seed()
     if seed is not None:
-        # Workers derive their seeds from this generator: same seed, same worker seeds.
-        kwargs["generator"] = torch.Generator().manual_seed(seed)
+        # Workers derive their seeds from this generator: same seed, same worker seeds. Other
+        # ranks mix in their rank, or worker w of every rank would draw the same numbers (the
+        # per-sample seeds of SeededDataset do not reach an IterableDataset's own draws).
+        kwargs["generator"] = torch.Generator().manual_seed(seed if rank == 0 else rank_seed(seed, rank))
     return kwargs
 
 
@@ -121,7 +148,8 @@ def build_loader(
     each sample's augmentation is seeded by ``(seed, epoch, index)``. ``groups``, ``lengths``,
     ``max_tokens`` and ``length_noise`` go to the sampler. ``overrides`` are
     DataLoader keyword arguments that replace the preset's (``num_workers=0``,
-    ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...).
+    ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...); a
+    ``worker_init_fn`` runs after :func:`freeze_inherited_objects` instead of replacing it.
     ``stateful=True`` returns torchdata's ``StatefulDataLoader``, whose ``state_dict()`` resumes
     mid-epoch with exactly the batches still to come.
 
@@ -130,12 +158,17 @@ def build_loader(
     ``lengths``, ``max_tokens`` and ``length_noise`` are refused for it.
     """
     kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
+    user_init = overrides.pop("worker_init_fn", None)
     kwargs.update(overrides)
+    if user_init is not None:
+        kwargs["worker_init_fn"] = partial(freeze_inherited_objects, then=user_init)
     drop_last = kwargs.pop("drop_last")
     shuffle = kwargs.pop("shuffle", train)
     if kwargs["num_workers"] == 0:
         kwargs.pop("persistent_workers", None)
         kwargs.pop("prefetch_factor", None)
+        if kwargs.get("worker_init_fn") is freeze_inherited_objects:
+            kwargs.pop("worker_init_fn")  # nothing is forked, nothing to freeze
     if isinstance(dataset, IterableDataset):
         given = {"stateful": stateful, "groups": groups is not None, "lengths": lengths is not None,
                  "max_tokens": max_tokens is not None, "length_noise": length_noise is not None}

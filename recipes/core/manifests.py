@@ -29,6 +29,7 @@ from typing import Any
 
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import check_relative
+from recipes.core.rows import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
 
@@ -84,15 +85,28 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
         for line, raw in enumerate(file, start=1):
             if not raw.strip():
                 continue  # a trailing blank line is not a sample
-            try:
-                yield line, json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                yield line, DataError(f"{path} line {line}: not a JSON object ({error})")
+            yield line, _json_row(raw, f"{path} line {line}")
+
+
+def _json_row(raw: bytes, where: str) -> Any:
+    """The parsed line, or the DataError that says what is wrong with it (raised by the caller)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = raw[error.start : error.start + 4]
+        return DataError(f"{where}: not valid UTF-8 (bytes {bad!r} at column {error.start}); re-encode the file as UTF-8")
+    try:
+        return json.loads(text)
+    # ValueError: bad JSON, or an integer of more than 4300 digits; RecursionError: absurd nesting
+    except (ValueError, RecursionError) as error:
+        return DataError(f"{where}: not a JSON object ({type(error).__name__}: {str(error)[:100]})")
 
 
 def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
-    # utf-8-sig: spreadsheets write a byte-order mark that would otherwise rename the first column
-    with open(path, newline="", encoding="utf-8-sig") as file:
+    # utf-8-sig: spreadsheets write a byte-order mark that would otherwise rename the first column.
+    # surrogateescape keeps undecodable bytes as lone surrogates, so that _parse_row names the
+    # line that holds them instead of the whole file failing with a UnicodeDecodeError.
+    with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as file:
         reader = csv.DictReader(file, delimiter=delimiter)
         missing = {"image", "caption"} - set(reader.fieldnames or ())
         if missing:
@@ -113,7 +127,7 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
         raise DataError(f"{where}: expected an object with 'image' and 'caption', got {type(row).__name__}")
     if "image" not in row:
         raise DataError(f"{where}: no 'image' key (keys: {sorted(row)})")
-    image = check_relative(row["image"], source=where)
+    image = _check_image(row["image"], where)
     if "captions" in row:
         captions = row["captions"]
         if not isinstance(captions, list) or not captions:
@@ -127,19 +141,39 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
     return image, list(captions)
 
 
+def _check_image(name: Any, where: str) -> str:
+    name = check_relative(name, source=where)
+    if not is_unicode(name):
+        raise DataError(f"{where}: image name {name!r} is not valid UTF-8 text")
+    return name
+
+
 def _check_caption(caption: Any, where: str) -> None:
     if not isinstance(caption, str):
         raise DataError(f"{where}: caption must be a string, got {caption!r}")
+    if not is_unicode(caption):
+        raise DataError(f"{where}: caption {caption[:60]!r} is not valid UTF-8 text (bad bytes or a lone surrogate)")
     if not caption.strip():
         raise DataError(f"{where}: empty caption {caption!r}")
+
+
+def _coco_id(value: Any) -> bool:
+    """COCO ids are integers; the dataset keeps them in an int64 array."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _read_coco(path: Path, on_error: str) -> CaptionManifest:
     try:
         data = json.loads(path.read_bytes())
         images, annotations = data["images"], data["annotations"]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise DataError(f"{path}: not a COCO captions file with 'images' and 'annotations' ({error!r})") from None
+    # ValueError: bad UTF-8 or JSON, or a 4300-digit integer; RecursionError: absurd nesting
+    except (ValueError, RecursionError, KeyError, TypeError) as error:
+        raise DataError(
+            f"{path}: not a COCO captions file with 'images' and 'annotations' ({type(error).__name__}: "
+            f"{str(error)[:100]})"
+        ) from None
+    if not isinstance(images, list) or not isinstance(annotations, list):
+        raise DataError(f"{path}: 'images' and 'annotations' must be lists")
     out = CaptionManifest(path, "image id")
     row_of: dict[int, int] = {}
     skipped: set[Any] = set()  # images already reported; their annotations go quietly
@@ -147,29 +181,37 @@ def _read_coco(path: Path, on_error: str) -> CaptionManifest:
         if not isinstance(image, dict):
             skip_or_raise(DataError(f"{path}: images[{position}] is not an object: {image!r}"), on_error)
             continue
-        where = f"{path} image id {image.get('id')}"
+        image_id = image.get("id")
+        where = f"{path} image id {image_id!r}"
         try:
-            name = check_relative(image.get("file_name"), source=where)
-            if image.get("id") in row_of:
+            if not _coco_id(image_id):
+                raise DataError(f"{path}: images[{position}] has id {image_id!r}; ids must be integers")
+            name = _check_image(image.get("file_name"), where)
+            if image_id in row_of:
                 raise DataError(f"{where}: the id appears twice in 'images'")
         except DataError as error:
             skip_or_raise(error, on_error)
-            skipped.add(image.get("id"))
+            if _coco_id(image_id):
+                skipped.add(image_id)
             continue
-        row_of[image["id"]] = len(out.images)
+        row_of[image_id] = len(out.images)
         out.images.append(name)
         out.captions.append([])
-        out.keys.append(image["id"])
+        out.keys.append(image_id)
     for position, annotation in enumerate(annotations):
         if not isinstance(annotation, dict):
             skip_or_raise(DataError(f"{path}: annotations[{position}] is not an object: {annotation!r}"), on_error)
             continue
-        where = f"{path} annotation id {annotation.get('id')}"
-        if annotation.get("image_id") in skipped and annotation.get("image_id") not in row_of:
+        image_id = annotation.get("image_id")
+        where = f"{path} annotation id {annotation.get('id')!r}"
+        if not _coco_id(image_id):
+            skip_or_raise(DataError(f"{where}: image_id {image_id!r} is not an integer"), on_error)
+            continue
+        if image_id in skipped and image_id not in row_of:
             continue
         try:
-            if annotation.get("image_id") not in row_of:
-                raise DataError(f"{where}: image_id {annotation.get('image_id')!r} is not in 'images'")
+            if image_id not in row_of:
+                raise DataError(f"{where}: image_id {image_id!r} is not in 'images'")
             _check_caption(annotation.get("caption"), where)
         except DataError as error:
             skip_or_raise(error, on_error)

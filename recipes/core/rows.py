@@ -156,6 +156,9 @@ def parse_line(
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise DataError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
+    # ValueError: an integer of more than 4300 digits; RecursionError: absurdly deep nesting
+    except (ValueError, RecursionError) as error:
+        raise DataError(f"{where}: not valid JSON ({type(error).__name__}: {str(error)[:100]})") from None
     return check_fields(record, where, text_field=text_field, label_field=label_field)
 
 
@@ -169,7 +172,7 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
         raise DataError(f"{where}: no {text_field!r} field (fields: {fields}); pass text_field=... to name another")
     if not isinstance(text, str):
         raise DataError(f"{where}: field {text_field!r} is {type(text).__name__}, not a string")
-    if not _encodable(text):
+    if not is_unicode(text):
         raise DataError(f"{where}: field {text_field!r} is not valid UTF-8 / Unicode (lone surrogate)")
     if not text.strip():
         raise DataError(f"{where}: field {text_field!r} is empty")
@@ -178,12 +181,28 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
     label = record.get(label_field)
     if label is None or label == "":
         raise DataError(f"{where}: no {label_field!r} label")
-    if isinstance(label, bool) or not isinstance(label, (int, str)) or not _encodable(str(label)):
+    if isinstance(label, bool) or not isinstance(label, (int, str)) or not is_unicode(str(label)):
         raise DataError(f"{where}: label {label!r} is neither an integer nor a string")
+    if _out_of_int64(label):
+        raise DataError(f"{where}: label {str(label)[:40]!r} is an integer too large for int64")
     return text, label
 
 
-def _encodable(text: str) -> bool:
+def _out_of_int64(label: int | str) -> bool:
+    """An integer label (or CSV digits) that the int64 label array cannot hold."""
+    if isinstance(label, str):
+        digits = label.strip()
+        if not _INTEGER.fullmatch(digits):
+            return False  # a name, numbered later
+        if len(digits) > 24:
+            return True  # (int() of thousands of digits is slow, then refused by Python)
+        label = int(digits)
+    return not -(2**63) <= label < 2**63
+
+
+def is_unicode(text: str) -> bool:
+    """True unless ``text`` holds a lone surrogate (bad bytes read with surrogateescape, or a JSON
+    ``\\ud800`` escape): such text cannot be encoded, so no tokenizer accepts it."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

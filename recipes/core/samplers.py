@@ -18,8 +18,9 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 - Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself at
   every new pass (``set_epoch`` still works, for code written for DistributedSampler).
 - Resume: ``state_dict()`` is ``{"seed", "epoch", "yielded"}``; after ``load_state_dict`` the next
-  pass yields exactly the batches that were still to come. torchdata's StatefulDataLoader calls
-  both for you.
+  pass yields exactly the batches that were still to come in the pass the state was taken from
+  (none, if taken after its last batch but before it ended; the next epoch, if taken after it
+  ended), as torchdata's StatefulDataLoader counts. That loader calls both for you.
 - Ranks: with an initialised ``torch.distributed`` process group (or explicit ``rank`` and
   ``world_size``), training splits the epoch's *batches* across ranks and drops the few left
   over, so every rank runs the same number of steps (a rank that runs one step fewer hangs the
@@ -151,7 +152,11 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         """Where to resume: the epoch and how many of its batches this rank already yielded."""
         if self._resume is not None:
             epoch, yielded = self._resume
-        elif self._position is not None and self._position[1] < len(self.batches(self._position[0])):
+        elif self._position is not None:
+            # A pass still running, even past its last batch: the rest of *this* pass is what
+            # is still to come (nothing, then), as torchdata counts. Reporting the next epoch
+            # here instead made a restored multi-worker loader skip a whole epoch: it runs the
+            # restored pass out (prefetching) and then starts the one after.
             epoch, yielded = self._position
         else:
             epoch, yielded = self.epoch, 0
@@ -176,6 +181,7 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         for position in range(start, len(batches)):
             self._position = (epoch, position + 1)
             yield self._emit(batches[position], epoch)
+        self._position = None  # the pass is over: what comes next is the next epoch
 
     def _emit(self, batch: np.ndarray, epoch: int) -> list[Any]:
         if not self.keyed:

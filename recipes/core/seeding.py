@@ -49,6 +49,11 @@ def epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(sample_seeds(seed, epoch, [_MASK64])[0]))
 
 
+def rank_seed(seed: int, rank: int) -> int:
+    """A 63-bit seed for ``rank`` derived from the shared ``seed`` (distinct from the epochs' keys)."""
+    return int(sample_seeds(seed, rank, [_MASK64 - 1])[0]) >> 1
+
+
 def random_seed() -> int:
     """Draw a 63-bit seed from torch's default generator, so ``torch.manual_seed`` governs it."""
     return int(torch.empty((), dtype=torch.int64).random_().item())

@@ -102,8 +102,10 @@ class CocoDataset(Dataset):
         include_crowd: keep ``iscrowd=1`` regions in the targets (they are always kept for
             :func:`evaluate`, where COCOeval treats them as ignore regions).
         remove_empty: drop images without any box left in their target (after crowd filtering).
-        on_error: ``"raise"`` or ``"skip"`` an unreadable image, a size mismatch, or a
-            ``file_name`` escaping ``image_root``; the other index problems always raise.
+        on_error: ``"raise"`` or ``"skip"`` an unreadable image, a size mismatch, a
+            ``file_name`` escaping ``image_root``, an annotation of an image not in ``images``
+            (the annotation is left out) or of an unknown category (its image is left out);
+            duplicate ids and a malformed file always raise.
         strict: raise on boxes with a non-positive or non-finite width or height instead of
             dropping them with one :class:`DegenerateBoxWarning`.
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
@@ -179,25 +181,26 @@ class CocoDataset(Dataset):
         order = np.argsort(c["image_ids"], kind="stable")
         image_ids = c["image_ids"][order]
         row, found = _lookup(image_ids, c["ann_image_ids"])
-        if not found.all():
-            k = int(np.flatnonzero(~found)[0])
-            raise DataError(
+        for k in np.flatnonzero(~found):  # "skip": the annotation is left out, with a warning each
+            skip_or_raise(DataError(
                 f"{src}: annotation {ids[k]} refers to image {c['ann_image_ids'][k]}, which is not in "
                 f"'images' ({int((~found).sum())} annotation(s) do)"
-            )
+            ), self.on_error)
         _, known = _lookup(self._category_ids, c["ann_category_ids"])
-        if not known.all():
-            k = int(np.flatnonzero(~known)[0])
-            raise DataError(
+        unknown = found & ~known
+        for k in np.flatnonzero(unknown):  # "skip": its image is left out (a box would be missing)
+            skip_or_raise(DataError(
                 f"{src}: annotation {ids[k]} has category_id {c['ann_category_ids'][k]}, which is not in "
-                f"'categories' {self._category_ids.tolist()} ({int((~known).sum())} annotation(s) do)"
-            )
+                f"'categories' {self._category_ids.tolist()} ({int(unknown.sum())} annotation(s) do); "
+                f"image {c['ann_image_ids'][k]} cannot be used"
+            ), self.on_error)
         # XYWH -> XYXY in float32, as torchvision's wrapper does it: the same boxes to the bit.
         boxes = c["bbox"].astype(np.float32)
         boxes[:, 2:] += boxes[:, :2]
         good = np.isfinite(boxes).all(1) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-        if not good.all():
-            bad = np.flatnonzero(~good)
+        good &= found  # from here on, "good" also means "has an image"
+        if not good[found].all():
+            bad = np.flatnonzero(~good & found)
             listed = ", ".join(str(i) for i in ids[bad[:10]]) + (", ..." if len(bad) > 10 else "")
             what = (
                 f"{len(bad)} annotation(s) whose bbox has a non-positive or non-finite width or height (ids {listed})"
@@ -209,11 +212,13 @@ class CocoDataset(Dataset):
                 )
             warnings.warn(f"{src}: dropped {what}", DegenerateBoxWarning, stacklevel=3)
         keep_images = keep_images[order]
+        keep_images[row[unknown]] = False
         shown = ~c["iscrowd"] | self.include_crowd
         if remove_empty:
             keep_images &= np.bincount(row[good & shown], minlength=len(order)) > 0
         new_row = np.cumsum(keep_images) - 1
-        keep = good & keep_images[row]
+        keep = good.copy()
+        keep[good] = keep_images[row[good]]  # (row is meaningless where no image was found)
         ann = np.flatnonzero(keep)[np.argsort(row[keep], kind="stable")]  # by image, then file order
         row = new_row[row[ann]]
 
@@ -257,7 +262,10 @@ class CocoDataset(Dataset):
         source = f"{self.ann_file}, image {self.image_ids[index]}"
         try:
             path = self._path(self.file_names[index], source)
-            image = read_image(path)
+            try:
+                image = read_image(path)
+            except DataError as error:  # it names the file; add which image of the annotations
+                raise DataError(f"{source}: {error}") from None
             if tuple(image.shape[-2:]) != (height, width):
                 raise DataError(self._size_mismatch(path, index, image.shape[-1], image.shape[-2]))
             target = self._target(index, height, width, source)

@@ -19,9 +19,7 @@ repeated to fill a group's last batch.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -185,19 +183,6 @@ def _aspect_ratios(dataset: Dataset) -> np.ndarray:
     return np.asarray(ratios)
 
 
-def freeze_inherited_objects(worker_id: int, then: Callable[[int], Any] | None = None) -> None:
-    """Worker start-up: hide every object inherited from the parent from the garbage collector.
-
-    A forked worker shares the parent's memory until it writes to it, and a full collection
-    writes to every object it visits. Without this, a 2-worker pass over 10k synthetic COCO
-    images grew each worker by ~80 MB of copied interpreter heap (torch's modules, mostly),
-    whatever the dataset (benchmarks/detection.py; Python's gc.freeze docs). Then ``then``.
-    """
-    gc.freeze()
-    if then is not None:
-        then(worker_id)
-
-
 def detection_loader(
     dataset: Dataset,
     batch_size: int,
@@ -221,11 +206,9 @@ def detection_loader(
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
         aspect_group_factor: 0 = portrait vs landscape; 3 = torchvision reference's bins.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...), ``collate_fn``
-            (default :func:`detection_collate`) or ``groups`` (one int per sample). A
-            ``worker_init_fn`` runs after :func:`freeze_inherited_objects`.
+            (default :func:`detection_collate`) or ``groups`` (one int per sample).
     """
     collate_fn = overrides.pop("collate_fn", detection_collate)
-    overrides["worker_init_fn"] = partial(freeze_inherited_objects, then=overrides.get("worker_init_fn"))
     groups = overrides.pop("groups", None)
     if groups is None and train and overrides.get("shuffle", True):
         groups = aspect_ratio_groups(_aspect_ratios(dataset), aspect_group_factor)

@@ -232,12 +232,9 @@ def multimodal_loader(
     if stateful:
         raise ValueError("stateful=True needs a map-style dataset (ImageTextDataset); tar shards resume by epoch only")
     workers = overrides.pop("num_workers", None)
-    kwargs = loader_kwargs(device, train=train, num_workers=workers, seed=seed)
     if workers is None and hasattr(dataset, "max_workers"):
         # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
-        kwargs["num_workers"] = min(kwargs["num_workers"], dataset.max_workers())
-    kwargs.update(overrides)
-    if kwargs["num_workers"] == 0:
-        kwargs.pop("persistent_workers", None)
-        kwargs.pop("prefetch_factor", None)
-    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate, **kwargs)
+        workers = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
+    return build_loader(
+        dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, num_workers=workers, **overrides
+    )

@@ -12,7 +12,9 @@ The format open_clip and LAION use when a dataset outgrows one machine: a shard 
 in which the files of one sample sit next to each other and share a key, ``000042.jpg`` +
 ``000042.txt`` (the caption) or ``000042.json`` (``{"caption": ...}`` or ``{"captions": [...]}``;
 a ``.txt`` wins when both are there). Files are read sequentially from the stream, never
-extracted to disk; member names that are absolute or contain ``..`` are refused.
+extracted to disk; member names that are absolute or contain ``..`` are refused, links and
+other non-file members are passed over (never followed), and a member over
+``MAX_MEMBER_BYTES`` is refused before it is read.
 
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
 is dealt round-robin to ``world_size x num_workers`` reader slots, rank-major; every sample is
@@ -61,6 +63,7 @@ from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image, open_image
 from recipes.core.manifests import read_caption_manifest
 from recipes.core.paths import check_relative, resolve_under
+from recipes.core.rows import is_unicode
 from recipes.core.samplers import distributed_rank_and_size, shared_seed
 from recipes.core.seeding import epoch_generator, sample_seeds, seeded
 from recipes.core.streams import buffer_shuffle, reader_slot
@@ -70,6 +73,9 @@ IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 CAPTION_CHOICES = ("random", "first", "all")
 _EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
+# A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
+# any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
+MAX_MEMBER_BYTES = 512 * 2**20
 
 
 def expand_shards(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
@@ -185,6 +191,13 @@ class ImageTextShards(IterableDataset):
                         except DataError as error:
                             skip_or_raise(error, self.on_error)
                             continue
+                        if member.size > MAX_MEMBER_BYTES:
+                            where = f"{shard}: member {member.name!r}"
+                            skip_or_raise(DataError(
+                                f"{where} holds {member.size:,} bytes, over the limit of {MAX_MEMBER_BYTES:,} "
+                                "(shards.MAX_MEMBER_BYTES)"
+                            ), self.on_error)
+                            continue
                         name = name.removeprefix("./")
                         stem, _, extension = _split_key(name)
                         if stem != key:
@@ -239,10 +252,14 @@ def _captions(files: dict[str, bytes], where: str) -> list[str]:
             captions = meta["captions"] if "captions" in meta else [meta.get("caption")]
         else:
             raise DataError(f"{where}: no caption (.txt, or .json with 'caption') among {sorted(files)}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(f"{where}: unreadable caption ({error})") from None
-    if not isinstance(captions, list) or not all(isinstance(c, str) and c.strip() for c in captions):
-        raise DataError(f"{where}: empty or missing caption ({captions!r})")
+    # ValueError: bad UTF-8 or JSON, a 4300-digit integer; RecursionError: absurdly deep nesting
+    except (ValueError, RecursionError) as error:
+        raise DataError(f"{where}: unreadable caption ({type(error).__name__}: {str(error)[:100]})") from None
+    if not isinstance(captions, list) or not captions or not all(isinstance(c, str) and c.strip() for c in captions):
+        raise DataError(f"{where}: empty or missing caption ({str(captions)[:100]!r})")
+    for caption in captions:
+        if not is_unicode(caption):  # a lone surrogate from a JSON escape would stop the tokenizer
+            raise DataError(f"{where}: caption {caption[:60]!r} is not valid UTF-8 text")
     return captions
 
 

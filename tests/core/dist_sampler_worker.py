@@ -9,7 +9,7 @@ import torch.distributed as dist
 
 from recipes.core.loader import build_loader
 from recipes.core.samplers import GroupedBatchSampler
-from tests.core.toy import NoisyRange, collate
+from tests.core.toy import IterableSeedProbe, NoisyRange, as_list, collate
 
 
 def main(out: Path, size: int) -> None:
@@ -31,6 +31,30 @@ def main(out: Path, size: int) -> None:
         report["samplers"][name] = {"seed": sampler.seed, "epochs": [list(sampler), list(sampler)]}
     loader = build_loader(NoisyRange(size), collate, batch_size=4, train=True, device="cpu", seed=5, num_workers=0)
     report["loader"] = [{"index": b["index"].tolist(), "noise": b["noise"].tolist()} for b in loader]
+    # a checkpoint per rank: a fresh loader given this rank's state continues this rank's batches
+    def resumable():
+        return build_loader(NoisyRange(size), collate, batch_size=4, train=True, device="cpu", seed=5, stateful=True,
+                            num_workers=0)
+
+    interrupted = resumable()
+    iterator = iter(interrupted)
+    taken = [next(iterator)["index"].tolist() for _ in range(3)]
+    state = interrupted.state_dict()
+    resumed = resumable()
+    resumed.load_state_dict(state)
+    report["resume"] = {
+        "taken": taken,
+        "continuation": [b["index"].tolist() for b in iterator],
+        "resumed": [b["index"].tolist() for b in resumed],
+    }
+    torch.manual_seed(0)  # as every rank of a typical script does: it must not make workers alike
+    report["worker_draws"] = {
+        str(seed): [
+            item for item in build_loader(IterableSeedProbe(), as_list, batch_size=None, train=False, device="cpu",
+                                          seed=seed, num_workers=2)
+        ]
+        for seed in (5, None)
+    }
     (out / f"rank{rank}.json").write_text(json.dumps(report))
     dist.barrier()
     dist.destroy_process_group()

@@ -62,3 +62,18 @@ def test_rank_batches_are_exactly_the_single_process_batches_split(ranks):
     assert len(got) == per_rank * len(ranks)
     for key, noise in got.items():
         assert expected[key] == noise  # same samples, same augmentation, whatever the rank
+
+
+@pytest.mark.parametrize("seed", ["5", "None"], ids=["seeded", "unseeded"])
+def test_no_two_workers_of_any_rank_share_a_seed(seed, ranks):
+    draws = [item for report in ranks for item in report["worker_draws"][seed]]
+    assert len(draws) == 2 * len(ranks)
+    for key in ("torch_seed", "torch", "random", "numpy"):
+        assert len({item[key] for item in draws}) == len(draws), key
+
+
+def test_each_rank_resumes_its_own_batches_from_its_own_state(ranks):
+    for report in ranks:
+        resume = report["resume"]
+        assert resume["resumed"] == resume["continuation"]
+        assert resume["taken"] + resume["resumed"] == [batch["index"] for batch in report["loader"]]

@@ -1,5 +1,6 @@
 """loader_kwargs and build_loader: presets, per-sample seeding, exact resume, error policy."""
 
+import json
 import pickle
 import warnings
 
@@ -9,7 +10,8 @@ from torch.utils.data import DataLoader
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.loader import build_loader, loader_kwargs, usable_cpus
-from tests.core.toy import NoisyRange, collate
+from tests.core.toy import IterableSeedProbe, NoisyRange, SeedProbe, as_list, collate
+from tests.harness import STOPS, check_resume
 
 
 def test_cuda_preset_pins_memory_and_keeps_workers():
@@ -109,9 +111,10 @@ def test_stateful_loader_resumes_with_exactly_the_batches_still_to_come(workers,
                 break
     resumed = make()
     resumed.load_state_dict(state)
-    rest = _batches(resumed)  # the rest of the epoch, or the next epoch after a finished one
-    assert rest and (len(taken) + len(rest)) % 9 == 0
-    _assert_same(taken + rest, expected[: len(taken) + len(rest)])
+    rest = _batches(resumed)  # the rest of the epoch: none after its last batch (stop 9)
+    following = _batches(resumed)  # then the whole next epoch
+    assert (len(taken) + len(rest)) % 9 == 0 and len(following) == 9
+    _assert_same(taken + rest + following, expected[: len(taken) + len(rest) + 9])
 
 
 def test_skip_policy_drops_bad_samples_and_warns_with_their_names():
@@ -149,3 +152,59 @@ def test_overrides_replace_preset_values():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert loader.num_workers == 0
+
+
+def _probe(loader):
+    return [{k: v for k, v in item.items() if k != "worker"} for batch in loader for item in batch]
+
+
+def test_every_sample_draws_from_its_own_seed_whatever_the_worker_count():
+    def run(workers):
+        return build_loader(SeedProbe(24), as_list, batch_size=4, train=True, device="cpu", seed=2, num_workers=workers)
+
+    alone, split = _probe(run(0)), _probe(run(2))
+    assert alone == split  # torch, random and numpy draws alike
+    for key in ("torch_seed", "torch", "random", "numpy"):
+        assert len({item[key] for item in split}) == 24, key
+    assert {item["worker"] for batch in run(2) for item in batch} == {0, 1}
+
+
+def test_workers_of_an_iterable_dataset_get_distinct_seeds_and_the_rank_is_mixed_in(monkeypatch):
+    def draws():
+        loader = build_loader(IterableSeedProbe(), as_list, batch_size=None, train=False, device="cpu", seed=9,
+                              num_workers=2)
+        return sorted((item["worker"], item["torch_seed"], item["random"], item["numpy"]) for item in loader)
+
+    rank0 = draws()
+    assert rank0 == draws()  # a seed reproduces the workers' seeds
+    assert [w for w, *_ in rank0] == [0, 1] and len({d for _, *x in rank0 for d in x}) == 6
+    monkeypatch.setattr("recipes.core.loader.distributed_rank_and_size", lambda: (1, 2))
+    rank1 = draws()
+    assert not {d for _, *x in rank0 for d in x} & {d for _, *x in rank1 for d in x}
+    assert loader_kwargs("cpu", train=True, seed=9)["generator"].initial_seed() != 9  # only rank 0 keeps it as is
+
+
+def test_a_loader_without_a_seed_resumes_from_the_seed_in_its_state():
+    def make():
+        return build_loader(NoisyRange(37), collate, batch_size=4, train=True, device="cpu", stateful=True, num_workers=0)
+
+    loader = make()
+    iterator = iter(loader)
+    next(iterator), next(iterator)
+    state = json.loads(json.dumps(loader.state_dict()))
+    continuation = _batches(iterator)
+    resumed = make()  # draws another seed, which the state replaces
+    resumed.load_state_dict(state)
+    _assert_same(_batches(resumed), continuation)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_evaluation_pass_resumes_exactly_at_every_stop(workers):
+    def make():
+        return build_loader(NoisyRange(37), collate, batch_size=4, train=False, device="cpu", seed=1, stateful=True,
+                            num_workers=workers)
+
+    reference = make()
+    epochs = [list(reference) for _ in range(3)]  # 10 batches, the last one of 1 sample
+    for stop in STOPS:
+        check_resume(make, stop, 10, epochs)

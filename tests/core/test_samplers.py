@@ -134,9 +134,20 @@ def test_resume_from_any_point_yields_exactly_the_batches_still_to_come(name):
         taken = [next(iterator) for _ in range(stop)]
         fresh, _ = _make(name, shuffle=True, seed=999)  # the state carries the seed
         fresh.load_state_dict(sampler.state_dict())
-        if stop < len(full):
-            assert taken + _epoch(fresh) == full
-        assert _epoch(fresh) == following  # a finished epoch resumes at the next one
+        assert taken + _epoch(fresh) == full  # after the last batch, the rest of the pass is empty
+        assert _epoch(fresh) == following
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_a_state_taken_after_a_finished_pass_resumes_at_the_next_epoch(name):
+    reference, _ = _make(name, shuffle=True, seed=2)
+    _epoch(reference)
+    following = _epoch(reference)
+    sampler, _ = _make(name, shuffle=True, seed=2)
+    _epoch(sampler)
+    fresh, _ = _make(name, shuffle=True, seed=999)
+    fresh.load_state_dict(sampler.state_dict())
+    assert _epoch(fresh) == following
 
 
 def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():

@@ -1,5 +1,5 @@
 """detection_collate, padded_detection_collate and detection_loader: batch forms, aspect-ratio
-groups, ranks, order, exact resume, worker transfer, and one Faster R-CNN training step."""
+groups, ranks, order, worker transfer, and one Faster R-CNN training step (resume: test_resume.py)."""
 
 import bisect
 import pickle
@@ -145,31 +145,6 @@ def test_a_subset_is_grouped_by_its_own_images(dataset):
     assert sorted(i for batch in loader for i in _ids(batch)) == sorted(PORTRAIT_IDS)
     with pytest.raises(TypeError, match="aspect_ratios"):
         detection_loader(list(range(3)), 2, train=True, device="cpu")
-
-
-# -- resume -----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("workers", [0, 2])
-@pytest.mark.parametrize("stop", [2, 7])
-def test_stateful_loader_resumes_with_exactly_the_batches_still_to_come(flipping, workers, stop):
-    def make():
-        return detection_loader(flipping, 2, train=True, device="cpu", seed=11, stateful=True, num_workers=workers)
-
-    reference = make()
-    expected = list(reference) + list(reference)  # 5 batches per epoch
-    loader, taken, state = make(), [], None
-    while len(taken) < stop:
-        for batch in loader:
-            taken.append(batch)
-            if len(taken) == stop:
-                state = loader.state_dict()
-                break
-    resumed = make()
-    resumed.load_state_dict(state)
-    rest = list(resumed)
-    assert len(taken) + len(rest) == 5 * (stop // 5 + 1)
-    _assert_same_batches(taken + rest, expected[: len(taken) + len(rest)])
 
 
 # -- a detector trains on a batch ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""ImageTextDataset, multimodal_collate, multimodal_loader: ids, pixels, caption policies, resume, errors."""
+"""ImageTextDataset, multimodal_collate, multimodal_loader: ids, pixels, caption policies, errors (resume: test_resume.py)."""
 
 import csv
 import json
@@ -104,31 +104,6 @@ def test_random_policy_draws_every_caption_over_epochs(fixtures, tokenizer):
             epoch.append(tuple(ids[:length].tolist()))
     assert drawn == options  # every caption of every image, and nothing else
     assert epochs[0] != epochs[1]
-
-
-@pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
-def test_stateful_loader_resumes_exactly_with_random_captions_and_crops(fixtures, tokenizer, workers):
-    dataset = ImageTextDataset(fixtures / "multimodal" / "captions.json", tokenizer, transform=AUGMENT)
-
-    def make(num_workers):
-        return multimodal_loader(dataset, 3, device="cpu", seed=5, stateful=True, num_workers=num_workers)
-
-    reference = make(0)  # in-process reference: same batches whatever the worker count
-    expected = [b for _ in range(3) for b in reference]  # 8 images, batch 3, drop_last: 2 batches/epoch
-    loader, taken = make(workers), []
-    for batch in loader:
-        taken.append(batch)
-        break
-    state = loader.state_dict()
-    resumed = make(workers)
-    resumed.load_state_dict(state)
-    rest = list(resumed) + list(resumed) + list(resumed)  # the rest of epoch 0, then epochs 1 and 2
-    got = taken + rest
-    assert len(got) == len(expected) == 6
-    for a, b in zip(got, expected):
-        for key in ("pixel_values", "input_ids", "attention_mask", "lengths", "index"):
-            assert torch.equal(a[key], b[key]), key
-    assert not torch.equal(expected[0]["input_ids"], expected[2]["input_ids"])  # a new epoch, new draws
 
 
 def test_spawned_workers_give_the_batches_of_the_main_process(fixtures, tokenizer):

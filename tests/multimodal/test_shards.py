@@ -1,4 +1,6 @@
-"""ImageTextShards and write_shards: round trip, WebDataset layout, safety, rank x worker coverage."""
+"""ImageTextShards and write_shards: round trip, WebDataset layout, safety, worker coverage.
+
+Real torchrun ranks with loader workers: tests/multimodal/test_ranks.py."""
 
 import io
 import json
@@ -203,29 +205,3 @@ def test_expand_shards_accepts_lists_folders_globs_and_brace_ranges(coco_shards)
     assert expand_shards(str(folder / "shard-{000001..000003}.tar")) == names[1:]
     with pytest.raises(ValueError, match="no tar shards"):
         expand_shards(str(folder / "nothing-*.tar"))
-
-
-def _rank_reads(rank: int, world_size: int, init_file: str, shards: list[str], tokenizer_path: str, out: str) -> None:
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
-    try:
-        dataset = ImageTextShards(shards, tokenizer_path, transform=RESIZE, captions="all", shuffle_buffer=5)
-        loader = multimodal_loader(dataset, 4, train=False, device="cpu", num_workers=2)
-        keys = [key for batch in loader for key in batch["key"]]
-        Path(out).with_suffix(f".{rank}").write_text(json.dumps({"keys": keys, "seed": dataset.seed}))
-    finally:
-        torch.distributed.destroy_process_group()
-
-
-@pytest.mark.slow
-def test_two_gloo_ranks_with_two_workers_each_read_every_sample_exactly_once(coco_shards, fixtures, tmp_path):
-    import torch.multiprocessing as mp
-
-    tokenizer_path = str(fixtures / "text" / "tokenizer.json")
-    args = (str(tmp_path / "init"), [str(p) for p in coco_shards], tokenizer_path, str(tmp_path / "keys"))
-    mp.spawn(_rank_reads, args=(2, *args), nprocs=2, join=True)
-    reads = [json.loads((tmp_path / f"keys.{rank}").read_text()) for rank in range(2)]
-    assert reads[0]["seed"] == reads[1]["seed"]  # seed=None: rank 0's draw, broadcast
-    assert reads[0]["keys"] and reads[1]["keys"]
-    everything = Counter(reads[0]["keys"] + reads[1]["keys"])
-    expected = Counter(item["key"] for item in ImageTextShards(coco_shards, tokenizer_path, captions="all"))
-    assert everything == expected and sum(everything.values()) == 28  # each (image, caption) once

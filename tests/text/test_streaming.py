@@ -1,9 +1,8 @@
-"""StreamingTextDataset: every line read by exactly one (rank, worker), seeded shuffling, bad lines."""
+"""StreamingTextDataset: every line read by exactly one (rank, worker), seeded shuffling, bad lines.
+
+Real torchrun ranks with loader workers: tests/text/test_ranks.py."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,6 @@ from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, streaming_loader, text_collate
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -124,20 +121,3 @@ def test_formats_it_cannot_split_and_bad_options_are_refused(fixtures, tok):
         StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, label_field="label")
     with pytest.raises(ValueError, match="shuffle_buffer"):
         StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, shuffle_buffer=-1)
-
-
-@pytest.mark.slow
-def test_two_gloo_ranks_with_two_workers_each_read_every_line_once(files, tmp_path):
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-        str(ROOT / "tests" / "text" / "stream_rank_worker.py"), str(tmp_path), *map(str, files),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    per_rank = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
-    assert all(report["world_size"] == 2 for report in per_rank)
-    assert per_rank[0]["seed"] == per_rank[1]["seed"]  # one shuffle seed, broadcast
-    offsets = [i for report in per_rank for i in report["offsets"]]
-    assert sorted(offsets) == sorted(_expected(files)) and len(offsets) == 101
-    assert all(report["offsets"] for report in per_rank)

@@ -1,0 +1,128 @@
+"""Helpers the hostile-input tests of every domain share (module level: workers can import it).
+
+- :data:`BAD_IMAGES`: the hostile image fixtures and the reason each error must give.
+- :func:`write_png16`: a 16-bit PNG written byte by byte (zlib + struct), an oracle
+  independent of PIL and libpng, whose faithful 8-bit rendering is ``array >> 8``.
+- :func:`worker_error`: iterate a loader with workers until its DataError, check the message,
+  and shut the workers down at once (see its docstring for why that needs care).
+- :func:`peak_rss_growth_mb`: run code in a fresh interpreter and measure its peak memory.
+- :func:`recording` / :func:`assert_one_warning_each`: every skip warning, one per bad sample.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import traceback
+import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from recipes.core.errors import DataError, SkippedSampleWarning
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: fixtures/hostile/images file -> what the DataError (or skip warning) must say about it
+BAD_IMAGES = {
+    "bomb.png": "decompression bomb",
+    "empty.jpg": "empty file",
+    "not_an_image.jpg": "not an image",
+    "truncated.jpg": "cannot decode",
+}
+
+
+def write_png16(path: Path, array: np.ndarray) -> Path:
+    """Write ``array`` (uint16, [H,W] gray or [H,W,3] RGB) as a 16-bit PNG, filter 0 on every row."""
+    array = np.asarray(array, dtype=">u2")  # PNG stores samples big-endian
+    height, width = array.shape[:2]
+    color_type = 2 if array.ndim == 3 else 0
+    rows = array.reshape(height, -1).view(np.uint8).reshape(height, -1)
+    raw = b"".join(b"\x00" + row.tobytes() for row in rows)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 16, color_type, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    )
+    return path
+
+
+def sixteen_bit_rgb(height: int = 12, width: int = 10) -> np.ndarray:
+    """A uint16 [H,W,3] picture using the whole 16-bit range, with different high and low bytes."""
+    y, x = np.mgrid[0:height, 0:width]
+    return np.stack([x * 6553 + y * 7, y * 5461 + 255, (x * y * 911) % 65536], axis=-1).astype(np.uint16)
+
+
+def top_byte_chw(array: np.ndarray) -> np.ndarray:
+    """The expected decode of a 16-bit image: its top byte, gray repeated to RGB, CHW."""
+    eight = (np.asarray(array) >> 8).astype(np.uint8)
+    if eight.ndim == 2:
+        eight = np.repeat(eight[:, :, None], 3, axis=2)
+    return eight.transpose(2, 0, 1)
+
+
+def worker_error(loader: Any, pattern: str) -> str:
+    """Iterate ``loader`` until it raises a DataError matching ``pattern``; return its message.
+
+    The error from a worker is re-raised by torch's ``ExceptionWrapper.reraise``, whose frame
+    keeps the exception in a local: exception -> traceback -> that frame -> exception is a
+    reference cycle, and the traceback's other frames hold the loader's iterator. So the
+    iterator is freed by the cyclic collector, which runs the multiprocessing queues'
+    finalizers before the iterator's ``__del__``: the "stop" messages are never sent, and each
+    worker is joined with a 5 s timeout, then killed (10 s with 2 workers, in whatever test the
+    collector happens to run). Clearing the traceback's frames, and dropping the traceback,
+    breaks the cycle: the iterator shuts its workers down as soon as the test lets go of it.
+    """
+    with pytest.raises(DataError, match=pattern) as caught:
+        for _ in loader:
+            pass
+    message = str(caught.value)
+    traceback.clear_frames(caught.tb)
+    caught.value.__traceback__ = None
+    del caught  # it holds the traceback, whose first frame (this one) holds it
+    return message
+
+
+def peak_rss_growth_mb(setup: str, action: str, timeout: float = 300) -> tuple[float, str]:
+    """Run ``setup`` then ``action`` in a fresh interpreter; return (peak RSS growth in MB
+    during ``action``, its stdout). ``action`` may print; an exception in it fails the call."""
+    code = (
+        "import resource\n"
+        f"{setup}\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"{action}\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print('peak growth MB:', (after - before) / 1024)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, check=False
+    )
+    assert result.returncode == 0 and "peak growth MB:" in result.stdout, result.stdout + result.stderr
+    return float(result.stdout.split("peak growth MB:")[1]), result.stdout
+
+
+@contextmanager
+def recording() -> Iterator[list[warnings.WarningMessage]]:
+    """Record every warning, repeats included (the default filter would show a message once)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+def assert_one_warning_each(caught: list[warnings.WarningMessage], expected: dict[str, str]) -> None:
+    """One SkippedSampleWarning per ``expected`` place (e.g. ``"m.jsonl line 4: "``), naming its reason."""
+    messages = [str(w.message) for w in caught if issubclass(w.category, SkippedSampleWarning)]
+    assert len(messages) == len(expected), messages
+    for place, reason in expected.items():
+        assert any(place in message and reason in message for message in messages), (place, reason, messages)

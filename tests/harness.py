@@ -1,0 +1,284 @@
+"""Shared machinery for the reliability tests of every domain (not a test module itself).
+
+    reports = torchrun("tests.vision.ranks", 3, tmp_path, config)  # real processes, gloo on CPU
+    check_train_ranks([r["train"] for r in reports], ranks.report(config)["train"])
+    check_resume(make, "mid", epoch_batches=9, reference=three_epochs)
+
+- ``torchrun`` launches ``python -m torch.distributed.run --standalone`` on a module whose
+  ``__main__`` calls :func:`rank_main`; every rank writes a JSON report, returned in rank order.
+- ``digest`` fingerprints a batch (dtypes, shapes, bytes, tv_tensor metadata), so batches made in
+  different processes can be compared bit for bit.
+- ``check_resume`` is torchdata's own ``test_state_dict.py`` recipe, applied to a loader factory:
+  take ``k`` batches, ``state_dict()``, keep iterating, then a fresh loader given that state must
+  yield exactly what the interrupted one still had to give (and the epoch after it).
+- ``check_train_ranks`` / ``check_eval_ranks`` / ``check_stream_ranks`` state the rank contracts
+  once, for all domains; ``rank_fixtures`` and ``resume_suite`` give each domain's test module
+  its fixtures and tests from a ``ranks`` module or a ``make_loader`` fixture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- torchrun --------------------------------------------------------------------------------------
+
+
+def torchrun(module: str, world_size: int, out: Path, config: dict[str, Any], timeout: int = 300) -> list[dict]:
+    """Run ``python -m module OUT CONFIG`` on ``world_size`` gloo ranks; return each rank's report."""
+    out.mkdir(parents=True, exist_ok=True)
+    config_file = out / "config.json"
+    config_file.write_text(json.dumps(config))
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
+        "-m", module, str(out), str(config_file),
+    ]
+    # one thread each: the ranks and their loader workers share a few cores
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(world_size)]
+
+
+def rank_main(report: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The ``__main__`` of a module run by :func:`torchrun`: ``report(config)`` -> OUT/rank<r>.json."""
+    import torch.distributed as dist
+
+    out, config = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    try:
+        result = report(config)
+        result["rank"], result["world_size"] = dist.get_rank(), dist.get_world_size()
+        (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(result))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+# -- comparing batches -----------------------------------------------------------------------------
+
+
+def _feed(value: Any, sha: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        meta = {k: v for k, v in vars(value).items() if not k.startswith("_")}  # canvas_size, format
+        sha.update(f"T{type(value).__name__}{value.dtype}{tuple(value.shape)}{sorted(meta.items())!r}".encode())
+        sha.update(value.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+    elif isinstance(value, dict):
+        sha.update(f"D{len(value)}".encode())
+        for key, item in value.items():
+            sha.update(repr(key).encode())
+            _feed(item, sha)
+    elif isinstance(value, (list, tuple)):
+        sha.update(f"L{type(value).__name__}{len(value)}".encode())
+        for item in value:
+            _feed(item, sha)
+    else:
+        sha.update(f"V{value!r}".encode())
+
+
+def digest(value: Any) -> str:
+    """A fingerprint of nested tensors / dicts / lists: equal iff bit-identical (same dtypes too)."""
+    sha = hashlib.sha1()
+    _feed(value, sha)
+    return sha.hexdigest()
+
+
+def assert_same_batches(got: list[Any], expected: list[Any]) -> None:
+    """Batch for batch, tensor for tensor: same structure, classes, dtypes, metadata and bits."""
+    assert len(got) == len(expected), f"{len(got)} batches instead of {len(expected)}"
+    for position, (a, b) in enumerate(zip(got, expected)):
+        assert digest(a) == digest(b), f"batch {position} differs"
+
+
+# -- exact resume (torchdata's test_state_dict.py, on a loader factory) ------------------------------
+
+STOPS = ("before-iter", "0", "1", "mid", "last", "finished", "next-epoch+1", "resumed-twice")
+
+
+def check_resume(make: Callable[[], Any], stop: str, epoch_batches: int, reference: list[list[Any]]) -> None:
+    """Interrupt a fresh ``make()`` loader at ``stop``, resume another from its state, compare.
+
+    ``reference`` holds three uninterrupted epochs. Stops: ``before-iter`` (state of a loader
+    never iterated), ``0`` (iterator made, nothing taken), ``1``, ``mid``, ``last`` (after the
+    last batch, before the pass ends: the rest of that pass is empty), ``finished`` (after the
+    pass ended: the resumed loader starts the next epoch), ``next-epoch+1`` (one batch into the
+    second epoch) and ``resumed-twice`` (stopped after 1, resumed, stopped again after 1 more).
+    The state goes through JSON, as a checkpoint would. The resumed loader must yield what the
+    interrupted iterator still held, then the next epoch; and what was taken plus that must be
+    the uninterrupted run.
+    """
+    loader = make()
+    taken: list[Any] = []
+    if stop == "before-iter":
+        state, continuation = loader.state_dict(), list(loader)
+    elif stop == "finished":
+        taken = list(loader)
+        state = loader.state_dict()
+        continuation = list(loader)  # a finished pass resumes at the next epoch
+    else:
+        if stop == "next-epoch+1":
+            taken = list(loader)
+        count = {"0": 0, "1": 1, "mid": epoch_batches // 2, "last": epoch_batches}.get(stop, 1)
+        iterator = iter(loader)
+        taken += [next(iterator) for _ in range(count)]
+        state = loader.state_dict()
+        if stop == "resumed-twice":  # a job preempted again one batch after it resumed
+            loader = make()
+            loader.load_state_dict(json.loads(json.dumps(state)))
+            iterator = iter(loader)
+            taken.append(next(iterator))
+            state = loader.state_dict()
+        continuation = list(iterator)
+    state = json.loads(json.dumps(state))  # a checkpoint on disk
+    resumed = make()
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert_same_batches(rest, continuation)
+    following = list(resumed)  # the pass after the resumed one: a whole new epoch
+    assert len(following) == epoch_batches
+    flat = [batch for epoch in reference for batch in epoch]
+    assert_same_batches(taken + rest + following, flat[: len(taken) + len(rest) + len(following)])
+
+
+def resume_suite(epoch_batches: int) -> tuple[Any, Any]:
+    """``(reference fixture, test)`` for a test module that defines a ``make_loader`` fixture,
+    ``make_loader(workers)`` -> a fresh stateful loader: the reference is three epochs without
+    workers; the test runs :func:`check_resume` at every stop with 0 and 2 workers.
+
+        resume_reference, test_resumed_loader_yields_exactly_the_batches_still_to_come = resume_suite(5)
+    """
+    import pytest  # here, not at the top: the torchrun ranks import this module too
+
+    @pytest.fixture(scope="module")
+    def resume_reference(make_loader: Callable[[int], Any]) -> list[list[Any]]:
+        loader = make_loader(0)
+        return [list(loader) for _ in range(3)]
+
+    @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
+    @pytest.mark.parametrize("stop", STOPS)
+    def test(make_loader: Callable[[int], Any], resume_reference: list[list[Any]], workers: int, stop: str) -> None:
+        check_resume(lambda: make_loader(workers), stop, epoch_batches, resume_reference)
+
+    return resume_reference, test
+
+
+# -- what a rank reports -----------------------------------------------------------------------------
+
+
+def train_passes(loader: Any, ids: Callable[[Any], list]) -> list[list[dict]]:
+    """Epochs 0 and 1 as the loader advances by itself, then epoch 0 again after ``set_epoch(0)``
+    (the DistributedSampler idiom); each batch as ``{"ids": ids(batch), "digest": ...}``."""
+    passes = [[{"ids": ids(batch), "digest": digest(batch)} for batch in loader] for _ in range(2)]
+    loader.batch_sampler.set_epoch(0)
+    passes.append([{"ids": ids(batch), "digest": digest(batch)} for batch in loader])
+    return passes
+
+
+def sample_passes(loader: Any, samples: Callable[[Any], list[tuple[Any, Any]]], epochs: int = 1) -> list[list[list[dict]]]:
+    """``epochs`` passes; each batch as its samples ``{"id", "digest"}`` from ``samples(batch)``,
+    ``(id, content)`` pairs. Datasets with ``set_epoch`` get it before each pass."""
+    passes = []
+    for epoch in range(epochs):
+        if hasattr(loader.dataset, "set_epoch"):
+            loader.dataset.set_epoch(epoch)
+        passes.append([[{"id": i, "digest": digest(content)} for i, content in samples(batch)] for batch in loader])
+    return passes
+
+
+def rank_fixtures(ranks: Any) -> tuple[Any, Any, Any]:
+    """``config``, ``single`` and ``launched`` fixtures for a domain's ``ranks`` module (which has
+    ``build(fixtures, folder) -> config`` and ``report(config) -> dict``): the data built once,
+    the single-process report, and the reports of 2 and 3 torchrun ranks (one launch each).
+
+        config, single, launched = rank_fixtures(ranks)
+    """
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def config(fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+        return ranks.build(fixtures, tmp_path_factory.mktemp("data"))
+
+    @pytest.fixture(scope="module")
+    def single(config: dict[str, Any]) -> dict[str, Any]:
+        return ranks.report(config)
+
+    @pytest.fixture(scope="module", params=[2, 3], ids=["two-ranks", "three-ranks"])
+    def launched(request: pytest.FixtureRequest, config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+        return torchrun(ranks.__name__, request.param, tmp_path_factory.mktemp("out"), config)
+
+    return config, single, launched
+
+
+# -- rank contracts ----------------------------------------------------------------------------------
+
+
+def check_train_ranks(ranks: list[list[list[dict]]], single: list[list[dict]]) -> None:
+    """Training: each rank runs exactly its round-robin share of the single-process plan.
+
+    ``ranks[r][e]`` and ``single[e]`` are epoch ``e``'s batches as ``{"ids": [...], "digest": str}``,
+    from :func:`train_passes` (the third pass replays epoch 0 after ``set_epoch(0)``).
+    Rank ``r`` must get batches ``r, r + W, r + 2W, ...`` of the single-process epoch, the tail
+    that does not fill a round dropped; hence equal step counts, bit-identical batches and
+    augmentations whatever the rank. No sample may go to two ranks in one epoch.
+    """
+    world = len(ranks)
+    for epoch, plan in enumerate(single):
+        per_rank = len(plan) // world
+        assert per_rank > 0
+        for rank, epochs in enumerate(ranks):
+            assert epochs[epoch] == plan[rank : per_rank * world : world], f"rank {rank}, epoch {epoch}"
+        samples = [i for epochs in ranks for batch in epochs[epoch] for i in batch["ids"]]
+        assert len(samples) == len(set(samples)), f"a sample went to two ranks in epoch {epoch}"
+    for rank, epochs in enumerate(ranks):
+        assert epochs[0] != epochs[1], f"rank {rank} repeated its epoch-0 order in epoch 1"
+        assert epochs[2] == epochs[0], f"rank {rank}: set_epoch(0) did not replay epoch 0"
+
+
+def check_eval_ranks(ranks: list[list[list[dict]]], single: list[list[dict]]) -> None:
+    """Evaluation: the ranks' samples, in rank order, are the single-process samples (each once).
+
+    ``ranks[r]`` and ``single`` are one pass of :func:`sample_passes`: batches of per-sample
+    ``{"id", "digest"}``. Ranks may differ by one batch, never more (contiguous blocks, no
+    padding duplicates).
+    """
+    flat = [sample for batches in ranks for batch in batches for sample in batch]
+    assert flat == [sample for batch in single for sample in batch]
+    assert max(map(len, ranks)) - min(map(len, ranks)) <= 1
+
+
+def check_stream_ranks(ranks: list[list[list[dict]]], single: list[list[dict]]) -> None:
+    """Self-sharding streams: per epoch, every sample read once across (rank, worker), content
+    equal to a single-process read, every rank busy, and a new order every epoch.
+
+    ``ranks[r]`` and ``single`` come from :func:`sample_passes` (batches of samples per epoch).
+    """
+    ranks = [[[s for batch in epoch for s in batch] for epoch in passes] for passes in ranks]
+    single = [[s for batch in epoch for s in batch] for epoch in single]
+    for epoch, alone in enumerate(single):
+        content = {sample["id"]: sample["digest"] for sample in alone}
+        assert len(content) == len(alone)
+        read = [sample for epochs in ranks for sample in epochs[epoch]]
+        assert Counter(sample["id"] for sample in read) == Counter(list(content)), f"epoch {epoch}: lost or repeated samples"
+        assert all(content[sample["id"]] == sample["digest"] for sample in read)
+        assert all(epochs[epoch] for epochs in ranks), "a rank read nothing"
+    for rank, epochs in enumerate(ranks):
+        assert [s["id"] for s in epochs[0]] != [s["id"] for s in epochs[1]], f"rank {rank}: same order twice"
+
+
+def check_seeds_agree(reports: list[dict]) -> None:
+    """Every rank ran in a group of the launched size and drew the same seeds where none was given
+    (rank 0's, broadcast: otherwise the ranks' shuffles would overlap)."""
+    assert {report["world_size"] for report in reports} == {len(reports)}
+    assert len({json.dumps(report["drawn_seed"]) for report in reports}) == 1

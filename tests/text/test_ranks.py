@@ -1,0 +1,35 @@
+"""text_loader and StreamingTextDataset on 2 and 3 real gloo ranks (torchrun), 103 lines.
+
+Each rank's batches are compared with a single-process run of the same code (tests/text/ranks.py):
+training ranks (fixed batch size or token budget) get exactly their round-robin share of the
+single-process batches, equal in number, disjoint, reshuffled per epoch; evaluation ranks give
+every line exactly once; the stream, with 2 loader workers per rank, reads every line exactly once
+per epoch across (rank, worker), with a new shuffle each epoch.
+"""
+
+import pytest
+
+from tests.harness import check_eval_ranks, check_seeds_agree, check_stream_ranks, check_train_ranks, rank_fixtures
+from tests.text import ranks
+
+pytestmark = pytest.mark.slow
+config, single, launched = rank_fixtures(ranks)
+
+
+@pytest.mark.parametrize("name", ["train", "budget"], ids=["batch-size", "token-budget"])
+def test_training_ranks_run_their_round_robin_share_of_the_single_process_batches(launched, single, name):
+    check_train_ranks([report[name] for report in launched], single[name])
+
+
+def test_evaluation_ranks_give_every_line_exactly_once_as_one_process_does(launched, single):
+    assert [sample["id"] for batch in single["eval"] for sample in batch] == list(range(103))
+    check_eval_ranks([report["eval"] for report in launched], single["eval"])
+
+
+def test_stream_reads_every_line_once_per_epoch_across_ranks_and_workers(launched, single):
+    assert len([s for batch in single["stream"][0] for s in batch]) == 103
+    check_stream_ranks([report["stream"] for report in launched], single["stream"])
+
+
+def test_ranks_agree_on_the_seeds_drawn_without_one(launched):
+    check_seeds_agree(launched)
