@@ -59,6 +59,25 @@ def random_seed() -> int:
     return int(torch.empty((), dtype=torch.int64).random_().item())
 
 
+def _reseed(seed: int) -> None:
+    torch.random.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed & 0xFFFF_FFFF)
+
+
+@contextmanager
+def _preserved_rng() -> Iterator[None]:
+    """Restore torch's CPU generator, ``random`` and ``numpy.random`` after the block."""
+    cpu = torch.random.default_generator
+    saved = cpu.get_state(), random.getstate(), np.random.get_state()
+    try:
+        yield
+    finally:
+        cpu.set_state(saved[0])
+        random.setstate(saved[1])
+        np.random.set_state(saved[2])
+
+
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """Run the block with torch's CPU generator, ``random`` and ``numpy.random`` seeded by ``seed``.
@@ -70,23 +89,13 @@ def seeded(seed: int) -> Iterator[None]:
     as resizing a photo. CUDA generators are left alone: data transforms run on the CPU, and
     reseeding CUDA would change dropout.
     """
-    cpu = torch.random.default_generator
     if get_worker_info() is not None:
-        cpu.manual_seed(seed)
-        random.seed(seed)
-        np.random.seed(seed & 0xFFFF_FFFF)
+        _reseed(seed)
         yield
         return
-    saved = cpu.get_state(), random.getstate(), np.random.get_state()
-    cpu.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed & 0xFFFF_FFFF)
-    try:
+    with _preserved_rng():
+        _reseed(seed)
         yield
-    finally:
-        cpu.set_state(saved[0])
-        random.setstate(saved[1])
-        np.random.set_state(saved[2])
 
 
 class SeededDataset(Dataset):
@@ -108,3 +117,18 @@ class SeededDataset(Dataset):
             with seeded(seed):
                 return self.dataset[index]
         return self.dataset[key]
+
+    def __getitems__(self, keys: list[int | tuple[int, int]]) -> list[Any]:
+        """A whole batch (DataLoader calls this when it exists): each sample is still seeded by
+        its own key, but in the main process the global generators are saved and restored
+        once per batch, not once per sample (~0.13 ms a sample, most of an in-memory batch)."""
+        if get_worker_info() is not None or not any(isinstance(key, tuple) for key in keys):
+            return [self[key] for key in keys]
+        samples = []
+        with _preserved_rng():
+            for key in keys:
+                if isinstance(key, tuple):
+                    _reseed(key[1])
+                    key = key[0]
+                samples.append(self.dataset[key])
+        return samples

@@ -208,3 +208,20 @@ def test_an_evaluation_pass_resumes_exactly_at_every_stop(workers):
     epochs = [list(reference) for _ in range(3)]  # 10 batches, the last one of 1 sample
     for stop in STOPS:
         check_resume(make, stop, 10, epochs)
+
+
+def test_a_batch_fetched_at_once_equals_its_samples_fetched_one_by_one():
+    from recipes.core.seeding import SeededDataset
+
+    dataset = SeededDataset(NoisyRange(6))
+    keys = [(3, 11), (0, 12), (5, 11)]
+    torch.manual_seed(0)
+    expected_next = torch.rand(2)
+    torch.manual_seed(0)
+    batch = dataset.__getitems__(keys)
+    assert torch.equal(torch.rand(2), expected_next)  # the caller's generator is untouched
+    for sample, key in zip(batch, keys):
+        single = dataset[key]
+        assert sample["index"] == single["index"] and torch.equal(sample["noise"], single["noise"])
+    assert torch.equal(batch[0]["noise"], dataset[(5, 11)]["noise"])  # same seed, same draw
+    assert [s["index"] for s in dataset.__getitems__([4, 2])] == [4, 2]
