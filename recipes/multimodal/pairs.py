@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
+from recipes.core.batching import stack_images
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import read_image
 from recipes.core.loader import build_loader, loader_kwargs
@@ -158,7 +159,11 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
     batch = drop_skipped(batch)
     input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
     out = {
-        "pixel_values": _stack_images([item["image"] for item in batch]),
+        "pixel_values": stack_images(
+            [item["image"] for item in batch],
+            caller="multimodal_collate",
+            fix="add a resize + crop transform, e.g. transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)])",
+        ),
         "input_ids": input_ids,
         "attention_mask": attention_mask,
         "lengths": lengths,
@@ -168,40 +173,6 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
     else:
         out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
     return out
-
-
-def _stack_images(images: list[torch.Tensor]) -> torch.Tensor:
-    if not images:
-        return torch.empty((0, 3, 0, 0), dtype=torch.uint8)
-    first = images[0]
-    for image in images:
-        if image.dtype != torch.uint8:
-            raise ValueError(
-                f"images must stay uint8 until the device, got {image.dtype}: remove ToDtype/Normalize from "
-                "the transform and normalise per batch (DevicePrefetcher or normalize_images with CLIP_MEAN/CLIP_STD)"
-            )
-        if image.shape != first.shape:
-            raise ValueError(
-                f"cannot batch images of sizes {list(first.shape)} and {list(image.shape)}: add a resize + crop "
-                "transform, e.g. transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)])"
-            )
-    channels, height, width = first.shape
-    if first.stride(0) == 1:
-        # [3,H,W] views of [H,W,3] memory, as the decoders and a v2 resize leave them: batch them
-        # channels-last (NHWC memory), one contiguous copy per image. Into NCHW memory the same
-        # copy is a transpose, ~10x slower; on the GPU channels-last is what convolutions prefer.
-        strides = (channels * height * width, 1, width * channels, channels)
-    else:
-        strides = (channels * height * width, height * width, width, 1)
-    numel = len(images) * first.numel()
-    if get_worker_info() is not None:
-        # In a worker, write the batch straight into shared memory (as default_collate does), so
-        # sending it to the main process does not copy every pixel once more.
-        flat = first.new(first._typed_storage()._new_shared(numel, device=first.device))
-    else:
-        flat = torch.empty(numel, dtype=first.dtype)
-    out = flat.as_strided((len(images), channels, height, width), strides)
-    return torch.stack([image.as_subclass(torch.Tensor) for image in images], out=out)
 
 
 def multimodal_loader(

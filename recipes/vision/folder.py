@@ -51,10 +51,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
+from recipes.core.batching import stack_images
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import read_image
 from recipes.core.loader import build_loader
@@ -202,21 +203,11 @@ def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[tor
         ValueError: images of different sizes or dtypes; the message says which and the fix.
     """
     samples = drop_skipped(batch)
-    if not samples:
-        return torch.empty((0, 3, 0, 0), dtype=torch.uint8), torch.empty(0, dtype=torch.int64)
-    first = samples[0][0]
-    for position, (image, _) in enumerate(samples):
-        if image.shape != first.shape or image.dtype != first.dtype:
-            raise ValueError(
-                f"image_collate: sample {position} is {list(image.shape)} {image.dtype} but sample 0 is "
-                f"{list(first.shape)} {first.dtype}; images in a batch must share one size: add a "
-                "resize/crop transform to the dataset (train_transform(224) or eval_transform(224))"
-            )
-    images = torch.empty((len(samples), *first.shape), dtype=first.dtype)
-    if get_worker_info() is not None:
-        images.share_memory_()  # as default_collate does: the batch leaves the worker by handle
-    for position, (image, _) in enumerate(samples):
-        images[position].copy_(image)
+    images = stack_images(
+        [image for image, _ in samples],
+        caller="image_collate",
+        fix="add a resize/crop transform to the dataset (train_transform(224) or eval_transform(224))",
+    )
     labels = torch.tensor([label for _, label in samples], dtype=torch.int64)
     return images, labels
 

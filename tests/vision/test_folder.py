@@ -240,7 +240,10 @@ def test_collate_stacks_uint8_images_and_int64_labels():
 def test_collate_copies_strided_images_correctly():
     image = torch.randint(0, 256, (9, 8, 3), dtype=torch.uint8).permute(2, 0, 1)  # HWC memory
     images, _ = image_collate([(image, 0), (image.flip(-1), 1)])
-    assert images.is_contiguous() and torch.equal(images[0], image) and torch.equal(images[1], image.flip(-1))
+    assert torch.equal(images[0], image) and torch.equal(images[1], image.flip(-1))
+    assert images.is_contiguous(memory_format=torch.channels_last)  # one plain copy per image, no transpose
+    contiguous, _ = image_collate([(image.contiguous(), 0)])
+    assert contiguous.is_contiguous()
 
 
 def test_collate_drops_skipped_samples():

@@ -38,7 +38,9 @@ def test_image_collate_unstacks_to_exactly_the_kept_samples(batch):
     if not kept:
         assert images.shape == (0, 3, 0, 0) and labels.shape == (0,)
         return
-    assert images.shape == (len(kept), *kept[0][0].shape) and images.is_contiguous()
+    assert images.shape == (len(kept), *kept[0][0].shape)
+    # one dense block: NCHW, or channels-last when the first image is a view of HWC memory
+    assert images.is_contiguous() or images.is_contiguous(memory_format=torch.channels_last)
     for image, (expected, _) in zip(images.unbind(0), kept):
         assert torch.equal(image, expected.as_subclass(torch.Tensor))
     assert labels.tolist() == [label for _, label in kept]
@@ -48,5 +50,5 @@ def test_image_collate_unstacks_to_exactly_the_kept_samples(batch):
 @given(sizes=st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=2, max_size=4, unique=True))
 def test_image_collate_refuses_mixed_sizes_naming_the_sample(sizes):
     batch = [(torch.zeros((3, h, w), dtype=torch.uint8), 0) for h, w in sizes]
-    with pytest.raises(ValueError, match=r"image_collate: sample 1 is \[3, \d, \d\] .* but sample 0 is"):
+    with pytest.raises(ValueError, match=r"image_collate: sample 1 is \[3, \d, \d\] but sample 0 is"):
         image_collate(batch)
