@@ -61,7 +61,10 @@ def normalize_images(
             out = _normalize_channels_last(plain, tuple(mean), tuple(std), dtype)
         else:
             scale, shift = _affine(tuple(mean), tuple(std), dtype, batch.device)
-            out = torch.addcmul(shift, plain.to(dtype), scale)
+            out = plain.to(dtype, copy=True)
+            # in place into the cast: one float buffer per batch instead of two (a 32x3x224x224
+            # batch is 19 MB: a second fresh buffer costs its page faults every batch)
+            torch.addcmul(shift, out, scale, out=out)
         return tv_tensors.wrap(out, like=batch) if isinstance(batch, tv_tensors.Image) else out
     if isinstance(batch, dict):
         return {key: normalize_images(value, mean, std, dtype) for key, value in batch.items()}
@@ -92,7 +95,9 @@ def _normalize_channels_last(batch: torch.Tensor, mean: tuple, std: tuple, dtype
     rows = batch.permute(0, 2, 3, 1).reshape(n * h, w * c)  # a view: no copy for NHWC memory
     scale, shift = _affine(mean, std, dtype, batch.device)
     scale, shift = scale.view(-1).repeat(w), shift.view(-1).repeat(w)
-    return torch.addcmul(shift, rows.to(dtype), scale).view(n, h, w, c).permute(0, 3, 1, 2)
+    out = rows.to(dtype, copy=True)
+    torch.addcmul(shift, out, scale, out=out)  # in place, as in normalize_images
+    return out.view(n, h, w, c).permute(0, 3, 1, 2)
 
 
 def _is_image(tensor: torch.Tensor, channels: int) -> bool:
