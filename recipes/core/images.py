@@ -91,10 +91,16 @@ def decode_image(
     Raises:
         DataError: empty, unreadable, truncated or oversized image; the message names ``source``.
     """
-    size = header_size(data) if draft_size is None else None
-    if size is not None and size[2] in _TORCHVISION_FORMATS and 0 < size[0] * size[1] <= max_pixels:
-        # The size is known and safe: skip PIL's header parse (~60 us, as long as decoding a
-        # small JPEG) and go straight to the decoder PIL would have led to anyway.
+    size = header_size(data)
+    if (
+        size is not None
+        and size[2] in _TORCHVISION_FORMATS
+        and 0 < size[0] * size[1] <= max_pixels
+        and (draft_size is None or not _may_draft(size, draft_size))
+    ):
+        # The size is known and safe, and no reduced decode applies: skip PIL's header parse
+        # (~60-150 us, as long as decoding a small JPEG) and go straight to the decoder PIL
+        # would have led to anyway.
         decoded = _decode_with_torchvision(data, source)
         return decoded.contiguous() if contiguous else decoded
     image = open_image(data, source=source, max_pixels=max_pixels)
@@ -186,6 +192,13 @@ def image_size(path: str | os.PathLike) -> tuple[int, int]:
     except (OSError, ValueError, SyntaxError) as error:
         raise DataError(f"{path}: cannot read image header ({error})") from None
     return width, height
+
+
+def _may_draft(stored: tuple[int, int, str], size: tuple[int, int]) -> bool:
+    """Could :func:`_draft` reduce this JPEG, whatever its EXIF orientation says? (no PIL)"""
+    width, height, kind = stored
+    smallest = min(size)
+    return kind == "JPEG" and width >= 2 * smallest and height >= 2 * smallest
 
 
 def _draft(image: Image.Image, size: tuple[int, int]) -> bool:
