@@ -277,6 +277,19 @@ def check_stream_ranks(ranks: list[list[list[dict]]], single: list[list[dict]]) 
         assert [s["id"] for s in epochs[0]] != [s["id"] for s in epochs[1]], f"rank {rank}: same order twice"
 
 
+def check_stream_train_ranks(ranks: list[list[list[list[dict]]]]) -> None:
+    """Training on a self-sharding stream: every epoch, every rank runs the same number of steps
+    (EqualSteps) and no sample reaches two ranks.
+
+    ``ranks[r]`` comes from :func:`sample_passes` over rank r's training loader.
+    """
+    for epoch in range(len(ranks[0])):
+        steps = [len(passes[epoch]) for passes in ranks]
+        assert len(set(steps)) == 1 and steps[0] > 0, f"epoch {epoch}: steps per rank {steps}"
+        ids = [sample["id"] for passes in ranks for batch in passes[epoch] for sample in batch]
+        assert len(ids) == len(set(ids)), f"epoch {epoch}: a sample reached two ranks"
+
+
 def check_seeds_agree(reports: list[dict]) -> None:
     """Every rank ran in a group of the launched size and drew the same seeds where none was given
     (rank 0's, broadcast: otherwise the ranks' shuffles would overlap)."""

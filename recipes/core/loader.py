@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size, shared_seed
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
+from recipes.core.streams import EqualSteps
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -140,7 +141,7 @@ def build_loader(
     max_tokens: int | None = None,
     length_noise: float | None = None,
     **overrides: Any,
-) -> DataLoader:
+) -> DataLoader | EqualSteps:
     """The loader every ``<domain>_loader`` preset returns.
 
     It wires :func:`loader_kwargs`, a keyed :class:`GroupedBatchSampler` (shuffled and grouped
@@ -155,7 +156,9 @@ def build_loader(
 
     An ``IterableDataset`` orders and shards itself (see ``recipes.core.streams``): it gets the
     same preset with a plain ``batch_size`` and no sampler, so ``stateful``, ``groups``,
-    ``lengths``, ``max_tokens`` and ``length_noise`` are refused for it.
+    ``lengths``, ``max_tokens`` and ``length_noise`` are refused for it. Training on more than
+    one rank wraps that loader in :class:`recipes.core.streams.EqualSteps`, so that every rank
+    stops at the same step.
     """
     kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
     user_init = overrides.pop("worker_init_fn", None)
@@ -177,7 +180,9 @@ def build_loader(
                 f"{sorted(k for k, v in given.items() if v)} need a map-style dataset: an IterableDataset "
                 "orders and shards itself and resumes by epoch only"
             )
-        return DataLoader(dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs)
+        loader = DataLoader(dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs)
+        # training ranks must run the same number of steps: see EqualSteps
+        return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
     sampler = GroupedBatchSampler(
         len(dataset),
         batch_size,

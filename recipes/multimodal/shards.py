@@ -19,8 +19,10 @@ other non-file members are passed over (never followed), and a member over
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
 is dealt round-robin to ``world_size x num_workers`` reader slots, rank-major; every sample is
 read exactly once per epoch. With fewer shards than slots some reader would get none, so that is
-an error that says how to fix it. Ranks run the same number of steps only when each gets the same
-number of samples: write equal shards (``write_shards`` does) in a multiple of the slot count.
+an error that says how to fix it. Shards of unequal size give ranks unequal shares; a training
+``multimodal_loader`` on several ranks stops them all at the same step
+(:class:`recipes.core.streams.EqualSteps`), as DDP needs. Equal shards in a multiple of the slot
+count (``write_shards`` writes equal shards) lose nothing to that.
 ``shuffle_buffer`` then mixes samples across a reader's shards (seeded per epoch and slot), and
 each sample's transform and random caption are seeded by ``(seed, epoch, key)``, so they do not
 depend on which worker read it. Each pass advances the epoch of the copy being iterated: the

@@ -15,8 +15,10 @@ classic IterableDataset pitfall). Here the files are one concatenated byte range
 that *start* in its slice (it seeks to the slice, skips the partial line there, and finishes
 the line that crosses its end). So every line is read by exactly one (rank, worker), each slot
 reads only its own bytes (a single huge file scales as well as many shards), and nothing is ever
-loaded whole. Slices are equal in bytes, not lines: ranks may get a few lines more or fewer, so in
-DDP cap the steps per epoch (e.g. ``itertools.islice``) or use ``torch.distributed.algorithms.Join``.
+loaded whole. Slices are equal in bytes, not lines, so ranks get a few lines more or fewer; a
+training ``streaming_loader`` on several ranks stops them all at the same step, as DDP needs
+(:class:`recipes.core.streams.EqualSteps`): the few batches a rank still held are not used that
+epoch (with a shuffle buffer, different lines each epoch).
 The rank and world size are read when the dataset is built: build it after ``init_process_group``.
 
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a

@@ -47,3 +47,14 @@ def test_buffer_shuffle_is_a_seeded_permutation_that_moves_items_a_bounded_dista
     assert sorted(first) == list(range(1000)) and first != list(range(1000))
     assert first == list(buffer_shuffle(range(1000), 10, random.Random(0)))
     assert all(item - position <= 10 for position, item in enumerate(first))  # never more than 10 places early
+
+
+def test_equal_steps_passes_batches_through_outside_a_process_group():
+    from torch.utils.data import DataLoader
+
+    from recipes.core.streams import EqualSteps
+
+    loader = DataLoader(list(range(10)), batch_size=4)
+    wrapped = EqualSteps(loader)
+    assert [b.tolist() for b in wrapped] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert wrapped.batch_size == 4 and wrapped.dataset is loader.dataset  # the loader's attributes

@@ -62,6 +62,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
         ),
         "eval": sample_passes(multimodal_loader(evaluate, 4, train=False, device="cpu", num_workers=0), _samples)[0],
         "shards": sample_passes(multimodal_loader(shards, 4, train=False, device="cpu", num_workers=2), _samples, 2),
+        "shards_train": sample_passes(multimodal_loader(shards, 4, device="cpu", num_workers=2), _samples, 2),
         "drawn_seed": [
             multimodal_loader(train, 3, device="cpu", num_workers=0).batch_sampler.seed,
             ImageTextShards(config["shards"], tokenizer).seed,

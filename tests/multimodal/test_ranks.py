@@ -10,7 +10,14 @@ with the content a single process gives and a new order each epoch.
 
 import pytest
 
-from tests.harness import check_eval_ranks, check_seeds_agree, check_stream_ranks, check_train_ranks, rank_fixtures
+from tests.harness import (
+    check_eval_ranks,
+    check_seeds_agree,
+    check_stream_ranks,
+    check_stream_train_ranks,
+    check_train_ranks,
+    rank_fixtures,
+)
 from tests.multimodal import ranks
 
 pytestmark = pytest.mark.slow
@@ -29,6 +36,11 @@ def test_evaluation_ranks_give_every_pair_exactly_once_as_one_process_does(launc
 def test_shards_give_every_sample_once_per_epoch_across_ranks_and_workers(launched, single):
     assert len([s for batch in single["shards"][0] for s in batch]) == 41
     check_stream_ranks([report["shards"] for report in launched], single["shards"])
+
+
+def test_training_on_the_shards_runs_equal_steps_on_every_rank_with_no_sample_on_two(launched):
+    # the byte / shard split gives ranks unequal shares; EqualSteps stops them all at one step
+    check_stream_train_ranks([report["shards_train"] for report in launched])
 
 
 def test_ranks_agree_on_the_seeds_drawn_without_one(launched):

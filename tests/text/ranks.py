@@ -49,6 +49,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
         "budget": train_passes(text_loader(dataset, max_tokens=96, device="cpu", seed=3, num_workers=0), ids),
         "eval": sample_passes(text_loader(dataset, 8, train=False, device="cpu", num_workers=0), _samples)[0],
         "stream": sample_passes(streaming_loader(stream(1), 4, train=False, device="cpu", num_workers=2), _samples, 2),
+        "stream_train": sample_passes(streaming_loader(stream(1), 4, device="cpu", num_workers=2), _samples, 2),
         "drawn_seed": [text_loader(dataset, 4, device="cpu", num_workers=0).batch_sampler.seed, stream(None).seed],
     }
 

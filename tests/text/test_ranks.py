@@ -9,7 +9,14 @@ per epoch across (rank, worker), with a new shuffle each epoch.
 
 import pytest
 
-from tests.harness import check_eval_ranks, check_seeds_agree, check_stream_ranks, check_train_ranks, rank_fixtures
+from tests.harness import (
+    check_eval_ranks,
+    check_seeds_agree,
+    check_stream_ranks,
+    check_stream_train_ranks,
+    check_train_ranks,
+    rank_fixtures,
+)
 from tests.text import ranks
 
 pytestmark = pytest.mark.slow
@@ -29,6 +36,11 @@ def test_evaluation_ranks_give_every_line_exactly_once_as_one_process_does(launc
 def test_stream_reads_every_line_once_per_epoch_across_ranks_and_workers(launched, single):
     assert len([s for batch in single["stream"][0] for s in batch]) == 103
     check_stream_ranks([report["stream"] for report in launched], single["stream"])
+
+
+def test_training_on_the_stream_runs_equal_steps_on_every_rank_with_no_line_on_two(launched):
+    # the byte / shard split gives ranks unequal shares; EqualSteps stops them all at one step
+    check_stream_train_ranks([report["stream_train"] for report in launched])
 
 
 def test_ranks_agree_on_the_seeds_drawn_without_one(launched):
