@@ -41,7 +41,7 @@ from torchvision.transforms.v2 import functional as F
 
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher
 from recipes.core.images import read_image
-from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
+from recipes.vision import ImageFolderDataset, RandomResizedCrop, eval_transform, train_transform, vision_loader
 
 BATCH, WORKERS, SIZE = 32, 2, 224
 
@@ -153,13 +153,11 @@ def compare_loaders(root: Path, rounds: int) -> None:
 
 def _ceiling(name: str, paths: list[Path], load, crop) -> float:
     torch.manual_seed(0)
-    rrc = v2.RandomResizedCrop(SIZE, antialias=True)
     best = 0.0
     for _ in range(3):
         start = time.perf_counter()
         for path in paths:
-            image = load(path)
-            crop(image, rrc.make_params([image]))
+            crop(load(path))
         best = max(best, len(paths) / (time.perf_counter() - start))
     print(f"  {name:46s} {best:7.1f} images/s per core")
     return best
@@ -171,12 +169,10 @@ def decode_ceiling(paths: list[Path]) -> float:
     def decode(path):
         return read_image(path, contiguous=False)
 
-    def crop(image, params):
-        return F.resized_crop(image, **params, size=[SIZE, SIZE], antialias=True)
-
-    _ceiling("decode only (libjpeg-turbo, torchvision.io)", paths, decode, lambda image, params: image)
-    ours = _ceiling("decode + RandomResizedCrop (ours, uint8 HWC)", paths, decode, crop)
-    _ceiling("decode + RandomResizedCrop (PIL, as ImageFolder)", paths, lambda p: Image.open(p).convert("RGB"), crop)
+    _ceiling("decode only (libjpeg-turbo, torchvision.io)", paths, decode, lambda image: image)
+    ours = _ceiling("decode + RandomResizedCrop (ours, uint8 HWC)", paths, decode, RandomResizedCrop(SIZE, antialias=True))
+    peer = v2.RandomResizedCrop(SIZE, antialias=True)
+    _ceiling("decode + RandomResizedCrop (PIL, as ImageFolder)", paths, lambda p: Image.open(p).convert("RGB"), peer)
     torch.set_num_threads(os.cpu_count() or 1)
     return ours
 

@@ -52,26 +52,39 @@ def normalize_images(
     std: Sequence[float] = IMAGENET_STD,
     dtype: torch.dtype = torch.float32,
 ) -> Any:
-    """Turn every uint8 image in a nested batch into ``(x / 255 - mean) / std`` of ``dtype``."""
+    """Turn every uint8 image in a nested batch into ``(x / 255 - mean) / std`` of ``dtype``.
+
+    The memory layout is kept: a channels-last batch gives a channels-last float batch.
+    """
+    return _normalize(batch, tuple(mean), tuple(std), dtype, torch.empty_strided)
+
+
+def _normalize(batch: Any, mean: tuple, std: tuple, dtype: torch.dtype, empty: Any) -> Any:
+    """:func:`normalize_images`, with CPU outputs allocated by ``empty(size, stride, dtype=)``."""
     if isinstance(batch, torch.Tensor):
         if not _is_image(batch, len(mean)):
             return batch
         plain = batch.as_subclass(torch.Tensor)
-        if plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last):
-            out = _normalize_channels_last(plain, tuple(mean), tuple(std), dtype)
-        elif plain.device.type == "cpu":
-            out = _normalize_planes(plain, tuple(mean), tuple(std), dtype)
+        nhwc = plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last)
+        if plain.device.type == "cpu":
+            strides = plain.stride() if nhwc else _dense_strides(plain.shape)
+            out = empty(plain.shape, strides, dtype=dtype).copy_(plain)  # the cast
         else:
-            scale, shift = _affine(tuple(mean), tuple(std), dtype, batch.device)
-            out = plain.to(dtype, copy=True)
-            torch.addcmul(shift, out, scale, out=out)  # one fused kernel, in place into the cast
+            out = plain.to(dtype, copy=True)  # the cast, in the same layout
+        scale, shift = _affine(mean, std, dtype, plain.device)
+        if nhwc:
+            _multiply_add_rows(out, scale, shift)
+        elif plain.device.type == "cpu":
+            _multiply_add_planes(out, mean, std)
+        else:
+            torch.addcmul(shift, out, scale, out=out)  # one fused kernel, in place
         return tv_tensors.wrap(out, like=batch) if isinstance(batch, tv_tensors.Image) else out
     if isinstance(batch, dict):
-        return {key: normalize_images(value, mean, std, dtype) for key, value in batch.items()}
+        return {key: _normalize(value, mean, std, dtype, empty) for key, value in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(normalize_images(value, mean, std, dtype) for value in batch))
+        return type(batch)(*(_normalize(value, mean, std, dtype, empty) for value in batch))
     if isinstance(batch, (list, tuple)):
-        return type(batch)(normalize_images(value, mean, std, dtype) for value in batch)
+        return type(batch)(_normalize(value, mean, std, dtype, empty) for value in batch)
     return batch
 
 
@@ -84,36 +97,73 @@ def _affine(mean: tuple[float, ...], std: tuple[float, ...], dtype: torch.dtype,
     return scale, shift
 
 
-def _normalize_channels_last(batch: torch.Tensor, mean: tuple, std: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """Normalise a channels-last [B,C,H,W] batch in its own memory order, and keep that order.
+def _multiply_add_rows(out: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> None:
+    """``out = out * scale + shift`` per channel, in place, on a channels-last [B,C,H,W] batch.
 
     A [C,1,1] broadcast over NHWC memory runs ~3x slower on CPU than over NCHW (its innermost
     loop is C long). Viewed as rows of W*C values, the per-channel constants repeat W times along
     each row, and the multiply-add vectorises as well as in NCHW.
     """
-    n, c, h, w = batch.shape
-    rows = batch.permute(0, 2, 3, 1).reshape(n * h, w * c)  # a view: no copy for NHWC memory
-    scale, shift = _affine(mean, std, dtype, batch.device)
-    scale, shift = scale.view(-1).repeat(w), shift.view(-1).repeat(w)
-    out = rows.to(dtype, copy=True)
-    torch.addcmul(shift, out, scale, out=out)  # in place, as in normalize_images
-    return out.view(n, h, w, c).permute(0, 3, 1, 2)
+    n, c, h, w = out.shape
+    rows = out.permute(0, 2, 3, 1).view(n * h, w * c)  # a view of the NHWC memory
+    torch.addcmul(shift.view(-1).repeat(w), rows, scale.view(-1).repeat(w), out=rows)
 
 
-def _normalize_planes(images: torch.Tensor, mean: tuple, std: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """CPU, NCHW: a multiply and an add per channel plane with Python scalars.
+def _multiply_add_planes(out: torch.Tensor, mean: tuple, std: tuple) -> None:
+    """CPU, NCHW: ``out = (out / 255 - mean) / std`` in place, a multiply and an add per plane.
 
     On CPU a multiply-add that broadcasts [C,1,1] constants over NCHW runs ~3x slower than
     these plain scalar passes over contiguous planes (4.4-12 ms against 2.7-3.1 ms for a
     32x3x224x224 batch, one thread), and the main process's time is taken from the workers.
-    The result is written in place into the cast: one float buffer per batch, not two.
     """
-    out = torch.empty(images.shape, dtype=dtype)
-    out.copy_(images)
-    planes = out.view(-1, images.shape[-3], images.shape[-2] * images.shape[-1])
+    planes = out.view(-1, out.shape[-3], out.shape[-2] * out.shape[-1])
     for channel, (m, s) in enumerate(zip(mean, std)):
         planes[:, channel].mul_(1 / (255 * s)).add_(-m / s)
-    return out
+
+
+def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+class _Recycler:
+    """CPU float batches for :class:`DevicePrefetcher`, reused once the caller has let go of them.
+
+    A fresh 32x3x224x224 float32 batch is 19 MB of new pages: ~4,700 page faults and the
+    kernel zeroing them cost 4-11 ms per batch in the main process, 2-5x the normalisation
+    itself, all of it taken from the loader workers on a busy CPU (``benchmarks/vision.py``:
+    main-process system time 0.30 -> 0.07 ms an image). A buffer is handed out again only when
+    no tensor, view or numpy array the caller kept still refers to its memory: torch counts
+    the tensors using a storage, and the caller gets an alias, never the pooled tensor itself.
+    A caller that keeps every batch (a list of outputs) just gets fresh memory each time.
+    """
+
+    def __init__(self, keep: int = 3) -> None:
+        self.keep = keep
+        self._pool: list[tuple[torch.Tensor, int]] = []  # (buffer, its storage use count when idle)
+
+    def __call__(self, size: Sequence[int], stride: Sequence[int], *, dtype: torch.dtype) -> torch.Tensor:
+        size, stride = tuple(size), tuple(stride)
+        for buffer, idle in self._pool:
+            if buffer.shape == size and buffer.stride() == stride and buffer.dtype == dtype and _storage_uses(buffer) == idle:
+                return buffer.detach()  # a new alias: while the caller holds it, the count is higher
+        buffer = torch.empty_strided(size, stride, dtype=dtype)
+        idle = _storage_uses(buffer)
+        if idle is None:  # no way to count users in this torch: never reuse
+            return buffer
+        self._pool = [*self._pool[-(self.keep - 1) :], (buffer, idle)] if self.keep > 0 else []
+        return buffer.detach()
+
+
+def _storage_uses(tensor: torch.Tensor) -> int | None:
+    """How many tensors share ``tensor``'s memory (torch's own count), or None if unknown."""
+    try:
+        return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
+    except (AttributeError, RuntimeError, TypeError):
+        return None
 
 
 def _is_image(tensor: torch.Tensor, channels: int) -> bool:
@@ -176,6 +226,7 @@ class DevicePrefetcher:
         self.device = torch.device(device)
         self.mean, self.std, self.normalize, self.dtype = tuple(mean), tuple(std), normalize, dtype
         self._state: dict[str, Any] | None = None
+        self._recycler = _Recycler()  # CPU output batches; the CUDA caching allocator does this on GPU
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -189,7 +240,7 @@ class DevicePrefetcher:
 
     def _prepare(self, batch: Any) -> Any:
         batch = to_device(batch, self.device)
-        return normalize_images(batch, self.mean, self.std, self.dtype) if self.normalize else batch
+        return _normalize(batch, self.mean, self.std, self.dtype, self._recycler) if self.normalize else batch
 
     def _fetch(self, batches: Iterator[Any]) -> tuple[bool, Any, dict[str, Any] | None]:
         """Next raw batch, and the loader state from just before it was drawn."""

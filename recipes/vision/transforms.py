@@ -10,7 +10,11 @@ device, where ``DevicePrefetcher`` normalises the whole batch with ``IMAGENET_ME
 ``IMAGENET_STD`` in one fused multiply-add. Resizing is antialiased bilinear, the uint8 kernel
 torch shares with Pillow-SIMD, so the pixels match what the PIL pipeline produces up to rounding.
 
-Randomness: v2 draws from torch's global generator, and the loaders in this package run each
+Memory layout: decoded images are ``[3,H,W]`` views of the decoder's ``[H,W,3]`` memory, and the
+presets keep that layout (channels-last) from the decoder to the batch: torch's antialiased
+uint8 resize is fastest on it (see :class:`RandomResizedCrop`). ``.contiguous()`` gives CHW memory.
+
+Randomness: the transforms draw from torch's global generator, and the loaders in this package run each
 sample under a seed made of ``(seed, epoch, index)``, so a seed reproduces every crop and flip
 exactly, whatever the number of workers, after a resume, on any rank.
 
@@ -22,18 +26,124 @@ the measurements behind the two rules below).
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import torch
+from torchvision import tv_tensors
 from torchvision.transforms import v2
+from torchvision.transforms.v2 import functional as F
 
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "eval_transform", "train_transform"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "RandomHorizontalFlip", "RandomResizedCrop", "eval_transform", "train_transform"]
+
+
+class RandomResizedCrop(v2.RandomResizedCrop):
+    """``v2.RandomResizedCrop``, same crop distribution and pixels, faster on decoded images.
+
+    - Resize: a crop of a channels-last image (the decoder's layout) is a strided view, neither
+      CHW nor channels-last contiguous, and torch's antialiased uint8 resize packs it through a
+      slow generic path into a CHW result. Here the crop is first copied into dense ``[h,w,3]``
+      memory (~20 us for a 300 px crop), which the resize reads on its channels-last fast path
+      and answers in channels-last memory: one 500x375 photo, crop 300x280 -> 224, one core,
+      ~0.18 ms instead of ~0.46 ms. For the same box the pixels equal v2's.
+    - Draws: v2's rule (area fraction uniform in ``scale``, log aspect ratio uniform in
+      ``log(ratio)``, 10 tries, then a centre crop) from one ``torch.rand(4)`` per try, where
+      v2 makes ~11 tensor calls: ~6% of a loader worker's time on ImageNet-sized photos. The
+      boxes follow v2's distribution but are not v2's boxes for the same seed.
+    - A lone image skips v2's sample bookkeeping (flatten, decide what to transform, dispatch).
+
+    With :class:`RandomHorizontalFlip`, on the 300 decoded photos of ``benchmarks/vision.py``
+    (one core): 545 us an image against 722 us for the two v2 transforms.
+
+    Other inputs (CHW images, boxes, masks, videos) go through torchvision's kernels unchanged.
+    """
+
+    def forward(self, *inputs: Any) -> Any:
+        if _lone_image(inputs):  # v2's sample bookkeeping would decide nothing here
+            image = inputs[0]
+            return self.transform(image, self._draw_box(*image.shape[-2:]))
+        return super().forward(*inputs)
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        return self._draw_box(*v2.query_size(flat_inputs))
+
+    def _draw_box(self, height: int, width: int) -> dict[str, int]:
+        area = height * width
+        log_low, log_high = math.log(self.ratio[0]), math.log(self.ratio[1])
+        for _ in range(10):
+            u_area, u_ratio, u_top, u_left = torch.rand(4, dtype=torch.float64).tolist()
+            target_area = area * (self.scale[0] + (self.scale[1] - self.scale[0]) * u_area)
+            aspect_ratio = math.exp(log_low + (log_high - log_low) * u_ratio)
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                top = min(int(u_top * (height - h + 1)), height - h)
+                left = min(int(u_left * (width - w + 1)), width - w)
+                return {"top": top, "left": left, "height": h, "width": w}
+        # ten misses (an extreme aspect ratio): v2's fallback, the central crop within ``ratio``
+        in_ratio = width / height
+        if in_ratio < min(self.ratio):
+            w, h = width, int(round(width / min(self.ratio)))
+        elif in_ratio > max(self.ratio):
+            w, h = int(round(height * max(self.ratio))), height
+        else:
+            w, h = width, height
+        return {"top": (height - h) // 2, "left": (width - w) // 2, "height": h, "width": w}
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        if not _is_channels_last_image(inpt):
+            return super().transform(inpt, params)
+        top, left, height, width = params["top"], params["left"], params["height"], params["width"]
+        crop = inpt.as_subclass(torch.Tensor)[:, top : top + height, left : left + width]
+        dense = crop.permute(1, 2, 0).contiguous().permute(2, 0, 1)
+        out = F.resize_image(dense, self.size, interpolation=self.interpolation, antialias=self.antialias)
+        return tv_tensors.wrap(out, like=inpt) if isinstance(inpt, tv_tensors.Image) else out
+
+
+class RandomHorizontalFlip(v2.RandomHorizontalFlip):
+    """``v2.RandomHorizontalFlip``: the same draw and the same result, less overhead on one image.
+
+    For a sample that is a single image, v2's generic ``forward`` (flatten the sample, decide
+    which leaves to transform, dispatch a kernel per leaf) costs ~60 us, twice the flip of a
+    224 px channels-last image itself. This one draws ``torch.rand(1)`` exactly as v2 does and
+    flips directly; any other sample goes through v2.
+    """
+
+    def forward(self, *inputs: Any) -> Any:
+        if not _lone_image(inputs):
+            return super().forward(*inputs)
+        image = inputs[0]
+        if torch.rand(1) >= self.p:
+            return image
+        flipped = F.horizontal_flip_image(image.as_subclass(torch.Tensor))
+        return tv_tensors.wrap(flipped, like=image) if isinstance(image, tv_tensors.Image) else flipped
+
+
+def _lone_image(inputs: tuple[Any, ...]) -> bool:
+    """A sample that is one image tensor, which v2 transforms whole: a ``tv_tensors.Image`` or a plain tensor."""
+    return len(inputs) == 1 and (type(inputs[0]) is torch.Tensor or isinstance(inputs[0], tv_tensors.Image))
+
+
+def _is_channels_last_image(inpt: Any) -> bool:
+    """A uint8 ``[C,H,W]`` image (plain tensor or ``tv_tensors.Image``) whose channels are adjacent in memory."""
+    return (
+        isinstance(inpt, torch.Tensor)
+        and (type(inpt) is torch.Tensor or isinstance(inpt, tv_tensors.Image))
+        and inpt.dtype == torch.uint8
+        and inpt.ndim == 3
+        and inpt.shape[0] > 1
+        and inpt.stride(0) == 1
+    )
 
 
 def train_transform(
     size: int = 224, *, scale: tuple[float, float] = (0.08, 1.0), ratio: tuple[float, float] = (3 / 4, 4 / 3)
 ) -> v2.Compose:
     """``RandomResizedCrop(size)`` + ``RandomHorizontalFlip()`` on a uint8 image -> uint8 [3,size,size].
+
+    The two are this module's drop-in subclasses of the v2 transforms (same distribution, same
+    pixels for the same box), 1.3x faster than v2's on a decoded photo.
 
     Args:
         size: output side in pixels.
@@ -48,8 +158,8 @@ def train_transform(
     transform = v2.Compose(
         [
             # antialias: a 400 px crop squeezed into 224 aliases badly without it (v2 default, explicit)
-            v2.RandomResizedCrop(size, scale=scale, ratio=ratio, antialias=True),
-            v2.RandomHorizontalFlip(),
+            RandomResizedCrop(size, scale=scale, ratio=ratio, antialias=True),
+            RandomHorizontalFlip(),
         ]
     )
     narrowest = min(ratio[0], 1 / ratio[1])

@@ -89,6 +89,40 @@ def test_cpu_prefetcher_normalises_every_batch_and_passes_state_through():
     assert seen == [1, 2, 3] and len(prefetcher) == 3
 
 
+def _uint8_batches(count, layout=torch.contiguous_format):
+    generator = torch.Generator().manual_seed(0)
+    return [
+        torch.randint(0, 256, (4, 3, 16, 16), dtype=torch.uint8, generator=generator).contiguous(memory_format=layout)
+        for _ in range(count)
+    ]
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_cpu_prefetcher_reuses_memory_only_once_the_caller_let_go_of_it(layout):
+    # a fresh float batch is page faults and zeroing in the main process; the prefetcher recycles
+    # its output buffers, but must never write into memory the caller still holds in any form
+    batches = _uint8_batches(8, layout)
+    expected = [normalize_images(batch) for batch in batches]
+    addresses = []
+    for out, reference in zip(DevicePrefetcher(batches, "cpu"), expected):  # the loop variable drops each batch
+        assert torch.equal(out, reference) and out.is_contiguous(memory_format=layout)
+        addresses.append(out.data_ptr())
+    assert len(set(addresses)) < len(addresses)  # memory came back round
+
+    kept, first_row, as_numpy = [], None, None
+    for index, out in enumerate(DevicePrefetcher(batches, "cpu")):
+        if index == 0:
+            first_row = out[0]  # a view, its batch dropped
+        elif index == 1:
+            as_numpy = out.numpy()  # an array over the batch's memory
+        else:
+            kept.append(out)  # whole batches kept
+    assert torch.equal(first_row, expected[0][0]) and (as_numpy == expected[1].numpy()).all()
+    for out, reference in zip(kept, expected[2:]):
+        assert torch.equal(out, reference)
+    assert len({out.data_ptr() for out in kept}) == len(kept)
+
+
 def test_prefetcher_can_leave_images_as_uint8():
     batch = next(iter(DevicePrefetcher([torch.zeros(1, 3, 1, 1, dtype=torch.uint8)], "cpu", normalize=False)))
     assert batch.dtype == torch.uint8

@@ -11,7 +11,7 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 
 from recipes.core.images import decode_image, read_image
-from recipes.vision import ImageFolderDataset, eval_transform, train_transform
+from recipes.vision import ImageFolderDataset, RandomHorizontalFlip, RandomResizedCrop, eval_transform, train_transform
 from tests.vision.photos import photo
 
 
@@ -39,7 +39,8 @@ def test_presets_give_the_pixels_of_the_pil_pipeline_up_to_rounding(fixtures, pr
 
 def test_presets_are_uint8_antialiased_v2_pipelines():
     train, evaluation = train_transform(224), eval_transform(224, 256)
-    assert [type(t) for t in train.transforms] == [v2.RandomResizedCrop, v2.RandomHorizontalFlip]
+    assert [type(t) for t in train.transforms] == [RandomResizedCrop, RandomHorizontalFlip]
+    assert isinstance(train.transforms[0], v2.RandomResizedCrop) and isinstance(train.transforms[1], v2.RandomHorizontalFlip)
     assert [type(t) for t in evaluation.transforms] == [v2.Resize, v2.CenterCrop]
     assert train.transforms[0].antialias and evaluation.transforms[0].antialias
     image = tv_tensors.Image(torch.randint(0, 256, (3, 300, 400), dtype=torch.uint8))
@@ -112,3 +113,83 @@ def test_each_seed_gives_its_own_crop_and_the_same_seed_the_same_crop():
         torch.manual_seed(seed)
         crops.append(preset(image))
     assert torch.equal(crops[0], crops[2]) and not torch.equal(crops[0], crops[1])
+
+
+def _decoded_photo(width=160, height=120, seed=2):
+    """A photo as the dataset hands it to transforms: a [3,H,W] view of [H,W,3] memory."""
+    return torch.from_numpy(np.array(photo(width, height, seed=seed))).permute(2, 0, 1)
+
+
+def test_fast_crop_gives_v2s_pixels_for_the_same_box_in_every_layout():
+    hwc = _decoded_photo()
+    ours, theirs = RandomResizedCrop(40, antialias=True), v2.RandomResizedCrop(40, antialias=True)
+    torch.manual_seed(0)
+    for _ in range(100):
+        box = ours.make_params([hwc])
+        for image in (hwc, hwc.contiguous(), tv_tensors.Image(hwc)):
+            mine = ours.transform(image, box)
+            assert torch.equal(mine, theirs.transform(image, box)), box
+            assert type(mine) is type(image)
+    # and a whole sample with boxes goes through v2 (same draws for every leaf)
+    boxes = tv_tensors.BoundingBoxes([[10, 10, 50, 60]], format="XYXY", canvas_size=(120, 160))
+    torch.manual_seed(1)
+    image, out_boxes = ours(tv_tensors.Image(hwc), boxes)
+    torch.manual_seed(1)
+    box = ours.make_params([tv_tensors.Image(hwc)])
+    assert torch.equal(image, theirs.transform(tv_tensors.Image(hwc), box))
+    assert torch.equal(out_boxes, theirs.transform(boxes, box))
+
+
+def test_fast_crop_keeps_the_decoders_channels_last_layout():
+    out = RandomResizedCrop(40, antialias=True)(tv_tensors.Image(_decoded_photo()))
+    assert isinstance(out, tv_tensors.Image) and out.shape == (3, 40, 40)
+    assert out.permute(1, 2, 0).is_contiguous()  # dense [H,W,3]: the flip and the batch copy move whole pixels
+
+
+def _ks_distance(a, b):
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    grid = np.sort(np.concatenate([a, b]))
+    cdf_a = np.searchsorted(np.sort(a), grid, side="right") / len(a)
+    cdf_b = np.searchsorted(np.sort(b), grid, side="right") / len(b)
+    return np.abs(cdf_a - cdf_b).max()
+
+
+@pytest.mark.parametrize("height, width, scale, ratio", [
+    (375, 500, (0.08, 1.0), (3 / 4, 4 / 3)),   # ImageNet's photos and defaults
+    (500, 333, (0.08, 1.0), (3 / 4, 4 / 3)),   # portrait: many large draws miss and retry
+    (60, 400, (0.5, 1.0), (3 / 4, 4 / 3)),     # a panorama: ten misses -> the central crop
+    (200, 200, (0.3, 0.6), (0.5, 2.0)),
+])
+def test_crop_boxes_follow_v2s_distribution(height, width, scale, ratio):
+    # our draws come from one torch.rand(4) per try, v2's from ~11 tensor calls: different boxes
+    # for a seed, the same law. Two-sample KS on every coordinate against torchvision itself;
+    # at n = 4000 a gap over 0.044 would have p < 0.001 (c(0.001) = 1.95), fixed seeds.
+    image = torch.zeros(3, height, width, dtype=torch.uint8)
+    ours = RandomResizedCrop(32, scale=scale, ratio=ratio)
+    theirs = v2.RandomResizedCrop(32, scale=scale, ratio=ratio)
+    torch.manual_seed(0)
+    mine = [ours.make_params([image]) for _ in range(4000)]
+    torch.manual_seed(1)
+    reference = [theirs.make_params([image]) for _ in range(4000)]
+    for key in ("top", "left", "height", "width"):
+        a = np.array([box[key] for box in mine], dtype=float)
+        b = np.array([box[key] for box in reference], dtype=float)
+        assert _ks_distance(a, b) < 0.044, key
+    for box in mine:  # every box lies inside the image
+        assert 0 <= box["top"] <= height - box["height"] and 0 <= box["left"] <= width - box["width"]
+
+
+def test_fast_flip_draws_and_flips_exactly_as_v2():
+    image = tv_tensors.Image(_decoded_photo(48, 40))
+    for seed in range(20):
+        torch.manual_seed(seed)
+        mine = [RandomHorizontalFlip()(image) for _ in range(3)]
+        after_mine = torch.rand(1)
+        torch.manual_seed(seed)
+        theirs = [v2.RandomHorizontalFlip()(image) for _ in range(3)]
+        assert torch.equal(after_mine, torch.rand(1))  # the same generator consumption
+        for a, b in zip(mine, theirs):
+            assert type(a) is tv_tensors.Image and torch.equal(a, b)
+    masks = tv_tensors.Mask(torch.zeros(1, 40, 48, dtype=torch.uint8))
+    flipped, flipped_masks = RandomHorizontalFlip(p=1.0)(image, masks)  # a sample: v2's own path
+    assert torch.equal(flipped, image.flip(-1)) and isinstance(flipped_masks, tv_tensors.Mask)
