@@ -127,14 +127,10 @@ def _lone_image(inputs: tuple[Any, ...]) -> bool:
 
 def _is_channels_last_image(inpt: Any) -> bool:
     """A uint8 ``[C,H,W]`` image (plain tensor or ``tv_tensors.Image``) whose channels are adjacent in memory."""
-    return (
-        isinstance(inpt, torch.Tensor)
-        and (type(inpt) is torch.Tensor or isinstance(inpt, tv_tensors.Image))
-        and inpt.dtype == torch.uint8
-        and inpt.ndim == 3
-        and inpt.shape[0] > 1
-        and inpt.stride(0) == 1
-    )
+    if not (type(inpt) is torch.Tensor or isinstance(inpt, tv_tensors.Image)):
+        return False
+    plain = inpt.as_subclass(torch.Tensor)  # tv_tensors route every attribute through __torch_function__
+    return plain.dtype == torch.uint8 and plain.ndim == 3 and plain.shape[0] > 1 and plain.stride(0) == 1
 
 
 def train_transform(
