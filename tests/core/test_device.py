@@ -45,6 +45,16 @@ def test_normalize_keeps_channels_last_batches_channels_last_with_the_same_value
     torch.testing.assert_close(out, normalize_images(images), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_normalize_on_an_accelerator_keeps_the_layout(layout):
+    # the non-CPU branch (one fused multiply-add on the device) runs here on the meta device:
+    # shapes, dtypes and strides without a GPU; the gpu-marked tests check the values on CUDA
+    images = torch.empty(2, 3, 8, 8, dtype=torch.uint8, device="meta").contiguous(memory_format=layout)
+    out = normalize_images(images)
+    assert out.device.type == "meta" and out.dtype == torch.float32 and out.shape == images.shape
+    assert out.is_contiguous(memory_format=layout)
+
+
 def test_normalize_converts_images_only():
     out = normalize_images(_nested())
     assert out["images"].dtype == torch.float32
