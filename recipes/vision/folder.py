@@ -144,7 +144,7 @@ class ImageFolderDataset(Dataset):
         if isinstance(image, torch.Tensor):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
             # pin its whole source): image_collate then copies each image in one run
-            image = _dense(image.as_subclass(torch.Tensor)).as_subclass(tv_tensors.Image)
+            image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
         return image, int(self.labels[index])
 
     def __repr__(self) -> str:
