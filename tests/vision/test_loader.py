@@ -32,6 +32,16 @@ def test_same_seed_gives_identical_augmented_batches_whatever_the_worker_count(f
     assert not all(torch.equal(x, p) for (x, _), (p, _) in zip(first, other))
 
 
+def test_batches_keep_the_decoders_channels_last_memory_through_normalisation(fixtures):
+    # documented: the decoder's [H,W,3] memory is kept to the batch (no transpose per image);
+    # .contiguous() gives the same values in NCHW memory
+    images, _ = next(iter(_train(fixtures, num_workers=2)))
+    assert images.is_contiguous(memory_format=torch.channels_last) and not images.is_contiguous()
+    floats, _ = next(iter(DevicePrefetcher(_train(fixtures), "cpu")))
+    assert floats.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(floats.contiguous(), floats) and floats.contiguous().is_contiguous()
+
+
 def test_next_epoch_draws_new_order_and_new_crops(fixtures):
     loader = _train(fixtures)
     one, two = list(loader), list(loader)
