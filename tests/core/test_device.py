@@ -139,6 +139,17 @@ def test_prefetcher_can_leave_images_as_uint8():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_normalize_on_cuda_gives_the_cpu_values_in_the_same_layout(layout, dtype):
+    images = torch.randint(0, 256, (4, 3, 17, 19), dtype=torch.uint8).contiguous(memory_format=layout)
+    out = normalize_images(images.cuda(), dtype=dtype)
+    assert out.is_cuda and out.dtype == dtype and out.is_contiguous(memory_format=layout)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(out.cpu(), normalize_images(images, dtype=dtype), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.gpu
 def test_cuda_prefetcher_overlaps_copies_and_reports_the_consumed_state():
     loader = _Resumable(4)
     prefetcher = DevicePrefetcher(loader, "cuda", mean=(0, 0, 0), std=(1, 1, 1))
