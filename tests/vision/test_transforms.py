@@ -120,12 +120,20 @@ def _decoded_photo(width=160, height=120, seed=2):
     return torch.from_numpy(np.array(photo(width, height, seed=seed))).permute(2, 0, 1)
 
 
-def test_fast_crop_gives_v2s_pixels_for_the_same_box_in_every_layout():
+@pytest.mark.parametrize("interpolation, antialias", [
+    (v2.InterpolationMode.BILINEAR, True),   # the preset: torch's interpolate called directly
+    (v2.InterpolationMode.BILINEAR, False),
+    (v2.InterpolationMode.BICUBIC, True),    # other modes go through F.resize_image
+    (v2.InterpolationMode.NEAREST, False),
+])
+def test_fast_crop_gives_v2s_pixels_for_the_same_box_in_every_layout(interpolation, antialias):
     hwc = _decoded_photo()
-    ours, theirs = RandomResizedCrop(40, antialias=True), v2.RandomResizedCrop(40, antialias=True)
+    ours = RandomResizedCrop(40, interpolation=interpolation, antialias=antialias)
+    theirs = v2.RandomResizedCrop(40, interpolation=interpolation, antialias=antialias)
     torch.manual_seed(0)
-    for _ in range(100):
-        box = ours.make_params([hwc])
+    boxes = [{"top": 7, "left": 9, "height": 40, "width": 40}]  # already the output size: no resize
+    boxes += [ours.make_params([hwc]) for _ in range(100)]
+    for box in boxes:
         for image in (hwc, hwc.contiguous(), tv_tensors.Image(hwc)):
             mine = ours.transform(image, box)
             assert torch.equal(mine, theirs.transform(image, box)), box
