@@ -132,6 +132,24 @@ def epoch(loader) -> float:
     return images / (time.perf_counter() - start)
 
 
+def _cpu_seconds() -> float | None:
+    """CPU time (user + system) of this process and its live children, the loader workers."""
+    try:
+        import psutil
+    except ImportError:  # psutil comes with the test extras; without it, no CPU column
+        return None
+    me = psutil.Process()
+    processes = [me, *me.children(recursive=True)]
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def compare_loaders(root: Path, rounds: int) -> None:
     # "recipes uint8" is the same loader without the CPU normalisation: what a GPU run costs the
     # CPU, where DevicePrefetcher normalises on the device
@@ -139,16 +157,26 @@ def compare_loaders(root: Path, rounds: int) -> None:
     for loader in loaders.values():
         epoch(loader)  # warm-up: start the workers, fill the page cache
     rates: dict[str, list[float]] = {name: [] for name in loaders}
+    cpu_ms: dict[str, list[float]] = {name: [] for name in loaders}  # CPU ms per image, all processes
     for round_ in range(rounds):
         order = list(loaders) if round_ % 2 == 0 else list(loaders)[::-1]
         for name in order:
+            cpu_before = _cpu_seconds()
             rates[name].append(epoch(loaders[name]))
+            if cpu_before is not None:
+                images = len(loaders[name]) * BATCH
+                cpu_ms[name].append((_cpu_seconds() - cpu_before) / images * 1e3)
     for name, values in rates.items():
-        print(f"  {name:13s} {statistics.median(values):7.1f} images/s  (rounds: {', '.join(f'{v:.0f}' for v in values)})")
+        cpu = f", {statistics.median(cpu_ms[name]):.2f} CPU ms an image" if cpu_ms[name] else ""
+        print(f"  {name:13s} {statistics.median(values):7.1f} images/s{cpu}  (rounds: {', '.join(f'{v:.0f}' for v in values)})")
     for name in ("recipes", "recipes uint8"):
         ratios = [ours / peer for ours, peer in zip(rates[name], rates["torchvision"])]
         print(f"  ratio {name} / torchvision: {statistics.median(ratios):.2f}x median "
               f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")
+        if cpu_ms[name]:
+            # CPU per image moves less with the machine's speed than wall time; a second view
+            cpu_ratios = [peer / ours for ours, peer in zip(cpu_ms[name], cpu_ms["torchvision"])]
+            print(f"    CPU time per image, torchvision / {name}: {statistics.median(cpu_ratios):.2f}x median")
 
 
 def _ceiling(name: str, paths: list[Path], load, crop) -> float:
