@@ -16,6 +16,9 @@ whatever else the machine does hits both alike. Both end with normalised float32
   process (``DevicePrefetcher(loader, "cpu")``), the CPU stand-in for the GPU; and the same
   loader left uint8 ("recipes uint8"), which is what a GPU run asks of the CPU.
 
+Each loader's line also gives its CPU time per image (main process and workers, from psutil):
+a second view of the ratio, less swayed than images/s by how fast the machine runs that minute.
+
 The decode ceiling is a tight single-core loop of read + decode + the same crop-resize: the most
 one worker could deliver, so ``workers x ceiling`` bounds any loader on this data.
 """
