@@ -68,6 +68,9 @@ def stack_images(images: list[torch.Tensor], *, caller: str = "collate", fix: st
 # a later batch of the same size into the same pages. If nobody sets it (a GPU run pins the batch
 # and drops it, a caller keeps raw batches) the worker holds nothing after its first few batches;
 # and a worker holds batches at all only where the loader preset expects them back (CPU).
+# torch's count sees every tensor, view and numpy array on a batch in the main process, but not
+# another process: a loader wrapper that sent raw batches elsewhere and dropped its own reference
+# before that process mapped them would get them written over. Nothing in recipes does that.
 
 IN_USE = 0x5245_4349_5045_5301  # two arbitrary 64-bit tags: no other memory ends in them by chance
 RELEASED = 0x5245_4349_5045_5302

@@ -298,7 +298,6 @@ class DevicePrefetcher:
         self._state = None
 
 
-
 _PRIVATE_USES: int | None = None
 
 
