@@ -194,17 +194,23 @@ def _with_threads(threads: int, function: Any, *args: Any) -> Any:
         torch.set_num_threads(previous)
 
 
-def _record_stream(batch: Any, stream: torch.cuda.Stream) -> None:
-    """Tell the caching allocator that ``stream`` uses these tensors (allocated on another)."""
+def _tensors(batch: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in a nested dict/list/tuple batch."""
     if isinstance(batch, torch.Tensor):
-        if batch.is_cuda:
-            batch.record_stream(stream)
+        yield batch
     elif isinstance(batch, dict):
         for value in batch.values():
-            _record_stream(value, stream)
+            yield from _tensors(value)
     elif isinstance(batch, (list, tuple)):
         for value in batch:
-            _record_stream(value, stream)
+            yield from _tensors(value)
+
+
+def _record_stream(batch: Any, stream: torch.cuda.Stream) -> None:
+    """Tell the caching allocator that ``stream`` uses these tensors (allocated on another)."""
+    for tensor in _tensors(batch):
+        if tensor.is_cuda:
+            tensor.record_stream(stream)
 
 
 class DevicePrefetcher:
@@ -310,20 +316,14 @@ def _release(batch: Any, channels: int) -> None:
     and only if a worker made it with a tag (:mod:`recipes.core.batching`, shared batches).
     """
     global _PRIVATE_USES
-    if isinstance(batch, torch.Tensor):
-        if not _is_image(batch, channels) or batch.device.type != "cpu" or batch.storage_offset() != 0:
-            return
+    for images in _tensors(batch):
+        if not _is_image(images, channels) or images.device.type != "cpu" or images.storage_offset() != 0:
+            continue
         if _PRIVATE_USES is None:
             _PRIVATE_USES = _storage_uses(torch.empty(1)) or -1  # one tensor alone on its memory
-        if _storage_uses(batch) != _PRIVATE_USES:
-            return
-        storage = batch.untyped_storage()
-        tag = batch_tag(storage, batch.numel()) if storage.is_shared() else None
+        if _storage_uses(images) != _PRIVATE_USES:
+            continue
+        storage = images.untyped_storage()
+        tag = batch_tag(storage, images.numel()) if storage.is_shared() else None
         if tag is not None and int(tag) == IN_USE:
             tag.fill_(RELEASED)
-    elif isinstance(batch, dict):
-        for value in batch.values():
-            _release(value, channels)
-    elif isinstance(batch, (list, tuple)):
-        for value in batch:
-            _release(value, channels)
