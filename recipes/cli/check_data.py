@@ -6,7 +6,7 @@
 
 Unlike the datasets, which stop at the first problem of a file (or skip bad rows one warning at a
 time), these read everything and report every problem. Text rows and caption manifests go through
-the recipes' own readers (:mod:`recipes.core.rows`, :mod:`recipes.core.manifests`) with
+the recipes' own readers (:mod:`recipes.core.corpus_files`, :mod:`recipes.core.caption_files`) with
 ``on_error="skip"``, so a row passes here exactly when the dataset would accept it. A COCO file is
 read with the standard library (it parses the ``NaN`` that ``json.dumps`` writes) and checked for
 the same things :class:`recipes.detection.CocoDataset` refuses, plus boxes outside their image.
@@ -83,7 +83,7 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
     """A .txt / .jsonl / .csv file: every line UTF-8 with its fields, lengths and truncation."""
-    from recipes.core.rows import read_rows
+    from recipes.core.corpus_files import read_rows
 
     report = Report("text", str(path))
     with collect_skipped(report, path):
@@ -123,7 +123,7 @@ def _jsonl_fields(path: Path) -> dict[str, str]:
 def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None, max_length: int | None = 77,
                    workers: int | None = None, progress: bool = True) -> Report:
     """A caption manifest: every row valid, every image inside the root and decodable, caption lengths."""
-    from recipes.core.manifests import read_caption_manifest
+    from recipes.core.caption_files import read_caption_manifest
 
     report = Report("multimodal", str(path))
     with collect_skipped(report, path):

@@ -2,23 +2,28 @@
 
 - ``loader``: :func:`loader_kwargs` (the DataLoader preset) and :func:`build_loader`.
 - ``device``: :func:`to_device`, :class:`DevicePrefetcher`, GPU-side image normalisation.
+- ``distributed``: rank and world size, :func:`shared_seed` (one seed all ranks agree on).
 - ``samplers``: :class:`GroupedBatchSampler` (grouped, resumable, rank-aware batches).
 - ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
 - ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
-- ``tokens``: flat token arrays, :func:`encode_texts`, :func:`pad_batch`.
+- ``tokens``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`.
+- ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
 - ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
-- ``errors``, ``paths``, ``tables``: the error policy, safe paths, COW-safe string tables.
+- ``errors``, ``paths``: the error policy, safe paths.
+- ``corpus_files``, ``caption_files``, ``coco_files``: readers for .txt/.jsonl/.csv corpora, caption
+  manifests and COCO instances files.
 """
 
+from recipes.core.arrays import StringArray, TokenArray
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
+from recipes.core.distributed import distributed_rank_and_size, resolve_rank, shared_seed
 from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import MAX_PIXELS, decode_image, image_size, read_image
 from recipes.core.loader import build_loader, loader_kwargs, resolve_device, usable_cpus
 from recipes.core.paths import check_relative, resolve_under
-from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size
+from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, sample_seeds, seeded
-from recipes.core.tables import StringArray
-from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 from recipes.core.tuning import Trial, tune_loader
 
 __all__ = [
@@ -48,9 +53,11 @@ __all__ = [
     "pad_id_of",
     "read_image",
     "resolve_device",
+    "resolve_rank",
     "resolve_under",
     "sample_seeds",
     "seeded",
+    "shared_seed",
     "skip_or_raise",
     "to_device",
     "tune_loader",

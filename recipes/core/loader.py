@@ -23,7 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.batching import hold_batches_for_hand_back
-from recipes.core.samplers import GroupedBatchSampler, distributed_rank_and_size, shared_seed
+from recipes.core.distributed import distributed_rank_and_size, shared_seed
+from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.streams import EqualSteps
 

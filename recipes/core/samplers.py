@@ -40,7 +40,8 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-from recipes.core.seeding import epoch_generator, random_seed, sample_seeds
+from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.seeding import epoch_generator, sample_seeds
 
 DEFAULT_MEGABATCH = 64  # batches per length-sorted run; see benchmarks/text.py for the trade-off
 # Length noise the text loader uses. On long-tailed prose (benchmarks/text.py, batch 16 / 32) it
@@ -49,25 +50,6 @@ DEFAULT_MEGABATCH = 64  # batches per length-sorted run; see benchmarks/text.py 
 # but pads 3.2x / 2.3x the floor; max_tokens=2048 pads 4.9%. More noise = fresher batches, more
 # padding (0.06: 1.30x / 1.11x, 14% / 24% kept, but 5.6% under the token budget).
 DEFAULT_LENGTH_NOISE = 0.05
-
-
-def distributed_rank_and_size() -> tuple[int, int]:
-    """``(rank, world_size)`` of the initialised default process group, else ``(0, 1)``."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
-
-
-def shared_seed(seed: int | None) -> int:
-    """Return ``seed``, or a fresh random one that every rank of the process group agrees on."""
-    if seed is not None:
-        return int(seed)
-    seed = random_seed()
-    if distributed_rank_and_size()[1] > 1:
-        box = [seed]
-        torch.distributed.broadcast_object_list(box, src=0)
-        seed = box[0]
-    return seed
 
 
 class GroupedBatchSampler(Sampler[list[Any]]):
@@ -122,11 +104,7 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         self.shuffle, self.drop_last, self.keyed = shuffle, drop_last, keyed
         self.groups = self._per_sample(groups, "groups")
         self.lengths = self._per_sample(lengths, "lengths")
-        default_rank, default_size = distributed_rank_and_size()
-        self.rank = default_rank if rank is None else rank
-        self.world_size = default_size if world_size is None else world_size
-        if not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank {self.rank} is outside world_size {self.world_size}")
+        self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
         self.epoch = 0
         self._resume: tuple[int, int] | None = None  # (epoch, batches already yielded)

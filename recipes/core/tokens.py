@@ -1,4 +1,4 @@
-"""Token storage and padding shared by the text and multimodal recipes.
+"""Tokenizers, encoding and padding shared by the text and multimodal recipes.
 
     tokenizer = load_tokenizer("tokenizer.json")
     tokens = encode_texts(tokenizer, ["a cat", "a dog on a mat"], max_length=77)
@@ -6,10 +6,9 @@
     tokens.lengths                   # np.ndarray [N]
     ids, mask, lengths = pad_batch([torch.tensor([5, 6]), torch.tensor([7])], pad_id=0)
 
-Token ids live nanoGPT-style in one flat ``uint16`` array (``uint32`` when the vocabulary has more
-than 65,536 entries) plus int64 offsets: two numpy buffers instead of a list of Python lists,
-so worker processes do not copy them page by page as reference counts change (pytorch issue
-13246), they pickle in one piece for ``spawn``, and they save to ``.npy`` and memory-map back.
+Encoded ids come back as a :class:`recipes.core.arrays.TokenArray`: one flat ``uint16`` array
+(``uint32`` when the vocabulary has more than 65,536 entries) plus int64 offsets, which workers
+share instead of copying (see that module).
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Tokenizer
+
+from recipes.core.arrays import TokenArray
 
 PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thread pool
@@ -64,52 +65,6 @@ def batch_safe_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     copy = Tokenizer.from_str(tokenizer.to_str())
     copy.no_padding()
     return copy
-
-
-class TokenArray:
-    """Variable-length token sequences stored as one flat array plus offsets.
-
-    Args:
-        ids: flat token ids, ``uint16`` or ``uint32``.
-        offsets: int64 [N+1]; sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``.
-    """
-
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
-        if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids):
-            raise ValueError("offsets must start at 0 and end at len(ids)")
-        self.ids, self.offsets = ids, offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, index: int) -> np.ndarray:
-        return self.ids[self.offsets[index] : self.offsets[index + 1]]
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def tensor(self, index: int) -> torch.Tensor:
-        """Sequence ``index`` as a fresh int64 tensor."""
-        return torch.from_numpy(self[index].astype(np.int64))
-
-    def save(self, prefix: str | os.PathLike) -> None:
-        """Write ``<prefix>.ids.npy`` and ``<prefix>.offsets.npy`` (plain arrays, no pickle)."""
-        prefix = Path(prefix)
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        for name, array in (("ids", self.ids), ("offsets", self.offsets)):
-            partial = prefix.with_name(f"{prefix.name}.{name}.{os.getpid()}.tmp.npy")
-            np.save(partial, array, allow_pickle=False)
-            os.replace(partial, prefix.with_name(f"{prefix.name}.{name}.npy"))  # atomic publish
-
-    @classmethod
-    def load(cls, prefix: str | os.PathLike, mmap: bool = True) -> TokenArray:
-        """Read what :meth:`save` wrote, memory-mapped by default; never unpickles."""
-        prefix = Path(prefix)
-        mode = "r" if mmap else None
-        ids = np.load(prefix.with_name(f"{prefix.name}.ids.npy"), mmap_mode=mode, allow_pickle=False)
-        offsets = np.load(prefix.with_name(f"{prefix.name}.offsets.npy"), mmap_mode=mode, allow_pickle=False)
-        return cls(ids, np.asarray(offsets, dtype=np.int64))
 
 
 def token_dtype(tokenizer: Tokenizer) -> np.dtype:

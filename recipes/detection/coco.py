@@ -19,7 +19,7 @@ transforms and torchvision detectors take as is); ``.contiguous()`` gives NCHW-o
 
 What differs from ``torchvision.datasets.CocoDetection`` (which gives the same boxes and labels):
 
-- Index: the JSON is decoded once (:func:`recipes.core.instances.read_instances`: msgspec
+- Index: the JSON is decoded once (:func:`recipes.core.coco_files.read_instances`: msgspec
   against a schema naming only the fields used, so polygons are skipped unless ``masks=True``)
   into a few flat numpy arrays, not a pycocotools ``COCO`` object of per-annotation dicts whose
   reference counts copy them into every worker (pytorch issue 13246). See benchmarks/detection.py.
@@ -50,11 +50,11 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
+from recipes.core.arrays import StringArray
+from recipes.core.coco_files import read_instances
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import image_size, read_image
-from recipes.core.instances import read_instances
 from recipes.core.paths import check_relative, resolve_under
-from recipes.core.tables import StringArray
 
 
 class DegenerateBoxWarning(UserWarning):

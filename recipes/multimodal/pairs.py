@@ -7,7 +7,7 @@
         loss = model(pixel_values=batch["pixel_values"], input_ids=batch["input_ids"],
                      attention_mask=batch["attention_mask"], return_loss=True).loss
 
-Manifests (see :mod:`recipes.core.manifests`): JSONL or CSV rows with ``image`` plus ``caption``
+Manifests (see :mod:`recipes.core.caption_files`): JSONL or CSV rows with ``image`` plus ``caption``
 or a ``captions`` list, or a COCO captions json. Image names resolve under ``image_root``, which
 defaults to the manifest's folder, and may not escape it.
 
@@ -38,13 +38,13 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
+from recipes.core.arrays import StringArray
 from recipes.core.batching import stack_images
+from recipes.core.caption_files import read_caption_manifest
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import read_image
 from recipes.core.loader import build_loader, loader_kwargs
-from recipes.core.manifests import read_caption_manifest
 from recipes.core.paths import resolve_under
-from recipes.core.tables import StringArray
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")

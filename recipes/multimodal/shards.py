@@ -61,12 +61,12 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import IterableDataset
 
+from recipes.core.caption_files import read_caption_manifest
+from recipes.core.corpus_files import is_unicode
+from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image, open_image
-from recipes.core.manifests import read_caption_manifest
 from recipes.core.paths import check_relative, resolve_under
-from recipes.core.rows import is_unicode
-from recipes.core.samplers import distributed_rank_and_size, shared_seed
 from recipes.core.seeding import epoch_generator, sample_seeds, seeded
 from recipes.core.streams import buffer_shuffle, reader_slot
 from recipes.core.tokens import load_tokenizer, pad_id_of
@@ -141,9 +141,7 @@ class ImageTextShards(IterableDataset):
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         # Read here, in the main process: a spawned worker has no process group to ask.
-        default_rank, default_size = distributed_rank_and_size()
-        self.rank = default_rank if rank is None else rank
-        self.world_size = default_size if world_size is None else world_size
+        self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
         self.epoch = 0
         try:
@@ -282,7 +280,7 @@ def write_shards(
     the output is byte-identical for the same input.
 
     Args:
-        source: a manifest path (see :mod:`recipes.core.manifests`), or a dataset with
+        source: a manifest path (see :mod:`recipes.core.caption_files`), or a dataset with
             ``.manifest`` and ``.image_root``.
         out_dir: folder for ``<prefix>-000000.tar``, ``<prefix>-000001.tar``, ...
         samples_per_shard: images per shard (the last shard may hold fewer).

@@ -22,7 +22,7 @@ epoch (with a shuffle buffer, different lines each epoch).
 The rank and world size are read when the dataset is built: build it after ``init_process_group``.
 
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a
-record starts. The line rules are those of :mod:`recipes.core.rows` (blank lines are passed
+record starts. The line rules are those of :mod:`recipes.core.corpus_files` (blank lines are passed
 over; bad lines raise a DataError naming the file and byte offset, or are skipped with a
 warning under ``on_error="skip"``). ``index`` is the line's byte offset in the concatenated
 files: unique and stable, and ``f.seek(offset)`` finds the line.
@@ -41,10 +41,10 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from recipes.core.corpus_files import check_format, integer_label, parse_line
+from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
-from recipes.core.rows import check_format, integer_label, parse_line
-from recipes.core.samplers import distributed_rank_and_size, shared_seed
 from recipes.core.seeding import sample_seeds
 from recipes.core.streams import buffer_shuffle, reader_slot
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -103,9 +103,7 @@ class StreamingTextDataset(IterableDataset):
             self._pad_id: int | None = pad_id_of(self.tokenizer, pad_id)
         except ValueError:
             self._pad_id = None  # only padding needs it: the pad_id property raises on use
-        default_rank, default_size = distributed_rank_and_size()
-        self.rank = default_rank if rank is None else rank
-        self.world_size = default_size if world_size is None else world_size
+        self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
         self.epoch, self._passes = 0, 0
 

@@ -30,11 +30,12 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
+from recipes.core.arrays import TokenArray
+from recipes.core.corpus_files import check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
-from recipes.core.rows import check_format, label_ids, read_rows
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
-from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 CACHE_VERSION = 1  # bump when the stored layout or the reading rules change
 
@@ -47,7 +48,7 @@ class TokenizedTextDataset(Dataset):
     tokens as the tokenizer's post-processor adds them, then cut (a cut sequence loses its
     final ``[SEP]``/``</s>``; truncate in the tokenizer instead if you need it kept).
 
-    Reading rules (:mod:`recipes.core.rows`): blank lines of .txt/.jsonl are not samples and are
+    Reading rules (:mod:`recipes.core.corpus_files`): blank lines of .txt/.jsonl are not samples and are
     passed over; ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a
     missing or empty field raise a DataError naming the file and line, or with
     ``on_error="skip"`` drop that line with a warning. Integer labels (CSV digits too) are kept;

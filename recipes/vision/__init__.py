@@ -10,7 +10,14 @@
 """
 
 from recipes.vision.folder import ImageFolderDataset, image_collate, vision_loader
-from recipes.vision.transforms import IMAGENET_MEAN, IMAGENET_STD, RandomHorizontalFlip, RandomResizedCrop, eval_transform, train_transform
+from recipes.vision.transforms import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    eval_transform,
+    train_transform,
+)
 
 __all__ = [
     "IMAGENET_MEAN",

@@ -59,11 +59,11 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
+from recipes.core.arrays import StringArray
 from recipes.core.batching import stack_images
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import read_image
 from recipes.core.loader import build_loader
-from recipes.core.tables import StringArray
 
 
 class ImageFolderDataset(Dataset):

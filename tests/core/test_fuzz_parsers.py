@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.core import instances
-from recipes.core.manifests import read_caption_manifest
-from recipes.core.rows import parse_line, read_rows
+from recipes.core import coco_files
+from recipes.core.caption_files import read_caption_manifest
+from recipes.core.corpus_files import parse_line, read_rows
 from tests.core.mutations import fuzz_settings, load_or_data_error, mutated_file, quiet
 
 FUZZ = fuzz_settings(60)
@@ -28,8 +28,8 @@ def scratch(tmp_path_factory):
 def test_instances_reader_on_mutated_coco(fixtures, scratch, parser, data, masks):
     path = scratch / "instances.json"
     path.write_bytes(mutated_file(data, fixtures / "detection" / "instances.json"))
-    with mock.patch.object(instances, "msgspec", instances.msgspec if parser == "msgspec" else None):
-        columns = load_or_data_error(lambda: instances.read_instances(path, masks=masks), path)
+    with mock.patch.object(coco_files, "msgspec", coco_files.msgspec if parser == "msgspec" else None):
+        columns = load_or_data_error(lambda: coco_files.read_instances(path, masks=masks), path)
     if columns is not None:  # what the dataset relies on: flat columns of one length each
         assert columns["bbox"].shape == (len(columns["ann_ids"]), 4)
         assert len(columns["image_ids"]) == len(columns["file_names"]) == len(columns["widths"])

@@ -19,9 +19,9 @@ from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-import recipes.core.instances as instances_module
+import recipes.core.coco_files as instances_module
+from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.tables import StringArray
 from recipes.detection import CocoDataset, DegenerateBoxWarning
 
 EMPTY_IMAGE_ID, CROWD_ANNOTATIONS = 42, {1038, 1073}

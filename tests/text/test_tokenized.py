@@ -20,7 +20,7 @@ def tok(fixtures):
 
 
 def _oracle_rows(path):
-    """(text, label) per sample, read independently of recipes.core.rows."""
+    """(text, label) per sample, read independently of recipes.core.corpus_files."""
     if path.suffix == ".txt":
         return [(line, None) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
     if path.suffix == ".jsonl":

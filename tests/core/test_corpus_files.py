@@ -1,10 +1,10 @@
-"""recipes.core.rows: line numbers, blank lines, BOM and CRLF, CSV records, label numbering."""
+"""recipes.core.corpus_files: line numbers, blank lines, BOM and CRLF, CSV records, label numbering."""
 
 import numpy as np
 import pytest
 
+from recipes.core.corpus_files import label_ids, parse_line, read_rows
 from recipes.core.errors import DataError
-from recipes.core.rows import label_ids, parse_line, read_rows
 
 
 def test_plain_lines_skip_blanks_and_keep_true_line_numbers(tmp_path):

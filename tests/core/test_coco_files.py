@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from recipes.core import instances
+from recipes.core import coco_files
+from recipes.core.coco_files import read_instances
 from recipes.core.errors import DataError
-from recipes.core.instances import read_instances
 
 ARRAYS = ("image_ids", "widths", "heights", "ann_ids", "ann_image_ids", "ann_category_ids", "iscrowd", "bbox",
           "area", "category_ids")
@@ -36,7 +36,7 @@ def test_columns_follow_the_file_in_order(tmp_path, doc):
 
 def test_both_parsers_give_the_same_columns_and_segments(tmp_path, doc, monkeypatch):
     fast = _read(tmp_path, doc, masks=True)
-    monkeypatch.setattr(instances, "msgspec", None)
+    monkeypatch.setattr(coco_files, "msgspec", None)
     slow = _read(tmp_path, doc, masks=True)
     for name in ARRAYS:
         assert np.array_equal(fast[name], slow[name]), name
@@ -60,8 +60,8 @@ def test_a_file_without_annotations_gives_empty_columns(tmp_path, doc):
 @pytest.mark.parametrize("parser", ["msgspec", "stdlib"])
 def test_a_wrong_type_or_missing_field_names_the_file(tmp_path, doc, monkeypatch, parser):
     if parser == "stdlib":
-        monkeypatch.setattr(instances, "msgspec", None)
-    elif instances.msgspec is None:
+        monkeypatch.setattr(coco_files, "msgspec", None)
+    elif coco_files.msgspec is None:
         pytest.skip("msgspec is not installed")
     del doc["annotations"][3]["image_id"]
     match = r"annotations\[3\]" if parser == "msgspec" else "lacks a field"

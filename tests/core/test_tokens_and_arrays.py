@@ -7,8 +7,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.tables import StringArray
-from recipes.core.tokens import TokenArray, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.arrays import StringArray, TokenArray
+from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 
 def _tokenizer(pad="[PAD]") -> Tokenizer:

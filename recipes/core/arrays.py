@@ -1,0 +1,95 @@
+"""Per-sample tables as flat numpy arrays plus offsets: strings and token ids.
+
+    paths = StringArray(["a/1.jpg", "b/22.jpg"])
+    paths[1]                                   # 'b/22.jpg'
+    tokens = TokenArray(np.array([5, 6, 7], np.uint16), np.array([0, 2, 3]))
+    tokens[0], tokens.lengths                  # array([5, 6]), array([2, 1])
+
+A Python list of a million strings (or of token lists) is a million objects with reference
+counts. Every ``dataset[i]`` in a forked worker touches some of them, the kernel copies the page
+on that write, and after an epoch each worker holds its own copy of the whole list: the "memory
+leak" of pytorch issue 13246 (detectron2 links it from ``data/common.py``). A numpy array of plain
+numbers is one object, so its pages stay shared; it also pickles in one piece for ``spawn`` and
+saves to ``.npy`` to be memory-mapped back (nanoGPT keeps its tokens the same way).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+class StringArray:
+    """An immutable sequence of strings stored as UTF-8 bytes in one numpy buffer plus offsets."""
+
+    def __init__(self, strings: Iterable[str]) -> None:
+        encoded = [s.encode("utf-8", "surrogateescape") for s in strings]
+        self.offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=self.offsets[1:])
+        self.data = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> str:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} strings")
+        return self.data[self.offsets[index] : self.offsets[index + 1]].tobytes().decode("utf-8", "surrogateescape")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
+
+    def tolist(self) -> list[str]:
+        return list(self)
+
+
+class TokenArray:
+    """Variable-length token sequences stored as one flat array plus offsets.
+
+    Args:
+        ids: flat token ids, ``uint16`` or ``uint32``.
+        offsets: int64 [N+1]; sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``.
+    """
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
+        if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids):
+            raise ValueError("offsets must start at 0 and end at len(ids)")
+        self.ids, self.offsets = ids, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return self.ids[self.offsets[index] : self.offsets[index + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def tensor(self, index: int) -> torch.Tensor:
+        """Sequence ``index`` as a fresh int64 tensor."""
+        return torch.from_numpy(self[index].astype(np.int64))
+
+    def save(self, prefix: str | os.PathLike) -> None:
+        """Write ``<prefix>.ids.npy`` and ``<prefix>.offsets.npy`` (plain arrays, no pickle)."""
+        prefix = Path(prefix)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        for name, array in (("ids", self.ids), ("offsets", self.offsets)):
+            partial = prefix.with_name(f"{prefix.name}.{name}.{os.getpid()}.tmp.npy")
+            np.save(partial, array, allow_pickle=False)
+            os.replace(partial, prefix.with_name(f"{prefix.name}.{name}.npy"))  # atomic publish
+
+    @classmethod
+    def load(cls, prefix: str | os.PathLike, mmap: bool = True) -> TokenArray:
+        """Read what :meth:`save` wrote, memory-mapped by default; never unpickles."""
+        prefix = Path(prefix)
+        mode = "r" if mmap else None
+        ids = np.load(prefix.with_name(f"{prefix.name}.ids.npy"), mmap_mode=mode, allow_pickle=False)
+        offsets = np.load(prefix.with_name(f"{prefix.name}.offsets.npy"), mmap_mode=mode, allow_pickle=False)
+        return cls(ids, np.asarray(offsets, dtype=np.int64))
