@@ -295,3 +295,50 @@ def check_seeds_agree(reports: list[dict]) -> None:
     (rank 0's, broadcast: otherwise the ranks' shuffles would overlap)."""
     assert {report["world_size"] for report in reports} == {len(reports)}
     assert len({json.dumps(report["drawn_seed"]) for report in reports}) == 1
+
+
+# -- kept batches stay as they were ------------------------------------------------------------------
+
+KEEPERS = ("generator", "list", "numpy")
+
+
+def clone_batch(batch: Any) -> Any:
+    """A deep copy of a nested batch, taken when it was yielded."""
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return {key: clone_batch(value) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(clone_batch(value) for value in batch)
+    return batch
+
+
+def check_kept_batches_intact(loader: Any, keep: str, images: Callable[[Any], torch.Tensor], epochs: int = 3) -> None:
+    """Run ``DevicePrefetcher(loader, "cpu")`` for ``epochs`` while the caller keeps what it saw;
+    at the end every kept raw batch, numpy view and output is bit-identical to its clone.
+
+    ``keep``: "generator" (a wrapper keeps every raw batch it passes on), "list" (each epoch's raw
+    batches collected in a plain list, then prefetched from it) or "numpy" (the wrapper keeps only
+    a numpy view of each batch's images). ``images(batch)`` picks a raw batch's image tensor.
+    """
+    from recipes.core import DevicePrefetcher
+
+    kept: list[tuple[Any, Any]] = []  # (what the caller holds, its clone when yielded)
+
+    def keeping(batches):
+        for batch in batches:
+            held = images(batch).numpy() if keep == "numpy" else batch
+            kept.append((held, held.copy() if keep == "numpy" else clone_batch(batch)))
+            yield batch
+
+    outputs = []
+    for _ in range(epochs):
+        source = list(keeping(loader)) if keep == "list" else keeping(loader)
+        for out in DevicePrefetcher(source, "cpu"):
+            outputs.append((out, clone_batch(out)))
+    assert len(kept) >= 3 * epochs, f"only {len(kept)} batches: the check needs several per epoch"
+    changed = [i for i, (held, clone) in enumerate(kept) if digest(held if keep != "numpy" else torch.from_numpy(held))
+               != digest(clone if keep != "numpy" else torch.from_numpy(clone))]
+    assert not changed, f"{len(changed)} of {len(kept)} kept raw batches were written over: {changed}"
+    changed = [i for i, (out, clone) in enumerate(outputs) if digest(out) != digest(clone)]
+    assert not changed, f"{len(changed)} of {len(outputs)} kept output batches were written over: {changed}"

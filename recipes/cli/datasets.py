@@ -17,7 +17,6 @@ The tokenizer defaults to a ``tokenizer.json`` next to PATH, if there is one.
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +26,6 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 DOMAINS = ("vision", "text", "detection", "multimodal")
-LOADERS = {
-    "vision": "recipes.vision:vision_loader",
-    "text": "recipes.text:text_loader",
-    "detection": "recipes.detection:detection_loader",
-    "multimodal": "recipes.multimodal:multimodal_loader",
-}
 
 
 @dataclass
@@ -111,8 +104,12 @@ def open_dataset(options: DataOptions, *, train: bool) -> Dataset:
 
 def loader_function(domain: str) -> Any:
     """The recipe's own ``<domain>_loader`` preset."""
-    module, name = LOADERS[domain].split(":")
-    return getattr(importlib.import_module(module), name)
+    from recipes.detection import detection_loader
+    from recipes.multimodal import multimodal_loader
+    from recipes.text import text_loader
+    from recipes.vision import vision_loader
+
+    return {"vision": vision_loader, "text": text_loader, "detection": detection_loader, "multimodal": multimodal_loader}[domain]
 
 
 def make_loader(

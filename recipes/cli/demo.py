@@ -12,7 +12,7 @@ directory. Each domain's ``recipes/<domain>/demo.py`` defines ``build(fixtures) 
 from __future__ import annotations
 
 import argparse
-import importlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,22 +20,31 @@ from typing import Any
 
 import torch
 
+from recipes.core.nested import leaves
+
 DOMAINS = ("vision", "text", "detection", "multimodal")
 
 
-def describe(batch: Any, prefix: str = "") -> list[str]:
-    """One line per leaf of a nested batch: its path, then shape and dtype (or type)."""
-    if isinstance(batch, torch.Tensor):
-        kind = type(batch).__name__
-        return [f"{prefix or 'batch'}: {kind} {list(batch.shape)} {str(batch.dtype).removeprefix('torch.')}"]
-    if isinstance(batch, dict):
-        return [line for key, value in batch.items() for line in describe(value, f"{prefix}[{key!r}]")]
-    if isinstance(batch, (list, tuple)):
-        if batch and all(isinstance(item, (torch.Tensor, dict)) for item in batch) and len(batch) > 2:
-            # a list of per-sample items (detection): show the first, say how many
-            return [f"{prefix}: {type(batch).__name__} of {len(batch)}"] + describe(batch[0], f"{prefix}[0]")
-        return [line for i, value in enumerate(batch) for line in describe(value, f"{prefix}[{i}]")]
-    return [f"{prefix or 'batch'}: {type(batch).__name__} {batch!r}"[:100]]
+def describe(batch: Any) -> list[str]:
+    """One line per leaf of a batch: its path, then shape and dtype (tensors) or type and value.
+
+    Leaves that differ only in a list position below the top level (the per-sample lists of a
+    detection batch) are shown once, the first of them, with their count.
+    """
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for path, leaf in leaves(batch):
+        top = re.match(r"\[[^\]]*\]", path)
+        head = top.group(0) if top else ""
+        groups.setdefault(head + re.sub(r"\[\d+\]", "[i]", path[len(head):]), []).append((path, leaf))
+    lines = []
+    for members in groups.values():
+        path, leaf = members[0]
+        if isinstance(leaf, torch.Tensor):
+            line = f"{path or 'batch'}: {type(leaf).__name__} {list(leaf.shape)} {str(leaf.dtype).removeprefix('torch.')}"
+        else:
+            line = f"{path or 'batch'}: {type(leaf).__name__} {leaf!r}"[:100]
+        lines.append(line + (f"  (first of {len(members)})" if len(members) > 1 else ""))
+    return lines
 
 
 def batch_len(batch: Any) -> int:
@@ -45,14 +54,14 @@ def batch_len(batch: Any) -> int:
     return len(first)
 
 
-def _demo_builder(domain: str) -> Callable[[Path], tuple[Any, Any]] | None:
-    try:
-        module = importlib.import_module(f"recipes.{domain}.demo")
-    except ModuleNotFoundError as error:
-        if error.name not in (f"recipes.{domain}", f"recipes.{domain}.demo"):
-            raise
-        return None
-    return module.build
+def demo_builders() -> dict[str, Callable[[Path], tuple[Any, Any]]]:
+    """Each domain's ``build(fixtures) -> (dataset, loader)``, from ``recipes/<domain>/demo.py``."""
+    from recipes.detection.demo import build as detection
+    from recipes.multimodal.demo import build as multimodal
+    from recipes.text.demo import build as text
+    from recipes.vision.demo import build as vision
+
+    return {"vision": vision, "text": text, "detection": detection, "multimodal": multimodal}
 
 
 def run_demo(domains: Sequence[str]) -> int:
@@ -63,11 +72,7 @@ def run_demo(domains: Sequence[str]) -> int:
     print(f"fixtures: {root}")
     for domain in domains:
         print(f"\n== {domain} ==")
-        build = _demo_builder(domain)
-        if build is None:
-            print("  (this domain's recipe is not in this version yet)")
-            continue
-        dataset, loader = build(root)
+        dataset, loader = demo_builders()[domain](root)
         start = time.perf_counter()
         batches = samples = 0
         first = None

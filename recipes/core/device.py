@@ -6,8 +6,8 @@
 Images stay ``uint8`` from the file to the GPU: a quarter of the bytes of float32 through the
 collate, the pinned-memory copy and the PCIe transfer (timm's "fast collate" idea). On CUDA the
 prefetcher copies batch k+1 on a side stream while the model works on batch k, then normalises
-it there. On CPU it does the same conversion synchronously, once per batch, and hands the uint8
-batch's shared memory back to the worker that made it (``recipes.core.batching``).
+it there. On CPU it does the same conversion synchronously, once per batch, into new memory: a
+batch it has handed out is never written again, whatever the caller keeps of it.
 
 What counts as an image: a ``tv_tensors.Image`` of dtype uint8, or a plain uint8 tensor shaped
 ``[B, C, H, W]`` with C = len(mean). Masks (``tv_tensors.Mask``), token ids and labels are moved
@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torchvision import tv_tensors
 
-from recipes.core.batching import IN_USE, RELEASED, batch_tag
+from recipes.core.nested import map_tensors, tensors_in
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -37,16 +37,12 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool = True)
     (pageable memory, device-to-host) is copied synchronously, so the result is always ready.
     """
     device = torch.device(device)
-    if isinstance(batch, torch.Tensor):
-        asynchronous = non_blocking and device.type == "cuda" and batch.device.type == "cpu" and batch.is_pinned()
-        return batch.to(device, non_blocking=asynchronous)
-    if isinstance(batch, dict):
-        return {key: to_device(value, device, non_blocking) for key, value in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(to_device(value, device, non_blocking) for value in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(value, device, non_blocking) for value in batch)
-    return batch
+
+    def move(tensor: torch.Tensor) -> torch.Tensor:
+        asynchronous = non_blocking and device.type == "cuda" and tensor.device.type == "cpu" and tensor.is_pinned()
+        return tensor.to(device, non_blocking=asynchronous)
+
+    return map_tensors(batch, move)
 
 
 def normalize_images(
@@ -59,36 +55,26 @@ def normalize_images(
 
     The memory layout is kept: a channels-last batch gives a channels-last float batch.
     """
-    return _normalize(batch, tuple(mean), tuple(std), dtype, torch.empty_strided)
+    mean, std = tuple(mean), tuple(std)
+    return map_tensors(batch, lambda tensor: _normalize_image(tensor, mean, std, dtype))
 
 
-def _normalize(batch: Any, mean: tuple, std: tuple, dtype: torch.dtype, empty: Any) -> Any:
-    """:func:`normalize_images`, with CPU outputs allocated by ``empty(size, stride, dtype=)``."""
-    if isinstance(batch, torch.Tensor):
-        if not _is_image(batch, len(mean)):
-            return batch
-        plain = batch.as_subclass(torch.Tensor)
-        nhwc = plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last)
-        if plain.device.type == "cpu":
-            strides = plain.stride() if nhwc else _dense_strides(plain.shape)
-            out = empty(plain.shape, strides, dtype=dtype).copy_(plain)  # the cast
-        else:
-            out = plain.to(dtype, copy=True)  # the cast, in the same layout
-        scale, shift = _affine(mean, std, dtype, plain.device)
-        if nhwc:
-            _multiply_add_rows(out, scale, shift)
-        elif plain.device.type == "cpu":
-            _multiply_add_planes(out, mean, std)
-        else:
-            torch.addcmul(shift, out, scale, out=out)  # one fused kernel, in place
-        return tv_tensors.wrap(out, like=batch) if isinstance(batch, tv_tensors.Image) else out
-    if isinstance(batch, dict):
-        return {key: _normalize(value, mean, std, dtype, empty) for key, value in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(_normalize(value, mean, std, dtype, empty) for value in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_normalize(value, mean, std, dtype, empty) for value in batch)
-    return batch
+def _normalize_image(tensor: torch.Tensor, mean: tuple, std: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """One tensor of :func:`normalize_images`: a new float tensor if it is an image, else itself."""
+    if not _is_image(tensor, len(mean)):
+        return tensor
+    plain = tensor.as_subclass(torch.Tensor)
+    nhwc = plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last)
+    # the cast, into new memory in the same layout (contiguous CHW when it is neither)
+    out = plain.to(dtype, memory_format=torch.channels_last if nhwc else torch.contiguous_format, copy=True)
+    scale, shift = _affine(mean, std, dtype, plain.device)
+    if nhwc:
+        _multiply_add_rows(out, scale, shift)
+    elif plain.device.type == "cpu":
+        _multiply_add_planes(out, mean, std)
+    else:
+        torch.addcmul(shift, out, scale, out=out)  # one fused kernel, in place
+    return tv_tensors.wrap(out, like=tensor) if isinstance(tensor, tv_tensors.Image) else out
 
 
 @functools.lru_cache(maxsize=16)
@@ -124,56 +110,6 @@ def _multiply_add_planes(out: torch.Tensor, mean: tuple, std: tuple) -> None:
         planes[:, channel].mul_(1 / (255 * s)).add_(-m / s)
 
 
-def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
-
-
-class _Recycler:
-    """CPU float batches for :class:`DevicePrefetcher`, reused once the caller has let go of them.
-
-    A fresh 32x3x224x224 float32 batch is 19 MB of new pages: ~4,700 page faults and the
-    kernel zeroing them cost 4-11 ms per batch in the main process, 2-5x the normalisation
-    itself, all of it taken from the loader workers on a busy CPU (``benchmarks/vision.py``:
-    main-process system time 0.30 -> 0.07 ms an image). A buffer is handed out again only when
-    no tensor, view or numpy array the caller kept still refers to its memory: torch counts
-    the tensors using a storage, and the caller gets an alias, never the pooled tensor itself.
-    A caller that keeps every batch (a list of outputs) just gets fresh memory each time; one
-    that keeps only ``batch.untyped_storage()``, without a tensor, is not counted. The pool
-    holds at most ``keep`` batches (57 MB for the batch above) while the prefetcher lives.
-    """
-
-    def __init__(self, keep: int = 3) -> None:
-        if keep < 1:
-            raise ValueError(f"keep must be at least 1, got {keep}")
-        self.keep = keep
-        self._pool: list[tuple[torch.Tensor, int]] = []  # (buffer, its storage use count when idle)
-
-    def __call__(self, size: Sequence[int], stride: Sequence[int], *, dtype: torch.dtype) -> torch.Tensor:
-        size, stride = tuple(size), tuple(stride)
-        for buffer, idle in self._pool:
-            if buffer.shape == size and buffer.stride() == stride and buffer.dtype == dtype and _storage_uses(buffer) == idle:
-                return buffer.detach()  # a new alias: while the caller holds it, the count is higher
-        buffer = torch.empty_strided(size, stride, dtype=dtype)
-        idle = _storage_uses(buffer)
-        if idle is None:  # no way to count users in this torch: never reuse
-            return buffer
-        self._pool.append((buffer, idle))
-        del self._pool[: -self.keep]  # forget the oldest; whoever holds it keeps it alive
-        return buffer.detach()
-
-
-def _storage_uses(tensor: torch.Tensor) -> int | None:
-    """How many tensors share ``tensor``'s memory (torch's own count), or None if unknown."""
-    try:
-        return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
-    except (AttributeError, RuntimeError, TypeError):
-        return None
-
-
 def _is_image(tensor: torch.Tensor, channels: int) -> bool:
     if tensor.dtype != torch.uint8 or isinstance(tensor, tv_tensors.Mask):
         return False
@@ -194,21 +130,9 @@ def _with_threads(threads: int, function: Any, *args: Any) -> Any:
         torch.set_num_threads(previous)
 
 
-def _tensors(batch: Any) -> Iterator[torch.Tensor]:
-    """Every tensor in a nested dict/list/tuple batch."""
-    if isinstance(batch, torch.Tensor):
-        yield batch
-    elif isinstance(batch, dict):
-        for value in batch.values():
-            yield from _tensors(value)
-    elif isinstance(batch, (list, tuple)):
-        for value in batch:
-            yield from _tensors(value)
-
-
 def _record_stream(batch: Any, stream: torch.cuda.Stream) -> None:
     """Tell the caching allocator that ``stream`` uses these tensors (allocated on another)."""
-    for tensor in _tensors(batch):
+    for tensor in tensors_in(batch):
         if tensor.is_cuda:
             tensor.record_stream(stream)
 
@@ -225,13 +149,8 @@ class DevicePrefetcher:
     ``state_dict()`` / ``load_state_dict()`` pass through to a stateful loader and describe the
     batches the *caller* has consumed, not the one prefetched ahead.
 
-    On CPU the float batches come from a small pool of reused buffers, and each uint8 image batch
-    a loader worker made (``image_collate``, ``multimodal_collate``) is handed back to that worker
-    once it is normalised, so the worker writes a later batch into the same shared memory instead
-    of new pages: 1.10-1.15x the images/s of ``benchmarks/vision.py``'s loader (three runs of 12
-    alternating rounds on a 2-core VM, where a new page costs ~5 us). This needs the workers of a
-    CPU preset (``loader_kwargs("cpu")``), which hold batches for it; the caller only ever sees
-    the float copies.
+    Every batch it yields is new memory, and neither it nor the raw batch it came from is ever
+    written again: keep, log or send on whatever you like.
     """
 
     def __init__(
@@ -248,7 +167,6 @@ class DevicePrefetcher:
         self.device = torch.device(device)
         self.mean, self.std, self.normalize, self.dtype = tuple(mean), tuple(std), normalize, dtype
         self._state: dict[str, Any] | None = None
-        self._recycler = _Recycler()  # CPU output batches; the CUDA caching allocator does this on GPU
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -262,7 +180,7 @@ class DevicePrefetcher:
 
     def _prepare(self, batch: Any) -> Any:
         batch = to_device(batch, self.device)
-        return _normalize(batch, self.mean, self.std, self.dtype, self._recycler) if self.normalize else batch
+        return normalize_images(batch, self.mean, self.std, self.dtype) if self.normalize else batch
 
     def _fetch(self, batches: Iterator[Any]) -> tuple[bool, Any, dict[str, Any] | None]:
         """Next raw batch, and the loader state from just before it was drawn."""
@@ -281,10 +199,7 @@ class DevicePrefetcher:
             # than they speed this up (benchmarks/vision.py, 2 cores: 1.5x -> 1.8x torchvision).
             threads = 1 if getattr(self.loader, "num_workers", 0) > 0 else torch.get_num_threads()
             for batch in batches:
-                prepared = _with_threads(threads, self._prepare, batch)
-                if self.normalize:
-                    _release(batch, len(self.mean))  # its images were copied out: back to the workers
-                yield prepared
+                yield _with_threads(threads, self._prepare, batch)
             return
         stream = torch.cuda.Stream(self.device)
         ok, batch, _ = self._fetch(batches)
@@ -302,28 +217,3 @@ class DevicePrefetcher:
             yield batch
             batch = upcoming
         self._state = None
-
-
-_PRIVATE_USES: int | None = None
-
-
-def _release(batch: Any, channels: int) -> None:
-    """Hand the uint8 image batches of a batch just normalised back to the workers that made them.
-
-    ``batch`` is the loader's raw batch after :func:`_normalize` replaced its images, so nothing
-    handed to the caller refers to them. Each image tensor is released only if it alone still uses
-    its memory (torch's count: no view, numpy array or other tensor kept by a loader wrapper),
-    and only if a worker made it with a tag (:mod:`recipes.core.batching`, shared batches).
-    """
-    global _PRIVATE_USES
-    for images in _tensors(batch):
-        if not _is_image(images, channels) or images.device.type != "cpu" or images.storage_offset() != 0:
-            continue
-        if _PRIVATE_USES is None:
-            _PRIVATE_USES = _storage_uses(torch.empty(1)) or -1  # one tensor alone on its memory
-        if _storage_uses(images) != _PRIVATE_USES:
-            continue
-        storage = images.untyped_storage()
-        tag = batch_tag(storage, images.numel()) if storage.is_shared() else None
-        if tag is not None and int(tag) == IN_USE:
-            tag.fill_(RELEASED)

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from recipes.core.batching import hold_batches_for_hand_back
 from recipes.core.distributed import distributed_rank_and_size, shared_seed
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -56,18 +55,6 @@ def freeze_inherited_objects(worker_id: int, then: Callable[[int], Any] | None =
         then(worker_id)
 
 
-def hand_back_batches(worker_id: int, then: Callable[[int], Any] | None = None) -> None:
-    """Worker start-up of the CPU presets: :func:`freeze_inherited_objects`, and hold batch memory.
-
-    On CPU, ``DevicePrefetcher`` hands every uint8 batch it has normalised back to the worker
-    that made it, which then writes a later batch into the same shared memory instead of new
-    pages (``recipes.core.batching.hold_batches_for_hand_back``; 1.10-1.15x the images/s of
-    ``benchmarks/vision.py``'s loader). Then ``then(worker_id)``, the user's own ``worker_init_fn``.
-    """
-    hold_batches_for_hand_back()
-    freeze_inherited_objects(worker_id, then)
-
-
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """``None`` -> the available accelerator, else CPU; strings and devices pass through."""
     if device is None:
@@ -96,7 +83,7 @@ def loader_kwargs(
     Returns:
         A dict for ``DataLoader(**kwargs)``: ``num_workers``, ``pin_memory``, ``drop_last``, and
         with workers ``persistent_workers``, ``prefetch_factor`` and ``worker_init_fn``
-        (:func:`freeze_inherited_objects`, on CPU :func:`hand_back_batches`); ``generator`` with
+        (:func:`freeze_inherited_objects`); ``generator`` with
         a seed or in a process group.
     """
     debug = device == "debug"
@@ -129,8 +116,7 @@ def loader_kwargs(
         # absorb the bursts; on CPU the model is slow anyway and two save memory.
         kwargs["prefetch_factor"] = 4 if on_accelerator else 2
         # Copy-on-read: see freeze_inherited_objects (pytorch issue 13246 is the data side of it).
-        # On CPU, DevicePrefetcher hands batch memory back to the workers: see hand_back_batches.
-        kwargs["worker_init_fn"] = freeze_inherited_objects if on_accelerator else hand_back_batches
+        kwargs["worker_init_fn"] = freeze_inherited_objects
     rank, world_size = distributed_rank_and_size()
     if seed is None and world_size > 1:
         # Every rank usually calls torch.manual_seed(same): the default base seeds would match.
@@ -187,7 +173,7 @@ def build_loader(
     if kwargs["num_workers"] == 0:
         kwargs.pop("persistent_workers", None)
         kwargs.pop("prefetch_factor", None)
-        if kwargs.get("worker_init_fn") in (freeze_inherited_objects, hand_back_batches):
+        if kwargs.get("worker_init_fn") is freeze_inherited_objects:
             kwargs.pop("worker_init_fn")  # nothing is forked, nothing to freeze
     if isinstance(dataset, IterableDataset):
         given = {"stateful": stateful, "groups": groups is not None, "lengths": lengths is not None,

@@ -24,6 +24,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.loader import resolve_device, usable_cpus
+from recipes.core.nested import tensors_in
 
 GOOD_ENOUGH = 0.95  # settings within 5% of the best rate tie; the cheapest of them wins
 
@@ -125,7 +126,7 @@ def measure(loader: DataLoader, *, seconds: float, step_ms: float, device: torch
             samples += _batch_size_of(batch)
         if device.type == "cuda":
             # the host-to-device copy is part of feeding the model: it is what pin_memory speeds up
-            for tensor in _tensors(batch):
+            for tensor in tensors_in(batch):
                 tensor.to(device, non_blocking=True)
             torch.cuda.synchronize(device)
         batches += 1
@@ -136,16 +137,6 @@ def measure(loader: DataLoader, *, seconds: float, step_ms: float, device: torch
             break
     batches_of.close()  # shuts the workers down now, not whenever the iterator is collected
     return batches - 1, samples, time.perf_counter() - began, wait, startup
-
-
-def _tensors(batch: Any) -> list[torch.Tensor]:
-    if isinstance(batch, torch.Tensor):
-        return [batch]
-    if isinstance(batch, dict):
-        return [t for value in batch.values() for t in _tensors(value)]
-    if isinstance(batch, (list, tuple)):
-        return [t for value in batch for t in _tensors(value)]
-    return []
 
 
 def tune_loader(

@@ -5,13 +5,12 @@ import ast
 import json
 import re
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from recipes.__main__ import main
 from recipes.cli.bench import format_trials
 from recipes.core.tuning import Trial
+from tests.photos import photo
 
 
 def _bench(argv, capsys):
@@ -48,20 +47,12 @@ def test_the_table_marks_the_recommended_row():
     assert table[2].split() == ["*2", "2", "no", "10.0", "160", "10%", "0.30"]
 
 
-def _photo(width, height, seed):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width]
-    phase = rng.uniform(0, 6.3, 3)
-    rgb = 127 + 100 * np.sin(np.stack([x / 17 + phase[0], y / 11 + phase[1], (x + y) / 23 + phase[2]], -1))
-    return Image.fromarray(np.clip(rgb + rng.normal(0, 12, rgb.shape), 0, 255).astype(np.uint8))
-
-
 @pytest.mark.slow
 def test_decode_heavy_images_get_workers_and_in_memory_tokens_get_none(tmp_path, capsys):
     for k in range(64):
         folder = tmp_path / "photos" / f"class_{k % 2}"
         folder.mkdir(parents=True, exist_ok=True)
-        _photo(500, 375, k).save(folder / f"{k}.jpg", quality=90)
+        photo(500, 375, k).save(folder / f"{k}.jpg", quality=90)
     lines = tmp_path / "tokens.jsonl"
     lines.write_text("".join(json.dumps({"text": f"sample {k} " + "word " * (k % 50)}) + "\n" for k in range(4000)))
     tokenizer = _train_tokenizer(tmp_path, lines)

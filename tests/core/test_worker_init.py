@@ -6,7 +6,7 @@ import pickle
 
 from torch.utils.data import Dataset
 
-from recipes.core.loader import build_loader, freeze_inherited_objects, hand_back_batches, loader_kwargs
+from recipes.core.loader import build_loader, freeze_inherited_objects, loader_kwargs
 
 
 class FreezeCounts(Dataset):
@@ -29,7 +29,7 @@ def keep(batch):
 
 
 def test_worker_presets_freeze_and_the_main_process_preset_does_not():
-    assert loader_kwargs("cpu", train=True, num_workers=2)["worker_init_fn"] is hand_back_batches
+    assert loader_kwargs("cpu", train=True, num_workers=2)["worker_init_fn"] is freeze_inherited_objects
     assert loader_kwargs("cuda", train=True, num_workers=2)["worker_init_fn"] is freeze_inherited_objects
     assert "worker_init_fn" not in loader_kwargs("cpu", train=True, num_workers=0)
     loader = build_loader(FreezeCounts(), keep, batch_size=2, train=False, device="cpu", num_workers=0)

@@ -12,7 +12,7 @@ from torchvision.transforms import v2
 
 from recipes.core.images import decode_image, read_image
 from recipes.vision import ImageFolderDataset, RandomHorizontalFlip, RandomResizedCrop, eval_transform, train_transform
-from tests.vision.photos import photo
+from tests.photos import photo
 
 
 def _pil_pipeline(first_steps):
