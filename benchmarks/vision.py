@@ -1,20 +1,31 @@
-"""recipes.vision against torchvision's ImageFolder + the standard v2 training pipeline.
+"""recipes.vision against torchvision's ImageFolder + v2 pipeline, and against timm's uint8 loader.
 
     python benchmarks/vision.py            # 300 photos, 6 rounds of alternating epochs
     python benchmarks/vision.py --quick    # smoke run: 64 photos, 2 rounds
     python benchmarks/vision.py --draft    # also: reduced-scale JPEG decoding, speed and fidelity
 
-Both loaders read the same generated ~500 px JPEGs (the ImageNet case: photo-like content, q90,
-4:2:0) with batch 32 and 2 persistent workers, and alternate epoch by epoch in one process, so
-whatever else the machine does hits both alike. Both end with normalised float32 batches:
+All loaders read the same generated ~500 px JPEGs (the ImageNet case: photo-like content, q90,
+4:2:0) with RandomResizedCrop(224) + horizontal flip, batch 32 and 2 persistent workers each,
+and alternate epoch by epoch in one process, so whatever else the machine does hits all alike:
 
-- peer: ``ImageFolder`` (PIL decode) -> ``RandomResizedCrop(224, antialias=True)``,
+- torchvision: ``ImageFolder`` (PIL decode) -> ``RandomResizedCrop(224, antialias=True)``,
   ``RandomHorizontalFlip``, ``PILToTensor``, ``ToDtype(float32, scale=True)``, ``Normalize`` per
-  image in the workers -> ``default_collate`` (float batch through shared memory);
-- ours: ``ImageFolderDataset`` + ``train_transform(224)`` (libjpeg-turbo decode, uint8 crop and
-  flip) -> ``image_collate`` (uint8 batch) -> ``normalize_images`` on the batch in the main
+  image in the workers -> ``default_collate`` (normalised float batch through shared memory);
+- timm uint8: ``timm.data.create_loader(ImageDataset(root), (3, 224, 224), 32, is_training=True,
+  use_prefetcher=True, color_jitter=0, re_prob=0, auto_augment=None, ...)``: PIL decode ->
+  ``RandomResizedCropAndInterpolation(224, bilinear)``, ``RandomHorizontalFlip``,
+  ``MaybePILToTensor`` -> ``fast_collate`` (uint8 batch). timm returns a ``PrefetchLoader`` that
+  normalises on the GPU; with no GPU we time its inner DataLoader (``loader.loader``), which
+  yields the uint8 batches: what a GPU run asks of the CPU, the peer of "recipes uint8". Built
+  with ``device=torch.device("cpu")``, so ``create_loader`` needs no CUDA. Skipped if timm is
+  not installed (``pip install -e .[bench]``);
+- recipes: ``ImageFolderDataset`` + ``train_transform(224)`` (libjpeg-turbo decode, uint8 crop
+  and flip) -> ``image_collate`` (uint8 batch) -> ``normalize_images`` on the batch in the main
   process (``DevicePrefetcher(loader, "cpu")``), the CPU stand-in for the GPU; and the same
   loader left uint8 ("recipes uint8"), which is what a GPU run asks of the CPU.
+
+Ratios: recipes (normalised) and recipes uint8 against torchvision's float batches, and recipes
+uint8 against timm uint8 (both leave normalisation to the device).
 
 Each loader's line also gives its CPU time per image (main process and workers, from psutil):
 a second view of the ratio, less swayed than images/s by how fast the machine runs that minute.
@@ -120,6 +131,25 @@ def peer_loader(root: Path) -> DataLoader:
     )
 
 
+def timm_loader(root: Path) -> DataLoader | None:
+    """timm's training loader on the same photos: the DataLoader inside its ``PrefetchLoader``.
+
+    Default train transform with the extras off (no colour jitter, random erasing or
+    auto-augment), so the work is ours: RandomResizedCrop 224 (bilinear) + flip, uint8 batches.
+    """
+    try:
+        from timm.data import ImageDataset, create_loader
+    except ImportError:  # timm comes with the bench extras
+        return None
+    loader = create_loader(
+        ImageDataset(str(root)), input_size=(3, SIZE, SIZE), batch_size=BATCH, is_training=True,
+        use_prefetcher=True, color_jitter=0, re_prob=0, auto_augment=None, interpolation="bilinear",
+        num_workers=WORKERS, persistent_workers=True, use_multi_epochs_loader=False, pin_memory=False,
+        device=torch.device("cpu"),
+    )
+    return loader.loader  # PrefetchLoader -> its DataLoader of uint8 batches (fast_collate)
+
+
 def our_loader(root: Path, normalize: bool = True) -> DevicePrefetcher:
     dataset = ImageFolderDataset(root, train_transform(SIZE))
     loader = vision_loader(dataset, BATCH, device="cpu", seed=0, num_workers=WORKERS)
@@ -157,6 +187,11 @@ def compare_loaders(root: Path, rounds: int) -> None:
     # "recipes uint8" is the same loader without the CPU normalisation: what a GPU run costs the
     # CPU, where DevicePrefetcher normalises on the device
     loaders = {"torchvision": peer_loader(root), "recipes": our_loader(root), "recipes uint8": our_loader(root, False)}
+    timm = timm_loader(root)
+    if timm is not None:
+        loaders["timm uint8"] = timm
+    else:
+        print("  (timm is not installed: pip install -e .[bench] to compare with timm's uint8 loader)")
     for loader in loaders.values():
         epoch(loader)  # warm-up: start the workers, fill the page cache
     rates: dict[str, list[float]] = {name: [] for name in loaders}
@@ -172,14 +207,18 @@ def compare_loaders(root: Path, rounds: int) -> None:
     for name, values in rates.items():
         cpu = f", {statistics.median(cpu_ms[name]):.2f} CPU ms an image" if cpu_ms[name] else ""
         print(f"  {name:13s} {statistics.median(values):7.1f} images/s{cpu}  (rounds: {', '.join(f'{v:.0f}' for v in values)})")
-    for name in ("recipes", "recipes uint8"):
-        ratios = [ours / peer for ours, peer in zip(rates[name], rates["torchvision"])]
-        print(f"  ratio {name} / torchvision: {statistics.median(ratios):.2f}x median "
+    # each against the peer that delivers the same thing: float batches, or uint8 left to the device
+    pairs = [("recipes", "torchvision"), ("recipes uint8", "torchvision"), ("recipes uint8", "timm uint8")]
+    for name, peer_name in pairs:
+        if peer_name not in rates:
+            continue
+        ratios = [ours / peer for ours, peer in zip(rates[name], rates[peer_name])]
+        print(f"  ratio {name} / {peer_name}: {statistics.median(ratios):.2f}x median "
               f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")
-        if cpu_ms[name]:
+        if cpu_ms[name] and cpu_ms[peer_name]:
             # CPU per image moves less with the machine's speed than wall time; a second view
-            cpu_ratios = [peer / ours for ours, peer in zip(cpu_ms[name], cpu_ms["torchvision"])]
-            print(f"    CPU time per image, torchvision / {name}: {statistics.median(cpu_ratios):.2f}x median")
+            cpu_ratios = [peer / ours for ours, peer in zip(cpu_ms[name], cpu_ms[peer_name])]
+            print(f"    CPU time per image, {peer_name} / {name}: {statistics.median(cpu_ratios):.2f}x median")
 
 
 def _ceiling(name: str, paths: list[Path], load, crop) -> float:

@@ -97,13 +97,6 @@ def captioned_grid(images: Sequence[torch.Tensor], captions: Sequence[Sequence[s
     return Image.fromarray(grid.permute(1, 2, 0).numpy())
 
 
-def tile_origin(position: int, tile_size: tuple[int, int], count: int) -> tuple[int, int]:
-    """Top-left ``(x, y)`` of tile ``position`` in a grid of ``count`` tiles of ``(width, height)``."""
-    columns = min(COLUMNS, count)
-    width, height = tile_size
-    return PADDING + (position % columns) * (width + PADDING), PADDING + (position // columns) * (height + PADDING)
-
-
 def render_classes(batch: Any, class_names: Sequence[str]) -> Image.Image:
     images, labels = batch
     return captioned_grid(list(images), [[f"{int(y)} {class_names[int(y)]}"] for y in labels])

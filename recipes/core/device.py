@@ -102,8 +102,8 @@ def _multiply_add_planes(out: torch.Tensor, mean: tuple, std: tuple) -> None:
     """CPU, NCHW: ``out = (out / 255 - mean) / std`` in place, a multiply and an add per plane.
 
     On CPU a multiply-add that broadcasts [C,1,1] constants over NCHW runs ~3x slower than
-    these plain scalar passes over contiguous planes (4.4-12 ms against 2.7-3.1 ms for a
-    32x3x224x224 batch, one thread), and the main process's time is taken from the workers.
+    these plain scalar passes over contiguous planes, and the main process's time is taken
+    from the workers.
     """
     planes = out.view(-1, out.shape[-3], out.shape[-2] * out.shape[-1])
     for channel, (m, s) in enumerate(zip(mean, std)):
@@ -196,7 +196,7 @@ class DevicePrefetcher:
         if self.device.type != "cuda":
             # With loader workers on CPU, every core is already busy loading: normalise on one
             # thread. Intra-op threads would spin beside the workers and slow the loader more
-            # than they speed this up (benchmarks/vision.py, 2 cores: 1.5x -> 1.8x torchvision).
+            # than they speed this up (benchmarks/README.md).
             threads = 1 if getattr(self.loader, "num_workers", 0) > 0 else torch.get_num_threads()
             for batch in batches:
                 yield _with_threads(threads, self._prepare, batch)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -30,6 +31,8 @@ from recipes.core.streams import EqualSteps
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
 MAX_AUTO_WORKERS = 8
+# What torchdata 0.11's StatefulDataLoader makes torch say on construction (a regex, for filterwarnings).
+SET_VITAL_WARNING = r"'set_vital' is deprecated, please do not call"
 
 
 def usable_cpus() -> int:
@@ -201,5 +204,9 @@ def build_loader(
     if stateful:
         from torchdata.stateful_dataloader import StatefulDataLoader
 
-        return StatefulDataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+        with warnings.catch_warnings():
+            # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
+            # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
+            warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
+            return StatefulDataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
     return DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

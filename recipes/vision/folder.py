@@ -9,42 +9,19 @@
 and ``targets``: same walk, same order, same extensions (case-insensitive), nested folders
 included, other files ignored, and the same ``FileNotFoundError`` for an empty class folder.
 
-Where the time goes (``benchmarks/vision.py``, ~500 px photos like ImageNet's, one core):
-decoding is ~1.4 ms of the ~2 ms an image costs here, and ~1.5 of ImageFolder's ~3 ms.
-What this does instead of ImageFolder's PIL pipeline:
+Why it is faster than ImageFolder's PIL pipeline (figures in ``benchmarks/README.md``):
 
-- Decode with libjpeg-turbo via ``torchvision.io`` straight into a tensor and keep the decoder's
-  ``[H,W,3]`` memory (``contiguous=False``) all the way to the batch: the CHW transpose
-  (~0.1-0.27 ms an image) is never made, and the antialiased uint8 resize runs up to 2.5x
-  faster on that layout (see ``transforms.RandomResizedCrop``).
-- Augment on uint8 tensors (``train_transform``, ~0.55 ms against ~1.5 ms for the PIL crop,
-  ``PILToTensor``, ``ToDtype`` and ``Normalize`` per image).
-- Collate into one preallocated uint8 batch: a quarter of the bytes of float32 through shared
-  memory, pinning and the host-to-device copy; normalisation happens once per batch on the
-  device (``DevicePrefetcher``), or on the CPU in one pass over the batch.
+- Images are decoded straight into a tensor and keep the decoder's ``[H,W,3]`` memory all the
+  way to the batch: no CHW transpose, and torch's antialiased uint8 resize is fastest on it.
+- Augmentation runs on uint8 tensors (``train_transform``), and batches stay uint8, a quarter
+  of float32's bytes, until ``DevicePrefetcher`` normalises each batch once, on the device.
 
 Items and batches are therefore channels-last in memory (shape still ``[3,H,W]`` /
 ``[B,3,H,W]``), which GPU convolutions prefer; ``.contiguous()`` gives CHW memory.
 
-Reduced-scale JPEG decoding (libjpeg's DCT scaling through PIL's ``draft``) is asked for with
-``draft_size``, by default taken from ``transform.draft_size``, which the presets set. The rule,
-measured with ``benchmarks/vision.py --draft``: draft only down to a scale at which the transform
-still shrinks the image, never one where it would enlarge it.
-
-- ``eval_transform`` drafts JPEGs at least twice ``resize_size`` on both sides: a 4000x3000
-  photo goes 2-3x faster (77 -> 26 ms), a 2048x1536 one 1.3x, a 1024x768 one no faster (PIL's
-  decode path costs what the smaller IDCT saves). The 224 px result differs from the full
-  decode by ~0.6 grey levels on average (max ~8), the DCT filter being slightly softer than the
-  antialiased bilinear one. Images under twice the resize size (all of ImageNet at 256) are
-  decoded in full, exactly as without draft.
-- ``RandomResizedCrop`` picks its crop after decoding, and a crop of 8% of the area is ~25% of
-  the side. Drafting at the output size would enlarge such crops from a quarter-resolution
-  decode: a 300 px crop of a 2048 px photo then keeps a fifth of its fine detail (Laplacian
-  10.3 -> 2.1). ``train_transform`` sets ``draft_size`` so that even the smallest crop it can
-  draw keeps ``size`` pixels each way (916 px for 224): only photos over ~1830 px on the short
-  side decode at 1/2 (at most ~1.2 grey levels from the full decode): ~25% faster on a
-  4000x3000 photo, about even at ~2000 px, never used on ImageNet-sized ones.
-- Other formats than JPEG always decode in full.
+A JPEG much larger than the transform's output is decoded at reduced scale (libjpeg's DCT
+scaling, through PIL's ``draft``), never below ``draft_size``: the presets set it so that every
+crop and resize is still a downscale (see ``transforms``). Other formats decode in full.
 """
 
 from __future__ import annotations

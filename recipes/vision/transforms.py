@@ -19,8 +19,7 @@ sample under a seed made of ``(seed, epoch, index)``, so a seed reproduces every
 exactly, whatever the number of workers, after a resume, on any rank.
 
 Each preset carries ``draft_size``, the smallest ``(width, height)`` a JPEG may be decoded at
-for its output to stay exact; :class:`ImageFolderDataset` reads it (see its module docstring for
-the measurements behind the two rules below).
+for every crop to stay a downscale; :class:`ImageFolderDataset` reads it.
 """
 
 from __future__ import annotations
@@ -39,26 +38,18 @@ __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "RandomHorizontalFlip", "RandomResiz
 
 
 class RandomResizedCrop(v2.RandomResizedCrop):
-    """``v2.RandomResizedCrop``, same crop distribution and pixels, faster on decoded images.
+    """``v2.RandomResizedCrop``: the same crop distribution and, for a box, the same pixels; faster.
 
-    - Resize: a crop of a channels-last image (the decoder's layout) is a strided view, neither
-      CHW nor channels-last contiguous, and torch's antialiased uint8 resize packs it through a
-      slow generic path into a CHW result. Here the crop is first copied into dense ``[h,w,3]``
-      memory (~20 us for a 300 px crop), which the resize reads on its channels-last fast path
-      and answers in channels-last memory: one 500x375 photo, crop 300x280 -> 224, one core,
-      ~0.18 ms instead of ~0.49 ms. A bilinear resize then calls torch's ``interpolate``, the
-      kernel ``F.resize_image`` ends in, without its ~30 us of argument handling. For the same
-      box the pixels equal v2's, in every interpolation mode.
-    - Draws: v2's rule (area fraction uniform in ``scale``, log aspect ratio uniform in
-      ``log(ratio)``, 10 tries, then a centre crop) from one ``torch.rand(4)`` per try, where
-      v2 makes ~11 tensor calls: ~6% of a loader worker's time on ImageNet-sized photos. The
-      boxes follow v2's distribution but are not v2's boxes for the same seed.
+    - A crop of a channels-last image (the decoder's layout) is a strided view, which torch's
+      antialiased uint8 resize reads through a slow generic path. The crop is first copied into
+      dense ``[h,w,3]`` memory, which the resize reads on its channels-last fast path.
+    - Boxes follow v2's rule (area fraction uniform in ``scale``, log aspect ratio uniform in
+      ``log(ratio)``, 10 tries, then a centre crop), drawn with one ``torch.rand(4)`` per try
+      instead of v2's dozen tensor calls: the same distribution, not v2's boxes for a seed.
     - A lone image skips v2's sample bookkeeping (flatten, decide what to transform, dispatch).
 
-    With :class:`RandomHorizontalFlip`, on the 300 decoded photos of ``benchmarks/vision.py``
-    (one core): 545 us an image against 722 us for the two v2 transforms.
-
     Other inputs (CHW images, boxes, masks, videos) go through torchvision's kernels unchanged.
+    Timings: ``benchmarks/README.md``.
     """
 
     def forward(self, *inputs: Any) -> Any:
@@ -101,7 +92,7 @@ class RandomResizedCrop(v2.RandomResizedCrop):
         dense = crop.permute(1, 2, 0).contiguous().permute(2, 0, 1)
         if self.interpolation != v2.InterpolationMode.BILINEAR or (height, width) == tuple(self.size):
             out = F.resize_image(dense, self.size, interpolation=self.interpolation, antialias=self.antialias)
-        else:  # the kernel F.resize_image would call, without its ~30 us of argument handling
+        else:  # the kernel F.resize_image ends in, without its argument handling (~30 us a call)
             out = torch.nn.functional.interpolate(
                 dense[None], size=self.size, mode="bilinear", align_corners=False, antialias=self.antialias
             )[0]
@@ -111,10 +102,9 @@ class RandomResizedCrop(v2.RandomResizedCrop):
 class RandomHorizontalFlip(v2.RandomHorizontalFlip):
     """``v2.RandomHorizontalFlip``: the same draw and the same result, less overhead on one image.
 
-    For a sample that is a single image, v2's generic ``forward`` (flatten the sample, decide
-    which leaves to transform, dispatch a kernel per leaf) costs ~60 us, twice the flip of a
-    224 px channels-last image itself. This one draws ``torch.rand(1)`` exactly as v2 does and
-    flips directly; any other sample goes through v2.
+    A lone image is flipped directly after drawing ``torch.rand(1)`` exactly as v2 does; v2's
+    generic ``forward`` (flatten, decide, dispatch) costs about twice the flip itself. Any
+    other sample goes through v2.
     """
 
     def forward(self, *inputs: Any) -> Any:
@@ -146,7 +136,7 @@ def train_transform(
     """``RandomResizedCrop(size)`` + ``RandomHorizontalFlip()`` on a uint8 image -> uint8 [3,size,size].
 
     The two are this module's drop-in subclasses of the v2 transforms (same distribution, same
-    pixels for the same box), 1.3x faster than v2's on a decoded photo.
+    pixels for the same box), faster on a decoded photo.
 
     Args:
         size: output side in pixels.

@@ -10,21 +10,29 @@ from tokenizers import Tokenizer
 
 from recipes.__main__ import main
 from recipes.cli.show import (
+    COLUMNS,
     HEATMAP_MARGIN,
     LINE_HEIGHT,
     PAD_COLOUR,
     PADDING,
     category_colour,
     heatmap_cell,
-    tile_origin,
 )
+
+
+def tile_origin(position, tile_size, count):
+    """Top-left ``(x, y)`` of tile ``position`` in make_grid's grid of ``count`` tiles of ``(width, height)``."""
+    columns = min(COLUMNS, count)
+    width, height = tile_size
+    return PADDING + (position % columns) * (width + PADDING), PADDING + (position // columns) * (height + PADDING)
 
 
 def _show(args, tmp_path, capsys):
     out = tmp_path / "sub" / "batch.png"
     assert main(["show", *map(str, args), "-o", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
-    return np.array(Image.open(out).convert("RGB"))
+    with Image.open(out) as picture:
+        return np.array(picture.convert("RGB"))
 
 
 def test_image_grid_tiles_are_the_evaluation_images_in_order(fixtures, tmp_path, capsys):
@@ -38,7 +46,8 @@ def test_image_grid_tiles_are_the_evaluation_images_in_order(fixtures, tmp_path,
     for position, file in enumerate(files):  # the oracle: PIL decode + the same v2 resize
         if file.name == "gray16.png":
             continue  # PIL's convert("RGB") clips 16-bit to white; tests/core/test_images covers it
-        expected = resize(torch.from_numpy(np.array(Image.open(file).convert("RGB"))).permute(2, 0, 1))
+        with Image.open(file) as original:
+            expected = resize(torch.from_numpy(np.array(original.convert("RGB"))).permute(2, 0, 1))
         x, y = tile_origin(position, (40, 40 + LINE_HEIGHT), 6)
         tile = torch.from_numpy(picture[y : y + 40, x : x + 40]).permute(2, 0, 1)
         assert (tile.int() - expected.int()).abs().float().mean() < 3, file.name

@@ -150,7 +150,7 @@ def test_corpus_is_long_tailed_utf8() -> None:
 
 
 def test_labeled_rows_parse_with_quotes_and_labels() -> None:
-    rows = [json.loads(line) for line in (WORDS / "labeled.jsonl").open(encoding="utf-8")]
+    rows = [json.loads(line) for line in (WORDS / "labeled.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 120 and {r["label"] for r in rows} == {0, 1, 2}
     with (WORDS / "labeled.csv").open(encoding="utf-8", newline="") as f:
         table = list(csv.DictReader(f))
@@ -170,7 +170,7 @@ def test_tokenizer_has_specials_template_and_no_padding() -> None:
 
 
 def test_caption_files_describe_the_same_images() -> None:
-    rows = [json.loads(line) for line in (PAIRS / "manifest.jsonl").open(encoding="utf-8")]
+    rows = [json.loads(line) for line in (PAIRS / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sum("captions" in r for r in rows) == 1 and sum("caption" in r for r in rows) == 7
     with (PAIRS / "manifest.csv").open(encoding="utf-8", newline="") as f:
         table = list(csv.DictReader(f))
@@ -196,7 +196,7 @@ def test_hostile_cases_are_each_broken_one_way() -> None:
     lines[2].decode("latin-1")
     with pytest.raises(UnicodeDecodeError):
         lines[2].decode("utf-8")
-    rows = [json.loads(line) for line in (HOSTILE / "text/missing_field.jsonl").open()]
+    rows = [json.loads(line) for line in (HOSTILE / "text/missing_field.jsonl").read_text(encoding="utf-8").splitlines()]
     assert ["text" in r for r in rows] == [True, False, True]
     assert (HOSTILE / "images/empty.jpg").stat().st_size == 0
     with pytest.raises(OSError), Image.open(HOSTILE / "images/truncated.jpg") as img:

@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.loader import build_loader, loader_kwargs, usable_cpus
+from recipes.core.loader import SET_VITAL_WARNING, build_loader, loader_kwargs, usable_cpus
 from tests.core.toy import IterableSeedProbe, NoisyRange, SeedProbe, as_list, collate
 from tests.harness import STOPS, check_resume
 
@@ -225,3 +225,20 @@ def test_a_batch_fetched_at_once_equals_its_samples_fetched_one_by_one():
         assert sample["index"] == single["index"] and torch.equal(sample["noise"], single["noise"])
     assert torch.equal(batch[0]["noise"], dataset[(5, 11)]["noise"])  # same seed, same draw
     assert [s["index"] for s in dataset.__getitems__([4, 2])] == [4, 2]
+
+
+def test_a_stateful_loader_is_built_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loader = build_loader(NoisyRange(8), collate, batch_size=4, train=True, device="cpu", seed=0, stateful=True,
+                              num_workers=0)
+    assert len(as_list(loader)) == 2
+
+
+def test_torchdata_still_calls_the_deprecated_set_vital():
+    # build_loader filters this one warning around StatefulDataLoader's constructor. When this
+    # fails, torchdata stopped calling torch.set_vital: remove SET_VITAL_WARNING and its filter.
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    with pytest.warns(UserWarning, match=SET_VITAL_WARNING):
+        StatefulDataLoader(list(range(4)), batch_size=2)

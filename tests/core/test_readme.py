@@ -23,15 +23,15 @@ def test_readme_has_an_example_for_each_recipe_folder():
 
 
 @pytest.mark.slow
-def test_every_readme_example_runs():
+def test_every_readme_example_runs_without_a_warning():
     if not (ROOT / "fixtures").is_dir():
         pytest.skip("the examples use the repository's fixtures/")
     failures = []
     for number, block in enumerate(_blocks()):
         result = subprocess.run(
-            [sys.executable, "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300,
+            [sys.executable, "-W", "error", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-        if result.returncode:
+        if result.returncode or "Warning" in result.stderr:
             failures.append(f"block {number}:\n{block}\n{result.stderr[-1500:]}")
     assert not failures, "\n\n".join(failures)

@@ -118,11 +118,12 @@ def test_index_is_numpy_arrays_not_python_lists(fixtures):
 
 
 def _pil_oracle(path: str) -> np.ndarray:
-    image = ImageOps.exif_transpose(Image.open(path))
-    if image.mode.startswith("I;16"):  # PIL's convert("RGB") clips 16-bit to white: keep the top byte
-        gray = (np.asarray(image).astype(np.int64) >> 8).astype(np.uint8)
-        return np.repeat(gray[:, :, None], 3, axis=2)
-    return np.asarray(image.convert("RGB"))
+    with Image.open(path) as opened:
+        image = ImageOps.exif_transpose(opened)
+        if image.mode.startswith("I;16"):  # PIL's convert("RGB") clips 16-bit to white: keep the top byte
+            gray = (np.asarray(image).astype(np.int64) >> 8).astype(np.uint8)
+            return np.repeat(gray[:, :, None], 3, axis=2)
+        return np.asarray(image.convert("RGB"))
 
 
 def test_every_fixture_image_matches_pil_pixel_for_pixel(fixtures):
@@ -134,7 +135,8 @@ def test_every_fixture_image_matches_pil_pixel_for_pixel(fixtures):
         assert image.permute(1, 2, 0).is_contiguous()  # the decoder's dense [H,W,3] memory, documented
         assert target == label and type(target) is int
         np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), _pil_oracle(path), err_msg=path)
-        modes.add(Image.open(path).mode)
+        with Image.open(path) as opened:
+            modes.add(opened.mode)
     assert modes == {"RGB", "RGBA", "L", "P", "I;16", "CMYK"}
 
 
@@ -206,7 +208,7 @@ def test_skip_policy_with_workers_gives_the_same_good_images(hostile_folder):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedSampleWarning)
         plain = list(vision_loader(dataset, 3, train=False, device="cpu", num_workers=0))
-    workers = list(vision_loader(dataset, 3, train=False, device="cpu", num_workers=2))
+        workers = list(vision_loader(dataset, 3, train=False, device="cpu", num_workers=2))  # forked: same filter
     assert [len(labels) for _, labels in workers] == [0, 2, 1]
     for (a, x), (b, y) in zip(plain, workers):
         assert torch.equal(a, b) and torch.equal(x, y)
