@@ -4,11 +4,13 @@
 
 - ``pairs``: :class:`ImageTextDataset`, :func:`multimodal_collate`, :func:`multimodal_loader`.
 - ``shards``: :class:`ImageTextShards` (WebDataset tar shards, rank x worker split) and
-  :func:`write_shards` (manifest -> shards).
+  :func:`expand_shards` (shard lists, globs, ``{000..099}`` ranges).
+- ``shard_writer``: :func:`write_shards` (manifest -> shards; also a command line).
 """
 
 from recipes.multimodal.pairs import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
-from recipes.multimodal.shards import ImageTextShards, expand_shards, write_shards
+from recipes.multimodal.shard_writer import write_shards
+from recipes.multimodal.shards import ImageTextShards, expand_shards
 
 __all__ = [
     "CLIP_MEAN",

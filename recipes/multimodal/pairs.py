@@ -12,11 +12,11 @@ or a ``captions`` list, or a COCO captions json. Image names resolve under ``ima
 defaults to the manifest's folder, and may not escape it.
 
 What the usual ``CsvDataset`` does per sample and this does once: every caption is tokenised at
-construction with ``encode_batch`` (Rust, all threads) into one flat token array, with a second
-array of per-image caption offsets; workers hold two numpy buffers, not a list of strings per
-image (pytorch issue 13246). Images are decoded with libjpeg-turbo straight into uint8 tensors and
-stay uint8 through the collate and the pinned copy; normalisation to float happens once per batch
-on the device. ``benchmarks/multimodal.py`` measures the difference.
+construction with ``encode_batch`` (Rust, all threads) into one flat token array plus per-image
+offsets, so workers hold two numpy buffers, not a list of strings per image (pytorch issue
+13246). Images stay uint8 from the decoder (:mod:`recipes.core.images`) through the collate and
+the pinned copy and become float once per batch on the device. The comparison with open_clip's
+``CsvDataset`` (``benchmarks/multimodal.py``): benchmarks/README.md.
 
 Caption choice, ``captions=``: ``"random"`` draws one of an image's captions with
 ``torch.randint`` in ``__getitem__``; the loader runs each sample under a seed made of
@@ -126,7 +126,7 @@ class ImageTextDataset(Dataset):
                 caption = first + int(torch.randint(stop - first, ()))
         try:
             # With a transform, keep the decoder's channels-last layout: no copy, and an
-            # antialiased uint8 resize reads it about twice as fast as CHW.
+            # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
             path = resolve_under(self.image_root, self.images[row])
             image = read_image(path, contiguous=self.transform is None)
         except DataError as error:

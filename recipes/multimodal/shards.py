@@ -1,6 +1,5 @@
 """Image-caption pairs streamed from WebDataset-format tar shards, split across ranks and workers.
 
-    write_shards("train.jsonl", "shards/", samples_per_shard=1000)  # or: python shards.py train.jsonl shards/
     shards = ImageTextShards("shards/shard-{000000..000127}.tar", tokenizer,
                              transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)]),
                              shuffle_buffer=2000, seed=0)
@@ -8,46 +7,27 @@
     for epoch in range(epochs):
         for batch in loader: ...                                       # the epoch advances by itself
 
-The format open_clip and LAION use when a dataset outgrows one machine: a shard is a plain tar
-in which the files of one sample sit next to each other and share a key, ``000042.jpg`` +
-``000042.txt`` (the caption) or ``000042.json`` (``{"caption": ...}`` or ``{"captions": [...]}``;
-a ``.txt`` wins when both are there). Files are read sequentially from the stream, never
-extracted to disk; member names that are absolute or contain ``..`` are refused, links and
-other non-file members are passed over (never followed), and a member over
-``MAX_MEMBER_BYTES`` is refused before it is read.
+The format open_clip and LAION use when a dataset outgrows one machine (see
+:mod:`recipes.core.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
+Members are read in order from the stream, never extracted to disk: names that are absolute or
+contain ``..`` are refused, links and other non-file members passed over (never followed), and a
+member over ``MAX_MEMBER_BYTES`` refused before it is read.
 
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
-is dealt round-robin to ``world_size x num_workers`` reader slots, rank-major; every sample is
-read exactly once per epoch. With fewer shards than slots some reader would get none, so that is
-an error that says how to fix it. Shards of unequal size give ranks unequal shares; a training
-``multimodal_loader`` on several ranks stops them all at the same step
-(:class:`recipes.core.streams.EqualSteps`), as DDP needs. Equal shards in a multiple of the slot
-count (``write_shards`` writes equal shards) lose nothing to that.
-``shuffle_buffer`` then mixes samples across a reader's shards (seeded per epoch and slot), and
-each sample's transform and random caption are seeded by ``(seed, epoch, key)``, so they do not
-depend on which worker read it. Each pass advances the epoch of the copy being iterated: the
-dataset itself without workers, each worker's copy with the preset's persistent workers (which
-``set_epoch`` on the main-process object no longer reaches after the first pass). With
-non-persistent workers, which get a fresh copy every pass, call ``set_epoch(epoch)`` before each.
+is dealt round-robin to ``world_size x num_workers`` reader slots, so every sample is read once
+per epoch; fewer shards than slots is an error that says how to fix it. Ranks with unequal
+shares stop at the same step under a training ``multimodal_loader``
+(:class:`recipes.core.streams.EqualSteps`), as DDP needs. Each sample's transform and random
+caption are seeded by ``(seed, epoch, key)``, so they do not depend on the worker that read it.
+Each pass advances the epoch of the copy iterated (persistent workers keep theirs); with
+non-persistent workers, call ``set_epoch(epoch)`` before each pass.
 
-Reader choice, measured with ``python benchmarks/multimodal.py --shards`` (17 shards of 300
-~47 KB JPEGs and captions; raw samples = key, image bytes, caption; median of 5 rounds):
-    quiet 16-core machine:   stdlib tarfile stream ("r|*") 8,500/s    webdataset 1.0.2 10,400/s
-    shared 2-core machine:   stdlib 3,700/s    webdataset 4,000/s (round to round: 2,400-6,500)
-Both read through ``tarfile`` underneath; webdataset's lead on a quiet machine is ~20 us a
-sample, while decoding and resizing that sample takes ~1.5 ms, so the reader is never the
-bottleneck (the full pipeline runs at a few hundred images/s per core either way). webdataset
-would add a runtime dependency with two more of its own (braceexpand, pyyaml). Decision: the
-standard library; the ``{000000..000127}`` brace range that webdataset users write is expanded
-here (:func:`expand_shards`).
+Why the standard library's ``tarfile`` and not the webdataset package: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import glob
-import io
-import json
 import os
 import random
 import re
@@ -61,19 +41,16 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import IterableDataset
 
-from recipes.core.caption_files import read_caption_manifest
-from recipes.core.corpus_files import is_unicode
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.images import decode_image, open_image
-from recipes.core.paths import check_relative, resolve_under
+from recipes.core.images import decode_image
+from recipes.core.paths import check_relative
 from recipes.core.seeding import epoch_generator, sample_seeds, seeded
 from recipes.core.streams import buffer_shuffle, reader_slot
+from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, split_key
 from recipes.core.tokens import load_tokenizer, pad_id_of
 
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 CAPTION_CHOICES = ("random", "first", "all")
-_EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
 # A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
 # any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
@@ -199,7 +176,7 @@ class ImageTextShards(IterableDataset):
                             ), self.on_error)
                             continue
                         name = name.removeprefix("./")
-                        stem, _, extension = _split_key(name)
+                        stem, extension = split_key(name)
                         if stem != key:
                             if files:
                                 yield shard, key, files
@@ -216,7 +193,7 @@ class ImageTextShards(IterableDataset):
             extension = next((e for e in IMAGE_EXTENSIONS if e in files), None)
             if extension is None:
                 raise DataError(f"{where}: no image file ({'/'.join(IMAGE_EXTENSIONS)}) among {sorted(files)}")
-            captions = _captions(files, where)
+            captions = read_captions(files, where)
             # channels-last view when transformed: see ImageTextDataset (no copy, faster resize)
             image = decode_image(files[extension], source=f"{where}.{extension}", contiguous=self.transform is None)
         except DataError as error:
@@ -233,114 +210,3 @@ class ImageTextShards(IterableDataset):
                 out = image if self.transform is None else self.transform(image)
             ids = self.tokenizer.encode(captions[choice]).ids[: self.max_length]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}
-
-
-def _split_key(name: str) -> tuple[str, str, str]:
-    """WebDataset's rule: the key is the path up to the first dot of the file name."""
-    folder, _, base = name.rpartition("/")
-    stem, dot, extension = base.partition(".")
-    return (f"{folder}/{stem}" if folder else stem), dot, extension
-
-
-def _captions(files: dict[str, bytes], where: str) -> list[str]:
-    try:
-        if "txt" in files:
-            captions = [files["txt"].decode("utf-8").strip()]
-        elif "json" in files:
-            meta = json.loads(files["json"])
-            meta = meta if isinstance(meta, dict) else {}
-            captions = meta["captions"] if "captions" in meta else [meta.get("caption")]
-        else:
-            raise DataError(f"{where}: no caption (.txt, or .json with 'caption') among {sorted(files)}")
-    # ValueError: bad UTF-8 or JSON, a 4300-digit integer; RecursionError: absurdly deep nesting
-    except (ValueError, RecursionError) as error:
-        raise DataError(f"{where}: unreadable caption ({type(error).__name__}: {str(error)[:100]})") from None
-    if not isinstance(captions, list) or not captions or not all(isinstance(c, str) and c.strip() for c in captions):
-        raise DataError(f"{where}: empty or missing caption ({str(captions)[:100]!r})")
-    for caption in captions:
-        if not is_unicode(caption):  # a lone surrogate from a JSON escape would stop the tokenizer
-            raise DataError(f"{where}: caption {caption[:60]!r} is not valid UTF-8 text")
-    return captions
-
-
-def write_shards(
-    source: Any,
-    out_dir: str | os.PathLike,
-    samples_per_shard: int = 1000,
-    *,
-    image_root: str | os.PathLike | None = None,
-    prefix: str = "shard",
-    on_error: str = "raise",
-) -> list[Path]:
-    """Write a manifest (or an ``ImageTextDataset``'s manifest) as WebDataset tar shards.
-
-    Each image's original bytes go in unchanged (no re-encoding), keyed by its manifest row
-    (``000000042.jpg``), next to ``.txt`` (one caption) or ``.json`` ``{"captions": [...]}``.
-    Shards are written to a temporary name and renamed, so a reader never sees half a shard;
-    the output is byte-identical for the same input.
-
-    Args:
-        source: a manifest path (see :mod:`recipes.core.caption_files`), or a dataset with
-            ``.manifest`` and ``.image_root``.
-        out_dir: folder for ``<prefix>-000000.tar``, ``<prefix>-000001.tar``, ...
-        samples_per_shard: images per shard (the last shard may hold fewer).
-        image_root: folder the image names are relative to; default: the dataset's root or
-            the manifest's folder.
-        on_error: ``"raise"`` on a bad row or an unreadable image header, or ``"skip"`` it.
-
-    Returns:
-        The shard paths, in order.
-    """
-    if samples_per_shard < 1:
-        raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
-    manifest = getattr(source, "manifest", source)
-    root = image_root if image_root is not None else getattr(source, "image_root", Path(manifest).parent)
-    rows = read_caption_manifest(manifest, on_error=on_error)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number, start in enumerate(range(0, len(rows), samples_per_shard)):
-        path = out / f"{prefix}-{number:06d}.tar"
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            for row in range(start, min(start + samples_per_shard, len(rows))):
-                try:
-                    data = resolve_under(root, rows.images[row], source=rows.where(row)).read_bytes()
-                    kind = open_image(data, source=f"{rows.where(row)}: {rows.images[row]}").format
-                except DataError as error:
-                    skip_or_raise(error, on_error)
-                    continue
-                except OSError as error:
-                    skip_or_raise(DataError(f"{rows.where(row)}: cannot read {rows.images[row]} ({error})"), on_error)
-                    continue
-                key, captions = f"{row:09d}", rows.captions[row]
-                extension = _EXTENSION_OF_FORMAT.get(kind, Path(rows.images[row]).suffix.lower().lstrip("."))
-                _add(tar, f"{key}.{extension}", data)
-                if len(captions) == 1:
-                    _add(tar, f"{key}.txt", captions[0].encode("utf-8"))
-                else:
-                    _add(tar, f"{key}.json", json.dumps({"captions": captions}, ensure_ascii=False).encode("utf-8"))
-        os.replace(partial, path)
-        paths.append(path)
-    return paths
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 0  # fixed metadata: reproducible shards
-    tar.addfile(info, io.BytesIO(data))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write an image-caption manifest as WebDataset tar shards.")
-    parser.add_argument("manifest", help=".jsonl, .csv/.tsv or COCO captions .json")
-    parser.add_argument("out_dir")
-    parser.add_argument("--samples-per-shard", type=int, default=1000)
-    parser.add_argument("--image-root", default=None, help="default: the manifest's folder")
-    args = parser.parse_args(argv)
-    paths = write_shards(args.manifest, args.out_dir, args.samples_per_shard, image_root=args.image_root)
-    print(f"wrote {len(paths)} shards to {args.out_dir}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,6 @@
 """ImageTextDataset, multimodal_collate, multimodal_loader: ids, pixels, caption policies, errors (resume: test_resume.py)."""
 
+import ast
 import csv
 import json
 import os
@@ -19,6 +20,7 @@ from recipes.core.device import normalize_images
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
 
+ROOT = Path(__file__).resolve().parents[2]
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
 
@@ -266,8 +268,10 @@ def test_coco_image_without_captions_and_unknown_image_id(photos, tokenizer):
     manifest.write_text(json.dumps(coco), encoding="utf-8")
     with pytest.raises(DataError, match="annotation id 11: image_id 3 is not in 'images'"):
         ImageTextDataset(manifest, tokenizer)
-    with pytest.warns(SkippedSampleWarning, match="image id 2: image has no caption"):
+    with pytest.warns(SkippedSampleWarning) as caught:
         dataset = ImageTextDataset(manifest, tokenizer, on_error="skip")
+    reasons = [str(w.message).split(f"{manifest} ")[1] for w in caught]
+    assert reasons == ["annotation id 11: image_id 3 is not in 'images'", "image id 2: image has no caption annotation"]
     assert dataset.images.tolist() == ["pics/a.jpg"]
 
 
@@ -313,18 +317,45 @@ def test_unknown_options_list_the_choices(fixtures, tokenizer):
         ImageTextDataset(manifest.with_suffix(".parquet"), tokenizer)
 
 
-@pytest.mark.parametrize("name", ["pairs.py", "shards.py"], ids=["pairs", "shards"])
-def test_each_recipe_file_works_copied_alone(tmp_path, name):
-    repo = Path(__file__).resolve().parents[2]
-    shutil.copy(repo / "recipes" / "multimodal" / name, tmp_path / name)
-    module = name.removesuffix(".py")
-    code = f"import {module}; assert {module}.__file__.startswith({str(tmp_path)!r}); print('ok')"
+RECIPE_FILES = ["pairs.py", "shards.py", "shard_writer.py"]
+
+
+@pytest.mark.parametrize("name", RECIPE_FILES, ids=[n.removesuffix(".py") for n in RECIPE_FILES])
+def test_recipe_file_imports_only_stdlib_third_party_and_core(name):
+    tree = ast.parse((ROOT / "recipes" / "multimodal" / name).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{name}: relative import"
+            assert not node.module.startswith("recipes") or node.module.startswith("recipes.core"), node.module
+        if isinstance(node, ast.Import):
+            assert all(not a.name.startswith("recipes") or a.name.startswith("recipes.core") for a in node.names)
+
+
+def test_recipe_files_copied_alone_write_and_read_shards(fixtures, tmp_path):
+    for name in RECIPE_FILES:
+        shutil.copy(ROOT / "recipes" / "multimodal" / name, tmp_path / name)
     # the package stays importable (as when installed); the sibling recipe files do not
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120
-    )
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*args):
+        result = subprocess.run(
+            [sys.executable, *args], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    data = fixtures / "multimodal"
+    assert run("shard_writer.py", str(data / "captions.json"), "out", "--samples-per-shard", "3") == "wrote 3 shards to out\n"
+    script = f"""
+import pairs, shards
+assert pairs.__file__.startswith({str(tmp_path)!r}) and shards.__file__.startswith({str(tmp_path)!r})
+tokenizer = {str(fixtures / "text" / "tokenizer.json")!r}
+dataset = pairs.ImageTextDataset({str(data / "captions.json")!r}, tokenizer, captions="first")
+streamed = list(shards.ImageTextShards("out/shard-{{000000..000002}}.tar", tokenizer, captions="first"))
+assert [item["input_ids"].tolist() for item in streamed] == [dataset[i]["input_ids"].tolist() for i in range(len(dataset))]
+print(len(streamed))
+"""
+    assert run("-c", script).split() == ["8"]
 
 
 @pytest.mark.gpu
