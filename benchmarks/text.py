@@ -11,10 +11,11 @@ JSONL / TXT file. Three figures; timed pairs run side by side in alternating rou
    same samples as lists of ids (its native input, what ``datasets`` hands it), in one thread as
    in a DataLoader worker. Goal >= 20x.
 2. Padding waste, the fraction of padding tokens in a training epoch: random batches; the floor
-   (all lengths sorted, cut into consecutive batches); ``text_loader`` (noisy sort); for context
-   the core sampler's 64-batch megabatches and transformers' ``LengthGroupedSampler`` (50-batch
-   megabatches). "kept" is the mean fraction of a sample's batchmates that were already its
-   batchmates the epoch before (random batching: ~0): low = the epoch is really reshuffled.
+   (all lengths sorted, cut into consecutive batches); ``text_loader`` (noisy sort, the default
+   ``length_noise``); for context the sampler with ``length_noise=0`` (sorted every epoch, ties
+   shuffled) and ``0.1``, and transformers' ``LengthGroupedSampler`` (50-batch megabatches).
+   "kept" is the mean fraction of a sample's batchmates that were already its batchmates the
+   epoch before (random batching: ~0): low = the epoch is really reshuffled.
    Goals: text_loader <= 1.5x the floor; with ``max_tokens=2048``, <= 6%.
 3. Build: ``TokenizedTextDataset(file)`` (read, parse, tokenise, store) vs a bare
    ``tokenizer.encode_batch(texts)`` over the same texts already in memory. Goal >= 0.8x its speed.
@@ -123,7 +124,12 @@ def padding_waste(dataset: TokenizedTextDataset, batch_sizes: tuple[int, ...]) -
         rows = {
             "random batches": sampler_epochs(GroupedBatchSampler(n, size, drop_last=True, seed=0)),
             "text_loader (ours)": loader_epochs(text_loader(dataset, size, device="cpu", seed=0, num_workers=0)),
-            "core megabatch=64": sampler_epochs(GroupedBatchSampler(n, size, drop_last=True, seed=0, lengths=lengths)),
+            **{
+                f"core length_noise={noise}": sampler_epochs(
+                    GroupedBatchSampler(n, size, drop_last=True, seed=0, lengths=lengths, length_noise=noise)
+                )
+                for noise in (0, 0.1)
+            },
             "HF LengthGroupedSampler": hf_epochs,
         }
         print(f"   batch {size}: sorted floor {floor:6.1%}")

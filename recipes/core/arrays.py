@@ -10,14 +10,12 @@ counts. Every ``dataset[i]`` in a forked worker touches some of them, the kernel
 on that write, and after an epoch each worker holds its own copy of the whole list: the "memory
 leak" of pytorch issue 13246 (detectron2 links it from ``data/common.py``). A numpy array of plain
 numbers is one object, so its pages stay shared; it also pickles in one piece for ``spawn`` and
-saves to ``.npy`` to be memory-mapped back (nanoGPT keeps its tokens the same way).
+saves to ``.npy`` to be memory-mapped back (``recipes.core.token_cache``; nanoGPT keeps its tokens the same way).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -44,9 +42,6 @@ class StringArray:
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))
-
-    def tolist(self) -> list[str]:
-        return list(self)
 
 
 class TokenArray:
@@ -75,21 +70,3 @@ class TokenArray:
     def tensor(self, index: int) -> torch.Tensor:
         """Sequence ``index`` as a fresh int64 tensor."""
         return torch.from_numpy(self[index].astype(np.int64))
-
-    def save(self, prefix: str | os.PathLike) -> None:
-        """Write ``<prefix>.ids.npy`` and ``<prefix>.offsets.npy`` (plain arrays, no pickle)."""
-        prefix = Path(prefix)
-        prefix.parent.mkdir(parents=True, exist_ok=True)
-        for name, array in (("ids", self.ids), ("offsets", self.offsets)):
-            partial = prefix.with_name(f"{prefix.name}.{name}.{os.getpid()}.tmp.npy")
-            np.save(partial, array, allow_pickle=False)
-            os.replace(partial, prefix.with_name(f"{prefix.name}.{name}.npy"))  # atomic publish
-
-    @classmethod
-    def load(cls, prefix: str | os.PathLike, mmap: bool = True) -> TokenArray:
-        """Read what :meth:`save` wrote, memory-mapped by default; never unpickles."""
-        prefix = Path(prefix)
-        mode = "r" if mmap else None
-        ids = np.load(prefix.with_name(f"{prefix.name}.ids.npy"), mmap_mode=mode, allow_pickle=False)
-        offsets = np.load(prefix.with_name(f"{prefix.name}.offsets.npy"), mmap_mode=mode, allow_pickle=False)
-        return cls(ids, np.asarray(offsets, dtype=np.int64))

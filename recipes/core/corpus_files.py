@@ -15,9 +15,10 @@ Blank lines (empty or only whitespace) are not samples in .txt and .jsonl: they 
 paragraphs or end the file, so they are passed over silently and never counted as samples; the
 kept samples carry their real line numbers. Everything else that is wrong with a line is a
 :class:`DataError` naming the file and line: bytes that are not UTF-8, JSON that does not parse
-or is not an object, a missing, non-string or empty text field, a missing or non-scalar label.
-``on_error="skip"`` drops such a line with a warning; a CSV header without the named columns is
-a problem with the whole file and always raises.
+or is not an object, a missing, non-string or empty text field, a missing or non-scalar label;
+a missing field is reported with the fields the row does have. ``on_error="skip"`` drops such a
+line with a warning; a CSV header without the named columns (the error lists the header) is a
+problem with the whole file and always raises.
 """
 
 from __future__ import annotations
@@ -110,12 +111,13 @@ def _csv_records(path: Path, data: bytes, text_field: str, label_field: str | No
     # surrogateescape keeps undecodable bytes as lone surrogates: check_fields then names the
     # record that holds them instead of failing the whole file
     reader = csv.DictReader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
-    wanted = [name for name in (text_field, label_field) if name is not None]
-    missing = [name for name in wanted if name not in (reader.fieldnames or ())]
+    columns = reader.fieldnames or []
+    wanted = {"text_field": text_field, "label_field": label_field}
+    missing = {option: name for option, name in wanted.items() if name is not None and name not in columns}
     if missing:
         raise DataError(
-            f"{path}: the header {reader.fieldnames} has no column {missing}; "
-            "pass text_field=... / label_field=... naming existing columns"
+            f"{path}: the header has no column {list(missing.values())} (columns: {columns}); "
+            f"pass {' / '.join(f'{option}=...' for option in missing)} naming existing columns"
         )
     number = reader.line_num + 1
     for record in reader:
@@ -168,8 +170,7 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
         raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
     text = record.get(text_field)
     if text is None:
-        fields = sorted(str(key) for key in record)
-        raise DataError(f"{where}: no {text_field!r} field (fields: {fields}); pass text_field=... to name another")
+        raise _no_field(record, where, text_field, "text_field")
     if not isinstance(text, str):
         raise DataError(f"{where}: field {text_field!r} is {type(text).__name__}, not a string")
     if not is_unicode(text):
@@ -178,14 +179,21 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
         raise DataError(f"{where}: field {text_field!r} is empty")
     if label_field is None:
         return text, None
-    label = record.get(label_field)
+    if label_field not in record:
+        raise _no_field(record, where, label_field, "label_field")
+    label = record[label_field]
     if label is None or label == "":
-        raise DataError(f"{where}: no {label_field!r} label")
+        raise DataError(f"{where}: field {label_field!r} holds no label")
     if isinstance(label, bool) or not isinstance(label, (int, str)) or not is_unicode(str(label)):
         raise DataError(f"{where}: label {label!r} is neither an integer nor a string")
     if _out_of_int64(label):
         raise DataError(f"{where}: label {str(label)[:40]!r} is an integer too large for int64")
     return text, label
+
+
+def _no_field(record: dict, where: str, name: str, option: str) -> DataError:
+    fields = sorted(str(key) for key in record)
+    return DataError(f"{where}: no {name!r} field (fields: {fields}); pass {option}=... to name another")
 
 
 def _out_of_int64(label: int | str) -> bool:

@@ -8,13 +8,13 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 - Groups: ``groups`` (one small int per sample, e.g. portrait/landscape) keeps every batch within
   one group, like torchvision's detection reference, but never repeats a sample to fill one.
-  ``lengths`` sorts each *megabatch* of ``megabatch`` batches by length before cutting it, so
-  batches hold similar lengths and padding shrinks; ``max_tokens`` cuts those sorted runs by a
-  token budget (batch size x longest sample) instead of a fixed count. ``length_noise`` instead
-  sorts the whole epoch by ``log(length) + uniform(-length_noise, length_noise)``, drawn anew each
-  epoch: samples whose lengths differ by less than about that fraction trade places, so batches
-  change composition every epoch while padding stays close to sorting everything (megabatches
-  only approach that floor when they span most of the dataset; see benchmarks/text.py).
+- Lengths: ``lengths`` sorts the whole epoch by ``log(length) + uniform(-length_noise,
+  length_noise)``, drawn anew each epoch, cuts it into batches and shuffles their order. Batches
+  hold similar lengths, so padding stays near the fully sorted floor, while samples whose lengths
+  differ by less than about ``2 * length_noise`` (relative) trade places: batchmates change
+  every epoch.
+  ``max_tokens`` cuts by a token budget (batch size x longest sample) instead of a fixed count.
+  Trade-off figures: benchmarks/README.md (``python benchmarks/text.py``).
 - Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself at
   every new pass (``set_epoch`` still works, for code written for DistributedSampler).
 - Resume: ``state_dict()`` is ``{"seed", "epoch", "yielded"}``; after ``load_state_dict`` the next
@@ -43,12 +43,8 @@ from torch.utils.data import Sampler
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.seeding import epoch_generator, sample_seeds
 
-DEFAULT_MEGABATCH = 64  # batches per length-sorted run; see benchmarks/text.py for the trade-off
-# Length noise the text loader uses. On long-tailed prose (benchmarks/text.py, batch 16 / 32) it
-# pads 1.24x / 1.09x the sorted floor while a sample keeps 16% / 28% of its batchmates from one
-# epoch to the next; transformers' LengthGroupedSampler (50-batch megabatches) keeps 14% / 16%
-# but pads 3.2x / 2.3x the floor; max_tokens=2048 pads 4.9%. More noise = fresher batches, more
-# padding (0.06: 1.30x / 1.11x, 14% / 24% kept, but 5.6% under the token budget).
+# Half-width of the noise on log(length): samples within about 10% of each other's length can
+# trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
 DEFAULT_LENGTH_NOISE = 0.05
 
 
@@ -62,11 +58,10 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         drop_last: drop incomplete batches (per group when grouping) instead of yielding them.
         seed: base seed shared by all ranks; None draws one (and broadcasts it across ranks).
         groups: int array [num_samples]; a batch never mixes two groups. Ignored in order mode.
-        lengths: int array [num_samples] of sample lengths, for length-sorted megabatches.
+        lengths: int array [num_samples] of sample lengths: batches of similar lengths.
         max_tokens: token budget per batch (needs ``lengths``): ``len(batch) * max(lengths)``.
-        megabatch: batches per length-sorted run; larger = less padding, less randomness.
-        length_noise: sort the whole epoch by log-length plus uniform noise of this half-width
-            (needs ``lengths``; replaces megabatches); larger = more randomness, more padding.
+        length_noise: half-width of the noise on log-length (needs ``lengths``); None =
+            ``DEFAULT_LENGTH_NOISE``, 0 = sorted exactly (equal lengths still in random order).
         keyed: yield ``(index, per-sample seed)`` pairs for SeededDataset.
         rank, world_size: override what is read from ``torch.distributed``.
     """
@@ -82,7 +77,6 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         groups: Sequence[int] | np.ndarray | None = None,
         lengths: Sequence[int] | np.ndarray | None = None,
         max_tokens: int | None = None,
-        megabatch: int = DEFAULT_MEGABATCH,
         length_noise: float | None = None,
         keyed: bool = False,
         rank: int | None = None,
@@ -98,9 +92,9 @@ class GroupedBatchSampler(Sampler[list[Any]]):
             raise ValueError("group by groups or by lengths, not both")
         if length_noise is not None and (lengths is None or length_noise < 0):
             raise ValueError(f"length_noise needs lengths=... and a value >= 0, got {length_noise}")
-        self.length_noise = length_noise
+        self.length_noise = DEFAULT_LENGTH_NOISE if length_noise is None else float(length_noise)
         self.num_samples = int(num_samples)
-        self.batch_size, self.max_tokens, self.megabatch = batch_size, max_tokens, megabatch
+        self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shuffle, self.drop_last, self.keyed = shuffle, drop_last, keyed
         self.groups = self._per_sample(groups, "groups")
         self.lengths = self._per_sample(lengths, "lengths")
@@ -190,21 +184,14 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         order = torch.randperm(self.num_samples, generator=generator).numpy()
         if self.groups is not None:
             batches = [batch for group in np.unique(self.groups) for batch in self._cut(order[self.groups[order] == group])]
-        elif self.length_noise is not None:
+        elif self.lengths is not None:
             if self.drop_last and self.max_tokens is None:
                 # drop the leftover at random now: after sorting it would always be the shortest
                 order = order[: len(order) - len(order) % self.batch_size]
             noise = torch.rand(len(order), generator=generator, dtype=torch.float64).numpy()
             key = np.log(np.maximum(self.lengths[order], 1)) + self.length_noise * (2 * noise - 1)
+            # stable sort, longest first: with no noise, equal lengths keep their random order
             batches = self._cut(order[np.argsort(-key, kind="stable")])
-        elif self.lengths is not None:
-            size = self.megabatch * (self.batch_size or max(1, self.max_tokens // max(1, int(self.lengths.mean()))))
-            batches = []
-            for start in range(0, len(order), size):
-                run = order[start : start + size]
-                # stable sort, longest first: the order within equal lengths stays random
-                run = run[np.argsort(-self.lengths[run], kind="stable")]
-                batches.extend(self._cut(run))
         else:
             batches = self._cut(order)
         permutation = torch.randperm(len(batches), generator=generator).tolist()

@@ -8,24 +8,20 @@
         for batch in loader:
             ...                          # input_ids, attention_mask, lengths, index [, labels]
 
-Sharding. An IterableDataset is copied into every DataLoader worker of every rank, and each copy
-must read a different part of the data or every line is seen ``workers x ranks`` times (the
-classic IterableDataset pitfall). Here the files are one concatenated byte range, cut into
-``world_size x num_workers`` equal slices; slot ``rank * num_workers + worker`` reads the lines
-that *start* in its slice (it seeks to the slice, skips the partial line there, and finishes
-the line that crosses its end). So every line is read by exactly one (rank, worker), each slot
-reads only its own bytes (a single huge file scales as well as many shards), and nothing is ever
-loaded whole. Slices are equal in bytes, not lines, so ranks get a few lines more or fewer; a
-training ``streaming_loader`` on several ranks stops them all at the same step, as DDP needs
-(:class:`recipes.core.streams.EqualSteps`): the few batches a rank still held are not used that
-epoch (with a shuffle buffer, different lines each epoch).
-The rank and world size are read when the dataset is built: build it after ``init_process_group``.
+Every DataLoader worker of every rank holds a copy of an IterableDataset; unless each copy reads
+its own part, every line is seen ``workers x ranks`` times. Here the files form one byte range cut
+into ``world_size x num_workers`` equal slices, and each (rank, worker) reads the lines that start
+in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
+shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
+stops them all at the same step, as DDP needs (:class:`recipes.core.streams.EqualSteps`); the few
+batches a rank still held are left out of that epoch. The rank is read when the dataset is built:
+build it after ``init_process_group``.
 
-CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a
-record starts. The line rules are those of :mod:`recipes.core.corpus_files` (blank lines are passed
-over; bad lines raise a DataError naming the file and byte offset, or are skipped with a
-warning under ``on_error="skip"``). ``index`` is the line's byte offset in the concatenated
-files: unique and stable, and ``f.seek(offset)`` finds the line.
+Lines follow :mod:`recipes.core.corpus_files`: blank lines are passed over, a bad line is a
+DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
+CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a record
+starts. ``index`` is the line's byte offset in the concatenated files: unique, stable, and
+``f.seek(offset)`` finds the line.
 """
 
 from __future__ import annotations

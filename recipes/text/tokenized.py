@@ -10,15 +10,12 @@
 
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
-copy into every worker (pytorch issue 13246), and ``cache_dir`` stores them as plain ``.npy``
-files that the next run memory-maps instead of tokenising again. Training batches hold samples of
-similar length (:class:`recipes.core.samplers.GroupedBatchSampler`), which removes most padding.
+copy into every worker (pytorch issue 13246). ``cache_dir`` keeps them as ``.npy`` files that the
+next run memory-maps (:mod:`recipes.core.token_cache`). Length-grouped batches cut padding.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import operator
 import os
 from functools import partial
@@ -35,9 +32,8 @@ from recipes.core.corpus_files import check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
+from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
-
-CACHE_VERSION = 1  # bump when the stored layout or the reading rules change
 
 
 class TokenizedTextDataset(Dataset):
@@ -48,11 +44,11 @@ class TokenizedTextDataset(Dataset):
     tokens as the tokenizer's post-processor adds them, then cut (a cut sequence loses its
     final ``[SEP]``/``</s>``; truncate in the tokenizer instead if you need it kept).
 
-    Reading rules (:mod:`recipes.core.corpus_files`): blank lines of .txt/.jsonl are not samples and are
-    passed over; ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a
-    missing or empty field raise a DataError naming the file and line, or with
-    ``on_error="skip"`` drop that line with a warning. Integer labels (CSV digits too) are kept;
-    string labels become the index of the label in the sorted ``label_names``.
+    Reading rules (:mod:`recipes.core.corpus_files`): blank lines are not samples;
+    ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
+    empty field raise a DataError naming the file and line (``on_error="skip"``: drop the line
+    with a warning). Integer labels (CSV digits too) are kept; string labels become their index
+    in the sorted ``label_names``.
 
     Args:
         path: the data file; its suffix picks the format.
@@ -90,22 +86,26 @@ class TokenizedTextDataset(Dataset):
         except ValueError:
             self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
         data = self.path.read_bytes()
-        options = [CACHE_VERSION, self.path.suffix.lower(), text_field, label_field, max_length, on_error]
-        self._cache = None if cache_dir is None else _cache_prefix(cache_dir, self.path, data, tokenizer, options)
-        if self._cache is None or not _meta(self._cache).is_file():
-            rows = read_rows(self.path, text_field=text_field, label_field=label_field, on_error=on_error, data=data)
-            tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=f"tokenizing {self.path.name}")
-            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-            lines = np.asarray(rows.lines, dtype=np.int64)
-            if self._cache is not None:
-                _save(self._cache, tokens, labels, lines, names)
-            self._set(tokens, labels, lines, names)
-        else:
-            self._set(*_load(self._cache))
+        options = [self.path.suffix.lower(), text_field, label_field, max_length, on_error]
+        self._cache = None if cache_dir is None else cache_prefix(cache_dir, self.path, data, tokenizer, options)
+        if self._cache is not None and is_cached(self._cache):
+            self._load_cache()
+            return
+        rows = read_rows(self.path, text_field=text_field, label_field=label_field, on_error=on_error, data=data)
+        tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=f"tokenizing {self.path.name}")
+        labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+        lines = np.asarray(rows.lines, dtype=np.int64)
+        if self._cache is not None:
+            save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
+        self._set(tokens, labels, lines, names)
 
     def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
         self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
+
+    def _load_cache(self) -> None:
+        tokens, columns, meta = load_cache(self._cache)
+        self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])
 
     @property
     def pad_id(self) -> int:
@@ -143,48 +143,7 @@ class TokenizedTextDataset(Dataset):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "tokens" not in state:
-            self._set(*_load(self._cache))
-
-
-def _cache_prefix(cache_dir: str | os.PathLike, path: Path, data: bytes, tokenizer: Tokenizer, options: list) -> Path:
-    digest = hashlib.sha256(data)
-    digest.update(tokenizer.to_str().encode("utf-8"))
-    digest.update(json.dumps(options).encode("utf-8"))
-    return Path(cache_dir).expanduser() / f"{path.stem}-{digest.hexdigest()[:32]}"
-
-
-def _meta(prefix: Path) -> Path:
-    return prefix.with_name(f"{prefix.name}.json")
-
-
-def _save(prefix: Path, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
-    tokens.save(prefix)
-    arrays = {"lines": lines} if labels is None else {"lines": lines, "labels": labels}
-    for name, array in arrays.items():
-        _publish(prefix.with_name(f"{prefix.name}.{name}.npy"), array)
-    meta = json.dumps({"version": CACHE_VERSION, "samples": len(tokens), "label_names": names, "labels": labels is not None})
-    # the .json goes last: a run killed mid-way leaves no .json, so nothing half-written is read
-    _publish(_meta(prefix), meta.encode("utf-8"))
-
-
-def _publish(target: Path, content: np.ndarray | bytes) -> None:
-    partial_file = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    with open(partial_file, "wb") as file:
-        if isinstance(content, np.ndarray):
-            np.save(file, content, allow_pickle=False)
-        else:
-            file.write(content)
-    os.replace(partial_file, target)  # atomic: concurrent ranks never see a partial file
-
-
-def _load(prefix: Path) -> tuple[TokenArray, np.ndarray | None, np.ndarray, list[str] | None]:
-    meta = json.loads(_meta(prefix).read_text(encoding="utf-8"))
-
-    def npy(name: str) -> np.ndarray:
-        return np.load(prefix.with_name(f"{prefix.name}.{name}.npy"), mmap_mode="r", allow_pickle=False)
-
-    labels = npy("labels") if meta["labels"] else None
-    return TokenArray.load(prefix), labels, npy("lines"), meta["label_names"]
+            self._load_cache()
 
 
 def text_collate(
@@ -243,7 +202,7 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
 
 
 def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
-    # numpy first: torch.tensor(list) parses Python ints several times slower
+    # through numpy: torch.tensor reads a list of Python ints more slowly
     return torch.from_numpy(np.array([item[key] for item in batch], dtype=np.int64))
 
 
@@ -265,8 +224,9 @@ def text_loader(
     Training batches hold samples of similar length: every epoch the samples are sorted by
     ``log(length)`` plus fresh uniform noise of half-width ``length_noise`` and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
-    epoch, and padding stays close to sorting everything (benchmarks/text.py). Evaluation keeps
-    the dataset order. Each rank of a process group gets the same number of batches.
+    epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
+    Evaluation keeps the dataset order. Each rank of a process group gets the same number of
+    batches.
 
     Args:
         dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).

@@ -37,3 +37,12 @@ def test_integer_labels_stay_and_names_are_numbered_in_sorted_order():
     assert ids.tolist() == [2, 7, -1] and ids.dtype == np.int64 and names is None
     ids, names = label_ids(["pos", "neg", "pos", 3])
     assert names == ["3", "neg", "pos"] and ids.tolist() == [2, 1, 2, 0]
+
+
+def test_a_wrong_label_field_lists_the_fields_in_json_lines_and_the_csv_header(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"body": "a", "y": 3}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 1: no 'z' field \(fields: \['body', 'y'\]\); pass label_field="):
+        read_rows(tmp_path / "d.jsonl", text_field="body", label_field="z")
+    (tmp_path / "d.csv").write_text("body,y\na,3\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"no column \['z'\] \(columns: \['body', 'y'\]\); pass label_field="):
+        read_rows(tmp_path / "d.csv", text_field="body", label_field="z")

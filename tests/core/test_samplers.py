@@ -22,6 +22,8 @@ CONFIGS = {
     "lengths": {"lengths": "tailed"},
     "budget": {"lengths": "tailed", "max_tokens": 400, "batch_size": None},
     "budget-capped": {"lengths": "tailed", "max_tokens": 400},
+    "sorted": {"lengths": "tailed", "length_noise": 0.0},
+    "budget-sorted": {"lengths": "tailed", "max_tokens": 400, "batch_size": None, "length_noise": 0.0},
 }
 
 
@@ -164,9 +166,12 @@ def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
         ({"max_tokens": 10}, "lengths"),
         ({"groups": [0] * 5, "lengths": [1] * 5}, "not both"),
         ({"groups": [0] * 4}, "one entry per sample"),
+        ({"length_noise": 0.1}, "length_noise needs lengths"),
+        ({"lengths": [1] * 5, "length_noise": -0.1}, ">= 0"),
         ({"rank": 2, "world_size": 2}, "outside"),
     ],
-    ids=["no-size", "zero-size", "budget-without-lengths", "both-keys", "short-groups", "bad-rank"],
+    ids=["no-size", "zero-size", "budget-without-lengths", "both-keys", "short-groups", "noise-without-lengths",
+         "negative-noise", "bad-rank"],
 )
 def test_bad_arguments_raise_clear_errors(kwargs, message):
     options = {"batch_size": 2, **kwargs}

@@ -1,9 +1,11 @@
-"""GroupedBatchSampler(length_noise=...): a noisy full sort, new batchmates every epoch, no repeats."""
+"""GroupedBatchSampler(lengths=...): a noisy full sort, new batchmates every epoch, no repeats."""
+
+from itertools import pairwise
 
 import numpy as np
 import pytest
 
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.samplers import DEFAULT_LENGTH_NOISE, GroupedBatchSampler
 
 
 def _lengths(n=2000):
@@ -14,6 +16,12 @@ def _waste(batches, lengths):
     return 1 - sum(lengths[b].sum() for b in batches) / sum(len(b) * lengths[b].max() for b in batches)
 
 
+def _runs_of_one_sorted_order(batches, lengths):
+    """True if the batches, put back in order, are consecutive cuts of one longest-first sort."""
+    ordered = sorted(batches, key=lambda b: (-int(lengths[b].max()), -int(lengths[b].min())))
+    return all(lengths[a].min() >= lengths[b].max() for a, b in pairwise(ordered))
+
+
 def test_noise_zero_is_the_sorted_floor_and_small_noise_stays_near_it():
     lengths = _lengths()
     ordered = np.argsort(-lengths, kind="stable")
@@ -22,9 +30,29 @@ def test_noise_zero_is_the_sorted_floor_and_small_noise_stays_near_it():
     assert _waste([np.array(b) for b in exact], lengths) == pytest.approx(floor)
     noisy = GroupedBatchSampler(2000, 16, seed=0, lengths=lengths, length_noise=0.05)
     plain = GroupedBatchSampler(2000, 16, seed=0)
-    # how close depends on the data: the text benchmark's prose lands at ~1.2x its floor
+    # how close depends on the data: benchmarks/README.md has the figures on real prose
     assert _waste([np.array(b) for b in noisy], lengths) <= 2 * floor
     assert _waste([np.array(b) for b in noisy], lengths) <= 0.2 * _waste([np.array(b) for b in plain], lengths)
+
+
+def test_lengths_alone_use_the_default_noise():
+    lengths = _lengths(500)
+    default = GroupedBatchSampler(500, 8, seed=4, lengths=lengths)
+    explicit = GroupedBatchSampler(500, 8, seed=4, lengths=lengths, length_noise=DEFAULT_LENGTH_NOISE)
+    assert default.length_noise == DEFAULT_LENGTH_NOISE
+    assert list(default) == list(explicit)
+
+
+@pytest.mark.parametrize("budget", [None, 300], ids=["fixed-size", "token-budget"])
+def test_noise_zero_sorts_every_epoch_yet_equal_lengths_change_batchmates(budget):
+    lengths = np.random.default_rng(3).integers(1, 6, 400)  # many equal lengths
+    size = None if budget else 8
+    sampler = GroupedBatchSampler(400, size, seed=5, lengths=lengths, max_tokens=budget, length_noise=0)
+    epochs = [[np.array(b) for b in sampler] for _ in range(2)]
+    for batches in epochs:
+        assert _runs_of_one_sorted_order(batches, lengths)
+        assert sorted(i for b in batches for i in b) == list(range(400))
+    assert {frozenset(b.tolist()) for b in epochs[0]} != {frozenset(b.tolist()) for b in epochs[1]}
 
 
 def test_each_epoch_has_new_batchmates_and_drops_a_random_remainder():
@@ -39,7 +67,7 @@ def test_each_epoch_has_new_batchmates_and_drops_a_random_remainder():
     assert dropped[0] != dropped[1] != dropped[2]  # not always the shortest samples
 
 
-def test_length_noise_resumes_exactly_and_needs_lengths():
+def test_length_noise_resumes_exactly():
     lengths = _lengths(300)
     sampler = GroupedBatchSampler(300, 8, seed=2, lengths=lengths, length_noise=0.1)
     expected = list(sampler)
@@ -49,5 +77,3 @@ def test_length_noise_resumes_exactly_and_needs_lengths():
     resumed = GroupedBatchSampler(300, 8, seed=0, lengths=lengths, length_noise=0.1)
     resumed.load_state_dict(sampler.state_dict())
     assert taken + list(resumed) == expected
-    with pytest.raises(ValueError, match="length_noise needs lengths"):
-        GroupedBatchSampler(300, 8, length_noise=0.1)

@@ -1,4 +1,4 @@
-"""Flat token storage, padding, pad id lookup and the COW-safe string table."""
+"""Flat token storage and its on-disk cache, padding, pad id lookup and the COW-safe string table."""
 
 import pickle
 
@@ -7,7 +7,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.arrays import StringArray, TokenArray
+from recipes.core.arrays import StringArray
+from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 
@@ -39,13 +40,24 @@ def test_batch_longest_padding_config_does_not_leak_into_stored_ids():
     assert [tokens[i].tolist() for i in range(len(SENTENCES))] == [tok.encode(s).ids for s in SENTENCES]
 
 
-def test_token_array_saves_and_memory_maps_without_pickle(tmp_path):
-    tokens = encode_texts(_tokenizer(), SENTENCES)
-    tokens.save(tmp_path / "cache" / "corpus")
-    loaded = TokenArray.load(tmp_path / "cache" / "corpus")
-    assert isinstance(loaded.ids, np.memmap)
-    assert [loaded[i].tolist() for i in range(len(loaded))] == [tokens[i].tolist() for i in range(len(tokens))]
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["corpus.ids.npy", "corpus.offsets.npy"]
+def test_token_cache_round_trips_columns_and_meta_and_keys_on_every_input(tmp_path):
+    tok = _tokenizer()
+    tokens = encode_texts(tok, SENTENCES)
+    prefix = cache_prefix(tmp_path, "d.jsonl", b"data", tok, ["label", 16])
+    assert not is_cached(prefix)
+    save_cache(prefix, tokens, {"lines": np.arange(5), "labels": None}, label_names=["a", "b"])
+    assert is_cached(prefix)
+    loaded, columns, meta = load_cache(prefix)
+    assert [loaded[i].tolist() for i in range(5)] == [tokens[i].tolist() for i in range(5)]
+    assert list(columns) == ["lines"] and isinstance(columns["lines"], np.memmap) and isinstance(loaded.ids, np.memmap)
+    assert meta["label_names"] == ["a", "b"] and meta["samples"] == 5
+    assert not list(tmp_path.glob("*.tmp*"))  # every file published under its final name
+    others = [
+        cache_prefix(tmp_path, "d.jsonl", b"other data", tok, ["label", 16]),
+        cache_prefix(tmp_path, "d.jsonl", b"data", _tokenizer(pad="<pad>"), ["label", 16]),
+        cache_prefix(tmp_path, "d.jsonl", b"data", tok, ["label", 8]),
+    ]
+    assert len({prefix, *others}) == 4 and all(p.name.startswith("d-") for p in others)
 
 
 def test_pad_id_comes_from_argument_then_padding_config_then_pad_token():
@@ -92,6 +104,6 @@ def test_string_array_round_trips_unicode_and_undecodable_names():
     names = ["a/1.jpg", "ü/ß.png", "", "bad-\udcff.jpg"]
     table = StringArray(names)
     assert list(table) == names and table[-1] == names[-1] and len(table) == 4
-    assert pickle.loads(pickle.dumps(table)).tolist() == names
+    assert list(pickle.loads(pickle.dumps(table))) == names
     with pytest.raises(IndexError):
         table[4]

@@ -121,3 +121,11 @@ def test_formats_it_cannot_split_and_bad_options_are_refused(fixtures, tok):
         StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, label_field="label")
     with pytest.raises(ValueError, match="shuffle_buffer"):
         StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, shuffle_buffer=-1)
+
+
+@pytest.mark.parametrize("option", ["text_field", "label_field"])
+def test_a_wrong_field_name_lists_the_fields_of_the_line(fixtures, tok, option):
+    options = {"label_field": "label", option: "stars"}
+    message = rf"labeled\.jsonl byte 0: no 'stars' field \(fields: \['label', 'text'\]\); pass {option}="
+    with pytest.raises(DataError, match=message):
+        next(iter(StreamingTextDataset(fixtures / "text" / "labeled.jsonl", tok, **options)))

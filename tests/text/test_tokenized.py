@@ -133,11 +133,12 @@ def test_missing_field_names_line_and_key_or_is_skipped(fixtures, tok):
         (b'{"text": "ok", "label": 1}\n["a list"]\n', "line 2: expected a JSON object"),
         (b'{"text": "ok", "label": 1}\n{"text": 5, "label": 1}\n', "line 2: field 'text' is int"),
         (b'{"text": "ok", "label": 1}\n{"text": "  ", "label": 1}\n', "line 2: field 'text' is empty"),
-        (b'{"text": "ok", "label": 1}\n{"text": "x"}\n', "line 2: no 'label' label"),
+        (b'{"text": "ok", "label": 1}\n{"text": "x"}\n', "line 2: no 'label' field"),
+        (b'{"text": "ok", "label": 1}\n{"text": "x", "label": null}\n', "line 2: field 'label' holds no label"),
         (b'{"text": "ok", "label": 1}\n{"text": "x", "label": 0.5}\n', "line 2: label 0.5 is neither"),
         (b'{"text": "ok", "label": 1}\n{"text": "\\udc80", "label": 1}\n', "line 2: field 'text' is not valid"),
     ],
-    ids=["bad-json", "not-object", "not-string", "empty", "no-label", "float-label", "lone-surrogate"],
+    ids=["bad-json", "not-object", "not-string", "empty", "no-label", "null-label", "float-label", "lone-surrogate"],
 )
 def test_each_bad_jsonl_row_is_a_data_error_naming_its_line(tmp_path, tok, content, message):
     (tmp_path / "bad.jsonl").write_bytes(content)
@@ -158,6 +159,15 @@ def test_csv_errors_name_the_line_where_a_multiline_record_starts(tmp_path, tok)
     assert dataset[0]["input_ids"].tolist() == tok.encode("two\nlines, quoted").ids
     with pytest.raises(DataError, match=r"no column \['body'\]"):
         TokenizedTextDataset(tmp_path / "d.csv", tok, text_field="body")
+
+
+@pytest.mark.parametrize("name", ["labeled.jsonl", "labeled.csv"], ids=["jsonl", "csv"])
+@pytest.mark.parametrize("option", ["text_field", "label_field"])
+def test_a_wrong_field_name_lists_the_fields_the_file_has(fixtures, tok, name, option):
+    options = {"label_field": "label", option: "stars"}
+    with pytest.raises(DataError, match=rf"{name}.* no (column \['stars'\]|'stars' field) .*{option}=\.\.\.") as error:
+        TokenizedTextDataset(fixtures / "text" / name, tok, **options)
+    assert "'label'" in str(error.value) and "'text'" in str(error.value)
 
 
 def test_string_labels_are_numbered_by_their_sorted_names(tmp_path, tok):
