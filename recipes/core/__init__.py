@@ -7,7 +7,7 @@
 - ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
 - ``batching``, ``nested``: :func:`stack_images`; one walk over nested batches (``map_tensors``).
 - ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
-- ``tokens``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`.
+- ``tokens``, ``token_cache``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`; tokens on disk.
 - ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
 - ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
 - ``errors``, ``paths``: the error policy, safe paths.
