@@ -13,50 +13,24 @@ What it guarantees, whatever the file:
 - A truncated, empty or non-image file raises :class:`DataError` naming the file; it is never
   filled with grey.
 
-Speed: JPEG and PNG go through ``torchvision.io.decode_image`` (libjpeg-turbo / libpng straight
-into a tensor), about 2x faster than PIL plus the numpy copy on a 500x375 JPEG; it matches
-PIL's pixels exactly for every mode above. Other formats (GIF, WebP, BMP, TIFF...) go through
-PIL. The header is read by PIL's lazy ``Image.open`` (~30 us), which also gives the size for
-the bomb check. ``draft_size`` asks libjpeg for a DCT-domain downscale (1/2, 1/4 or 1/8) when
-the caller will shrink the image anyway; that decode runs through PIL.
+How: JPEG and PNG go through TorchCodec's public decoders (libjpeg-turbo / libpng straight
+into a tensor, EXIF applied), after a few-microsecond header read here gives the size for the
+bomb check. PIL decodes everything else (GIF, WebP, BMP, TIFF...), the reduced-scale JPEG
+decode that ``draft_size`` asks for, and the rare JPEG/PNG whose orientation metadata TorchCodec
+reads differently from PIL. Speed and pixel parity with torchvision: see benchmarks/decode.py.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import warnings
 
 import numpy as np
 import torch
 from PIL import Image, ImageOps
-
-try:
-    from torchvision.io import ImageReadMode
-    from torchvision.io import decode_image as _tv_decode_image
-    from torchvision.io.image import _has_image_ops
-
-    _TORCHVISION_FORMATS = {"JPEG", "PNG"} if _has_image_ops() else set()
-except ImportError:  # a torchvision without image decoders: PIL decodes everything
-    _TORCHVISION_FORMATS = set()
-
-
-def _native_decode_op():
-    """torchvision's registered C++ decode op, when its schema is the one we know.
-
-    ``torchvision.io.decode_image`` is a Python wrapper around it that logs API usage and, since
-    0.29, emits a DeprecationWarning on every call: ~25 us, a third of decoding a small JPEG.
-    Calling the op directly skips that; any other schema falls back to the public wrapper.
-    """
-    try:
-        op = torch.ops.image.decode_image
-        names = [argument.name for argument in op.default._schema.arguments]
-    except (AttributeError, RuntimeError):
-        return None
-    return op if names == ["data", "mode", "apply_exif_orientation"] else None
-
-
-_DECODE_OP = _native_decode_op() if _TORCHVISION_FORMATS else None
+from torchcodec import decoders
 
 from recipes.core.errors import DataError
 
@@ -102,30 +76,29 @@ def decode_image(
         draft_size: ``(width, height)`` the caller will resize to. A JPEG at least twice that
             size in both directions is decoded at 1/2, 1/4 or 1/8 scale, never below it.
         contiguous: False skips the final copy and returns the decoder's own layout, usually
-            a ``[3,H,W]`` view of ``[H,W,3]`` memory (channels-last strides). An antialiased
-            uint8 resize reads that layout about 2x faster than CHW (it packs pixels as RGBA
-            words), so a crop/resize pipeline saves the copy and half the resize time.
+            a ``[3,H,W]`` view of ``[H,W,3]`` memory (channels-last strides), which an
+            antialiased uint8 resize reads faster than CHW.
 
     Raises:
         DataError: empty, unreadable, truncated or oversized image; the message names ``source``.
     """
+    # A JPEG or PNG that TorchCodec will orient as PIL would: no PIL needed at all. (TorchCodec
+    # also decodes GIF and WebP, but every frame of an animation at once, which the header's
+    # one-frame size would not bound; PIL decodes the first frame only.)
     size = header_size(data)
-    if (
-        size is not None
-        and size[2] in _TORCHVISION_FORMATS
-        and 0 < size[0] * size[1] <= max_pixels
-        and (draft_size is None or not _may_draft(size, draft_size))
-    ):
-        # The size is known and safe, and no reduced decode applies: skip PIL's header parse
-        # (~60-150 us, as long as decoding a small JPEG) and go straight to the decoder PIL
-        # would have led to anyway.
-        decoded = _decode_with_torchvision(data, source)
+    native = size is not None and not _orientation_needs_pil(data, size[2])
+    if native and 0 < size[0] * size[1] <= max_pixels and (draft_size is None or not _may_draft(size, draft_size)):
+        decoded = _decode_with_torchcodec(data, size[2], source)
         return decoded.contiguous() if contiguous else decoded
-    image = open_image(data, source=source, max_pixels=max_pixels)
+    image = open_image(data, source=source, max_pixels=max_pixels)  # refuses bombs, empty, unknown
     if draft_size is not None and image.format == "JPEG" and _draft(image, draft_size):
+        if not _jpeg_has_end(data):
+            # PIL stops once it has every row, so a partial download padded with zeros would
+            # come out as garbage; libjpeg (the path above) refuses a JPEG with no end marker.
+            raise DataError(f"{source}: cannot decode image (truncated: no end-of-image marker)")
         decoded = _decode_with_pil(image, source)
-    elif image.format in _TORCHVISION_FORMATS:
-        decoded = _decode_with_torchvision(data, source)
+    elif native:
+        decoded = _decode_with_torchcodec(data, size[2], source)
     else:
         decoded = _decode_with_pil(image, source)
     return decoded.contiguous() if contiguous else decoded
@@ -135,14 +108,41 @@ def decode_image(
 # (TEM) stand alone, without a length.
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}
+_JPEG_APP1, _JPEG_SCAN = 0xE1, 0xDA
+
+
+def _jpeg_segments(data: bytes):
+    """Yield ``(marker, start, end)`` of each JPEG header segment's payload, up to the first scan.
+
+    Walks the segments the way libjpeg does, and stops at anything it is not sure of (garbage
+    between segments, a second start, a cut header).
+    """
+    position, end = 2, len(data)
+    while position + 4 <= end:
+        if data[position] != 0xFF:
+            return  # libjpeg would skip garbage here; leave such files to PIL
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+        elif marker in _JPEG_STANDALONE:
+            position += 2
+        elif marker in (0xD8, 0xD9):  # a second start, or the end before any scan
+            return
+        else:
+            length = data[position + 2] << 8 | data[position + 3]
+            if length < 2:
+                return
+            yield marker, position + 4, position + 2 + length
+            if marker == _JPEG_SCAN:
+                return
+            position += 2 + length
 
 
 def header_size(data: bytes) -> tuple[int, int, str] | None:
     """``(width, height, "JPEG" | "PNG")`` as stored (before EXIF), read from the bytes' header.
 
-    A few microseconds, no PIL. It walks the JPEG segments the way libjpeg does and returns
-    None for anything it is not sure of (other formats, odd markers, a cut header), so callers
-    fall back to :func:`open_image`.
+    A few microseconds, no PIL. It returns None for anything it is not sure of (other formats,
+    odd markers, a cut header), so callers fall back to :func:`open_image`.
     """
     if data[:8] == b"\x89PNG\r\n\x1a\n":
         if data[8:16] != b"\x00\x00\x00\rIHDR" or len(data) < 24:
@@ -150,28 +150,75 @@ def header_size(data: bytes) -> tuple[int, int, str] | None:
         return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"), "PNG"
     if data[:2] != b"\xff\xd8":
         return None
-    position, end = 2, len(data)
-    while position + 4 <= end:
-        if data[position] != 0xFF:
-            return None  # libjpeg would skip garbage here; leave such files to PIL
-        marker = data[position + 1]
-        if marker == 0xFF:  # fill byte
-            position += 1
-        elif marker in _JPEG_STANDALONE:
-            position += 2
-        elif marker in _JPEG_FRAMES:
-            if position + 9 > end:
+    for marker, start, _ in _jpeg_segments(data):
+        if marker in _JPEG_FRAMES:
+            if start + 5 > len(data):
                 return None
-            height = int.from_bytes(data[position + 5 : position + 7], "big")
-            return int.from_bytes(data[position + 7 : position + 9], "big"), height, "JPEG"
-        elif marker in (0xD8, 0xD9, 0xDA):  # a second start, the end or the scan before a frame
-            return None
-        else:
-            length = int.from_bytes(data[position + 2 : position + 4], "big")
-            if length < 2:
-                return None
-            position += 2 + length
+            height = int.from_bytes(data[start + 1 : start + 3], "big")
+            return int.from_bytes(data[start + 3 : start + 5], "big"), height, "JPEG"
     return None
+
+
+def _ifd_orientation(tiff: bytes) -> int | None:
+    """The Orientation tag in the first directory of a TIFF (EXIF) block; None if absent."""
+    order = {b"II": "little", b"MM": "big"}.get(bytes(tiff[:2]))
+    if order is None or int.from_bytes(tiff[2:4], order) != 42:
+        return None
+    offset = int.from_bytes(tiff[4:8], order)
+    count = int.from_bytes(tiff[offset : offset + 2], order)
+    for entry in range(offset + 2, offset + 2 + 12 * count, 12):
+        if entry + 10 > len(tiff):
+            return None
+        if int.from_bytes(tiff[entry : entry + 2], order) == _EXIF_ORIENTATION:
+            return int.from_bytes(tiff[entry + 8 : entry + 10], order)
+    return None
+
+
+def _turn(orientation: int | None) -> int:
+    """An orientation as a transform: 2-8 turn or flip, anything else leaves the image as is."""
+    return orientation if orientation in range(2, 9) else 1
+
+
+_PNG_ORIENTATION_TEXT = (b"Raw profile type exif\x00", b"XML:com.adobe.xmp\x00")
+
+
+def _orientation_needs_pil(data: bytes, kind: str) -> bool:
+    """Could TorchCodec orient this image differently from PIL's ``exif_transpose``?
+
+    TorchCodec reads the EXIF of a JPEG's first APP1 segment and of a PNG's eXIf chunk before
+    the pixels, if it holds a bare TIFF block. PIL reads the first APP1 that is EXIF, falls back on an XMP ``tiff:Orientation``,
+    and also reads PNG eXIf after the pixels and EXIF or XMP stored as PNG text. Files where that
+    can matter are rare; they go to PIL, which is right by definition.
+    """
+    if kind == "PNG":
+        position, end, pixels_seen = 8, len(data), False
+        while position + 8 <= end:
+            chunk = bytes(data[position + 4 : position + 8])
+            if chunk == b"IDAT":
+                pixels_seen = True
+            elif chunk == b"IEND":
+                break
+            late_exif = chunk == b"eXIf" and (pixels_seen or data[position + 8 : position + 12] == b"Exif")
+            text_exif = chunk in (b"tEXt", b"zTXt", b"iTXt") and data.startswith(_PNG_ORIENTATION_TEXT, position + 8)
+            if late_exif or text_exif:
+                return True
+            position += 12 + int.from_bytes(data[position : position + 4], "big")
+        return False
+    app1 = [data[start:end] for marker, start, end in _jpeg_segments(data) if marker == _JPEG_APP1]
+    exif = [payload for payload in app1 if payload[:6] == b"Exif\x00\x00"]
+    torchcodec = _ifd_orientation(app1[0][6:]) if app1 else None  # the first APP1, whatever it holds
+    pil = _ifd_orientation(exif[0][6:]) if exif else None
+    xmp = any(b"tiff:Orientation" in payload for payload in app1 if payload[:6] != b"Exif\x00\x00")
+    return _turn(torchcodec) != _turn(pil) or (pil is None and xmp)
+
+
+def _jpeg_has_end(data: bytes) -> bool:
+    """Does an end-of-image marker follow the first scan? (True when the header is unclear.)"""
+    for marker, _, end in _jpeg_segments(data):
+        if marker == _JPEG_SCAN:
+            # searched from the end, where a whole file has it: entropy-coded data is slow to scan
+            return data.rfind(b"\xff\xd9", end) != -1
+    return True
 
 
 def open_image(data: bytes, *, source: str = "<bytes>", max_pixels: int = MAX_PIXELS) -> Image.Image:
@@ -229,24 +276,27 @@ def _draft(image: Image.Image, size: tuple[int, int]) -> bool:
     return image.draft("RGB", (width, height)) is not None
 
 
-def _decode_with_torchvision(data: bytes, source: str) -> torch.Tensor:
+def _decode_with_torchcodec(data: bytes, kind: str, source: str, device: str | torch.device = "cpu") -> torch.Tensor:
+    """Decode a JPEG or PNG with TorchCodec on ``device``: the one call site of the decoder.
+
+    TorchCodec applies EXIF orientation, converts CMYK, palette, gray and alpha to RGB as PIL
+    does, and refuses a cut file. On the CPU the result is a ``[3,H,W]`` view of ``[H,W,3]``
+    memory (a turned view for EXIF 5-8). ``device="cuda"`` decodes a JPEG with nvJPEG.
+    """
     encoded = torch.frombuffer(data if isinstance(data, bytearray) else bytearray(data), dtype=torch.uint8)
     try:
-        if _DECODE_OP is not None:
-            image = _DECODE_OP(encoded, ImageReadMode.RGB.value, True)
-        else:
-            with warnings.catch_warnings():
-                # torchvision 0.29 deprecates its decoders in favour of TorchCodec; they still
-                # work and win on speed. read_image falls back to PIL if a release drops them.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                image = _tv_decode_image(encoded, mode=ImageReadMode.RGB, apply_exif_orientation=True)
-    except RuntimeError as error:
-        reason = str(error).strip().splitlines()[-1]
+        if kind == "JPEG":
+            image = decoders.decode_jpeg(encoded, mode="RGB", device=device)
+        else:  # "auto" keeps 16 bits: libpng's own 8-bit scaling rounds instead of truncating
+            image = decoders.decode_png(encoded, mode="RGB", output_dtype="auto").to(device)  # CPU only
+    except (RuntimeError, ValueError) as error:
+        # "decode_rows, /path/DecodeJpeg.cpp:287, Image is incomplete or truncated." -> the reason
+        reason = re.sub(r"^\w+, \S+:\d+, ", "", str(error).strip().splitlines()[-1])
         raise DataError(f"{source}: cannot decode image ({reason})") from None
     if image.dtype == torch.uint16:
         # 16-bit PNG: keep the top 8 bits, the faithful 8-bit rendering of the same picture.
         image = (image.to(torch.int32) >> 8).to(torch.uint8)
-    return image  # [3,H,W] view of [H,W,3] memory; decode_image makes it contiguous if asked
+    return image
 
 
 def _decode_with_pil(image: Image.Image, source: str) -> torch.Tensor:

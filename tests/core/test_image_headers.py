@@ -1,10 +1,15 @@
-"""header_size: the PIL-free size read that lets decode_image skip PIL's header parse."""
+"""header_size: the PIL-free size read that lets decode_image skip PIL's header parse.
+
+Also: any cut of any of these files is refused or (a PNG cut inside its end chunk) decodes to
+the full picture, never to something else nor with another exception.
+"""
 
 import io
 import struct
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
@@ -63,6 +68,19 @@ def test_a_cut_header_gives_the_right_size_or_none(case, fraction):
     data = CASES[case]()
     cut = data[: int(len(data) * fraction)]
     assert header_size(cut) in (None, header_size(data))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(sorted(CASES)), st.floats(0, 1, exclude_max=True))
+def test_any_cut_file_is_refused_or_decodes_the_whole_picture(case, fraction):
+    data = CASES[case]()
+    cut = data[: int(len(data) * fraction)]
+    try:
+        image = decode_image(cut, source="cut")
+    except DataError as error:
+        assert str(error).startswith("cut: ")
+    else:
+        assert case.endswith("png") and torch.equal(image, decode_image(data))
 
 
 def _sof(width: int, height: int) -> bytes:

@@ -1,4 +1,4 @@
-"""Decoding: pixel parity with PIL for every mode, and refusal of broken files."""
+"""Decoding: pixel parity with PIL for every mode and orientation, and refusal of broken files."""
 
 import io
 import struct
@@ -7,8 +7,9 @@ import zlib
 import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageOps
+from PIL import ExifTags, Image, ImageOps
 
+from recipes.core import images
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, image_size, read_image
 
@@ -28,11 +29,46 @@ def _encode(image: Image.Image, fmt: str, **params) -> bytes:
     return buffer.getvalue()
 
 
+def _exif(orientation: int | None, **tags) -> bytes:
+    """An EXIF block ("Exif\\0\\0" + TIFF) with this orientation (None: no orientation tag)."""
+    exif = Image.Exif()
+    if orientation is not None:
+        exif[0x0112] = orientation
+    for tag, value in tags.items():
+        exif[getattr(ExifTags.Base, tag)] = value
+    return exif.tobytes()
+
+
 def _exif6() -> bytes:
-    image = _photo()
-    exif = image.getexif()
-    exif[0x0112] = 6
-    return _encode(image, "JPEG", exif=exif.tobytes())
+    return _encode(_photo(), "JPEG", exif=_exif(6))
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png_with(chunk: bytes, *, after_pixels: bool = False) -> bytes:
+    """The photo as PNG with one more chunk, after IHDR or after the pixels (before IEND)."""
+    data = _encode(_photo(), "PNG")
+    where = len(data) - 12 if after_pixels else 33  # IEND is the last 12 bytes; IHDR ends at 33
+    return data[:where] + chunk + data[where:]
+
+
+def _xmp(orientation: int) -> bytes:
+    return (
+        b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+        b'<rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="%d"/></rdf:RDF></x:xmpmeta>'
+        % orientation
+    )
+
+
+def _app1_first(jpeg: bytes, payload: bytes) -> bytes:
+    """``jpeg`` with an APP1 segment holding ``payload`` before all its other segments."""
+    return jpeg[:2] + b"\xff\xe1" + struct.pack(">H", 2 + len(payload)) + payload + jpeg[2:]
+
+
+def _xmp_app1_first(jpeg: bytes, orientation: int) -> bytes:
+    return _app1_first(jpeg, b"http://ns.adobe.com/xap/1.0/\x00" + _xmp(orientation))
 
 
 CASES = {
@@ -67,6 +103,57 @@ def test_exif_orientation_six_turns_the_image_upright():
     assert tuple(image.shape[1:]) == (64, 48)  # stored 64 wide x 48 high, displayed rotated
 
 
+def _as_pil_shows_it(data: bytes) -> np.ndarray:
+    return np.array(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB"))
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_every_exif_orientation_matches_pil(fmt, orientation):
+    data = _encode(_photo(), fmt, exif=_exif(orientation))
+    np.testing.assert_array_equal(decode_image(data).permute(1, 2, 0).numpy(), _as_pil_shows_it(data))
+
+
+# Orientation metadata that TorchCodec reads differently from PIL (it reads a JPEG's first APP1
+# segment only, and a PNG's eXIf chunk before the pixels only): each must still come out as PIL
+# shows it.
+ORIENTATION_METADATA = {
+    "jpeg-xmp-only": lambda: _xmp_app1_first(_encode(_photo(), "JPEG"), 6),
+    "jpeg-xmp-before-exif": lambda: _xmp_app1_first(_encode(_photo(), "JPEG", exif=_exif(8)), 3),
+    "jpeg-exif-without-orientation-and-xmp": lambda: _encode(
+        _photo(), "JPEG", exif=_exif(None, Make="camera"), xmp=_xmp(5)
+    ),
+    "jpeg-exif-orientation-wins-over-xmp": lambda: _encode(_photo(), "JPEG", exif=_exif(6), xmp=_xmp(3)),
+    "jpeg-two-exif-segments": lambda: _app1_first(_encode(_photo(), "JPEG", exif=_exif(6)), _exif(2)),
+    "png-exif-after-pixels": lambda: _png_with(_png_chunk(b"eXIf", _exif(6)[6:]), after_pixels=True),
+    "png-exif-with-jpeg-prefix": lambda: _png_with(_png_chunk(b"eXIf", _exif(6))),
+    "png-raw-profile-chunk": lambda: _png_with(
+        _png_chunk(b"tEXt", b"Raw profile type exif\x00\nexif\n%8d\n%s" % (len(_exif(6)), _exif(6).hex().encode()))
+    ),
+    "png-xmp-chunk": lambda: _png_with(_png_chunk(b"iTXt", b"XML:com.adobe.xmp\x00\x00\x00\x00\x00" + _xmp(8))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ORIENTATION_METADATA))
+def test_orientation_metadata_torchcodec_reads_differently_still_matches_pil(case):
+    data = ORIENTATION_METADATA[case]()
+    expected = _as_pil_shows_it(data)
+    assert not np.array_equal(expected, np.array(Image.open(io.BytesIO(data)).convert("RGB")))  # PIL turns it
+    np.testing.assert_array_equal(decode_image(data).permute(1, 2, 0).numpy(), expected)
+
+
+@pytest.mark.parametrize("case", ["rgb-jpeg", "cmyk-jpeg", "exif-rotated-jpeg", "rgb-png", "palette-png", "la-png"])
+def test_common_jpeg_and_png_decode_without_pil(case, monkeypatch):
+    data = CASES[case]()
+    expected = _as_pil_shows_it(data)
+
+    def no_pil(*args, **kwargs):
+        raise AssertionError("PIL was used")
+
+    monkeypatch.setattr(images.Image, "open", no_pil)
+    np.testing.assert_array_equal(decode_image(data).permute(1, 2, 0).numpy(), expected)
+
+
 def test_sixteen_bit_png_keeps_the_top_eight_bits_instead_of_clipping():
     values = np.random.default_rng(1).integers(0, 65536, (20, 30), dtype=np.uint16)
     image = decode_image(_encode(Image.fromarray(values), "PNG"))
@@ -74,10 +161,44 @@ def test_sixteen_bit_png_keeps_the_top_eight_bits_instead_of_clipping():
         np.testing.assert_array_equal(channel.numpy(), values >> 8)
 
 
+def test_sixteen_bit_rgb_png_keeps_the_top_eight_bits_of_each_channel():
+    values = np.random.default_rng(2).integers(0, 65536, (20, 30, 3), dtype=np.uint16)
+    rows = b"".join(b"\x00" + row.astype(">u2").tobytes() for row in values)
+    header = struct.pack(">IIBBBBB", 30, 20, 16, 2, 0, 0, 0)  # 16-bit truecolour
+    data = b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows))
+    data += _png_chunk(b"IEND", b"")
+    image = decode_image(data, contiguous=False)
+    assert image.dtype == torch.uint8 and image.stride()[0] == 1  # still [H,W,3] memory
+    np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), values >> 8)
+
+
 def test_truncated_jpeg_is_an_error_not_a_grey_image():
     data = _encode(_photo(200, 150), "JPEG", quality=95)
     with pytest.raises(DataError, match="cut.jpg"):
         decode_image(data[: len(data) * 6 // 10], source="cut.jpg")
+
+
+@pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9, 0.999, -1], ids=["10%", "50%", "90%", "99.9%", "all-but-end-marker"])
+def test_every_cut_of_a_jpeg_is_an_error(progressive, keep):
+    data = _encode(_photo(200, 150), "JPEG", quality=95, progressive=progressive)
+    cut = data[:-1] if keep == -1 else data[: int(len(data) * keep)]
+    with pytest.raises(DataError, match=r"cut\.jpg: cannot decode image \(Image is incomplete or truncated\.\)"):
+        decode_image(cut, source="cut.jpg")  # the reason without TorchCodec's C++ file and line
+
+
+@pytest.mark.parametrize("draft_size", [None, (100, 100)], ids=["full", "draft"])
+def test_a_partial_download_padded_with_zeros_is_an_error(draft_size):
+    data = _encode(_photo(640, 480), "JPEG", quality=90)
+    padded = data[: len(data) // 2] + bytes(len(data) - len(data) // 2)
+    with pytest.raises(DataError, match="padded.jpg: .*truncated"):
+        decode_image(padded, source="padded.jpg", draft_size=draft_size)
+
+
+def test_a_cut_jpeg_is_an_error_in_the_draft_decode_too():
+    data = _encode(_photo(640, 480), "JPEG", quality=90)
+    with pytest.raises(DataError, match="cut.jpg"):
+        decode_image(data[: len(data) * 6 // 10], source="cut.jpg", draft_size=(100, 100))
 
 
 def test_truncated_png_is_an_error():
@@ -101,7 +222,9 @@ def _png_header_only(width: int, height: int) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 @pytest.mark.parametrize("side", [10_000, 16_000], ids=["over-our-limit", "over-pil-hard-limit"])
@@ -152,7 +275,10 @@ def test_read_image_names_a_missing_file(tmp_path):
         read_image(tmp_path / "nope.jpg")
 
 
-@pytest.mark.parametrize("case", ["rgb-jpeg", "rgb-png", "gray-png", "exif-rotated-jpeg", "rgb-webp"])
+@pytest.mark.parametrize(
+    "case",
+    ["rgb-jpeg", "cmyk-jpeg", "gray-jpeg", "rgb-png", "gray-png", "palette-png", "exif-rotated-jpeg", "rgb-webp"],
+)
 def test_non_contiguous_decode_has_the_same_pixels_in_channels_last_memory(case):
     data = CASES[case]()
     loose = decode_image(data, contiguous=False)
@@ -163,4 +289,24 @@ def test_non_contiguous_decode_has_the_same_pixels_in_channels_last_memory(case)
 
 def test_non_contiguous_draft_decode_has_the_same_pixels():
     data = _encode(_photo(640, 480), "JPEG", quality=90)
-    assert torch.equal(decode_image(data, draft_size=(150, 100), contiguous=False), decode_image(data, draft_size=(150, 100)))
+    assert torch.equal(
+        decode_image(data, draft_size=(150, 100), contiguous=False), decode_image(data, draft_size=(150, 100))
+    )
+
+
+def test_the_decoder_takes_a_device_and_decodes_on_the_cpu_by_default():
+    data = CASES["rgb-jpeg"]()
+    on_cpu = images._decode_with_torchcodec(data, "JPEG", "a.jpg", device="cpu")
+    assert on_cpu.device.type == "cpu" and torch.equal(on_cpu, images._decode_with_torchcodec(data, "JPEG", "a.jpg"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["rgb-jpeg", "exif-rotated-jpeg", "rgb-png"])
+def test_the_decoder_decodes_on_cuda_close_to_the_cpu(case):
+    data = CASES[case]()
+    kind = "PNG" if case.endswith("png") else "JPEG"
+    on_cpu = images._decode_with_torchcodec(data, kind, case)
+    on_gpu = images._decode_with_torchcodec(data, kind, case, device="cuda")
+    assert on_gpu.device.type == "cuda" and on_gpu.dtype == torch.uint8 and on_gpu.shape == on_cpu.shape
+    # nvJPEG's IDCT and chroma upsampling are not libjpeg-turbo's: close, not bit-exact
+    assert (on_gpu.cpu().float() - on_cpu.float()).abs().mean() < 2
