@@ -52,12 +52,12 @@ def test_decode_heavy_images_get_workers_and_in_memory_tokens_get_none(tmp_path,
     for k in range(64):
         folder = tmp_path / "photos" / f"class_{k % 2}"
         folder.mkdir(parents=True, exist_ok=True)
-        photo(500, 375, k).save(folder / f"{k}.jpg", quality=90)
+        photo(800, 600, k).save(folder / f"{k}.jpg", quality=90)
     lines = tmp_path / "tokens.jsonl"
     lines.write_text("".join(json.dumps({"text": f"sample {k} " + "word " * (k % 50)}) + "\n" for k in range(4000)))
     tokenizer = _train_tokenizer(tmp_path, lines)
     # a 200 ms step: loading 16 token rows in the main process (a few ms, even on a busy machine) stays
-    # within the 5% tie, decoding 16 photos (~50-100 ms) does not
+    # within the 5% tie, decoding and cropping 16 800x600 photos (~50-100 ms) does not
     common = ["--batch-size", 16, "--step-ms", 200, "--max-workers", 2, "--device", "cpu", "--seconds", 20]
     image_out, image_rows, image_kwargs = _bench(["vision", tmp_path / "photos", *common], capsys)
     token_out, token_rows, token_kwargs = _bench(["text", lines, "--tokenizer", tokenizer, *common], capsys)
