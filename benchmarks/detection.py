@@ -14,6 +14,10 @@ alternating rounds (medians reported):
 3. worker memory: mean USS (private memory) of 2 persistent forked workers after a full pass,
    the same loader (``detection_loader``) around each dataset, each run in a fresh process.
    Goal <= 0.3.
+4. worker transfer: a pass of ``detection_loader``'s loader with 2 workers over the first 2k
+   images (batches of 32), its batches packed into one shared buffer per dtype
+   (``recipes.core.packing``) vs the same loader sending each tensor on its own; the main
+   process alone for scale. Goal: packing clearly faster, or it goes.
 """
 
 from __future__ import annotations
@@ -192,6 +196,37 @@ def bench_memory(root: Path, ann_file: Path, rounds: int) -> None:
     )
 
 
+def bench_transfer(root: Path, ann_file: Path, rounds: int, count: int = 2_000) -> None:
+    from torch.utils.data import Subset
+
+    from recipes.core.loader import build_loader
+    from recipes.core.packing import packed_in_workers
+    from recipes.detection import detection_collate
+
+    dataset = ours(root, ann_file)
+    dataset = Subset(dataset, range(min(count, len(dataset))))
+
+    def loader(collate_fn, workers: int):
+        return build_loader(dataset, collate_fn, batch_size=32, train=False, device="cpu", num_workers=workers)
+
+    loaders = {
+        "packed": loader(packed_in_workers(detection_collate), 2),
+        "per tensor": loader(detection_collate, 2),
+        "main process": loader(detection_collate, 0),
+    }
+    for each in loaders.values():
+        _timed(lambda each=each: sum(1 for _ in each))  # start the persistent workers
+    times = {name: [] for name in loaders}
+    for r in range(rounds):
+        for name in list(loaders)[:: 1 if r % 2 == 0 else -1]:  # alternate the order
+            times[name].append(_timed(lambda name=name: sum(1 for _ in loaders[name])))
+    rates = {name: len(dataset) / statistics.median(values) for name, values in times.items()}
+    print(
+        f"{'2-worker pass':<22} packed {rates['packed']:7.0f} img/s   per tensor {rates['per tensor']:7.0f} img/s   "
+        f"-> {rates['packed'] / rates['per tensor']:5.1f}x  (main process alone: {rates['main process']:.0f} img/s)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1k images, 1 round")
@@ -214,6 +249,7 @@ def main() -> None:
         bench_items(root, ann_file, rounds, items, masks=False)
         bench_items(root, ann_file, rounds, items // 4, masks=True)
         bench_memory(root, ann_file, min(rounds, 2))
+        bench_transfer(root, ann_file, rounds)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 
 Prints a summary and every problem with its path and reason (``--json``: the same, machine
 readable, plus each image's size, mode and format). Exit status 0 when nothing is wrong, 1 when
-problems were found. What is checked, per domain: :mod:`recipes.cli.check_files` (images, folder
+problems were found, 2 when PATH or an option is unusable (one line: a COCO image root that does
+not exist or holds none of the images is one error, not one per image). What is checked, per domain: :mod:`recipes.cli.check_files` (images, folder
 layout) and :mod:`recipes.cli.check_data` (COCO files, text rows, caption manifests).
 """
 

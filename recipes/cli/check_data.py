@@ -25,6 +25,7 @@ import numpy as np
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, collect_skipped, counts
+from recipes.core.coco_files import check_keys
 from recipes.core.errors import DataError
 from recipes.core.paths import resolve_under
 
@@ -159,21 +160,42 @@ def _spread(values: Sequence[int]) -> str:
 
 # ---------------------------------------------------------------- COCO instances
 def check_coco(path: Path, image_root: Path, *, workers: int | None = None, progress: bool = True) -> Report:
-    """A COCO instances file and its images; see the module docstring."""
+    """A COCO instances file and its images; see the module docstring.
+
+    Raises:
+        FileNotFoundError: ``image_root`` does not exist, or holds none of the file's images: a
+            wrong root, said once instead of once per image.
+    """
+    if not image_root.is_dir():
+        state = "is not a folder" if image_root.exists() else "does not exist"
+        raise FileNotFoundError(f"image root {image_root} {state}; {_ROOT_HINT.format(path=path)}")
     report = Report("detection", str(path))
     try:
         data = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         report.add(path, f"not valid JSON ({error})")
         return report
-    missing = [key for key in ("images", "annotations", "categories")
-               if not isinstance(data, dict) or not isinstance(data.get(key), list)]
-    if missing:
-        report.add(path, f"no list {missing} at the top level: not a COCO instances file")
+    try:
+        check_keys(path, data)
+    except DataError as error:
+        report.add_error(error, path)
+        return report
+    data.setdefault("annotations", [])  # an image_info file (test-dev) has none
+    data.setdefault("categories", [])
+    wrong = [key for key in ("images", "annotations", "categories") if not isinstance(data[key], list)]
+    if wrong:
+        report.add(path, f"{wrong} at the top level must be lists: not a COCO instances file")
         return report
     report.summary["image root"] = str(image_root)
     categories = _check_categories(report, path, data["categories"])
-    sizes, items, where = _check_image_entries(report, path, image_root, data["images"])
+    sizes, items, where, missing = _check_image_entries(report, path, image_root, data["images"])
+    if missing and not items:
+        raise FileNotFoundError(
+            f"none of the {len(missing)} image files named in {path} is under the image root {image_root}; "
+            + _ROOT_HINT.format(path=path)
+        )
+    for image, name, file in missing:
+        report.add(path, f"file_name {name!r}: {file} does not exist", image)
     per_category, per_image, crowd = _check_annotations(report, path, data["annotations"], categories, sizes)
     report.summary["images"] = f"{len(sizes)} ({sum(1 for i in sizes if not per_image.get(i))} without annotations)"
     boxes = [per_image.get(i, 0) for i in sizes]
@@ -181,6 +203,9 @@ def check_coco(path: Path, image_root: Path, *, workers: int | None = None, prog
     report.summary["categories"] = {f"{categories[c]} ({c})": n for c, n in sorted(per_category.items(), key=lambda kv: -kv[1])}
     summarize_images(report, inspect_images(items, workers=workers, progress=progress), where=where)
     return report
+
+
+_ROOT_HINT = "pass --image-root DIR, the folder the file_name entries of {path} are relative to"
 
 
 def _identified(report: Report, path: Path, entries: list[Any], section: str, label: str) -> Iterator[tuple[dict, str]]:
@@ -200,15 +225,23 @@ def _identified(report: Report, path: Path, entries: list[Any], section: str, la
 
 
 def _check_categories(report: Report, path: Path, entries: list[Any]) -> dict[int, str]:
-    return {entry["id"]: str(entry.get("name", entry["id"]))
-            for entry, _ in _identified(report, path, entries, "categories", "category")}
+    names = {}
+    for entry, category in _identified(report, path, entries, "categories", "category"):
+        name = entry.get("name")
+        if not isinstance(name, str):
+            report.add(path, "has no 'name'" if name is None else f"name {name!r} is not a string", category)
+            name = str(entry["id"])
+        names[entry["id"]] = name
+    return names
 
 
 def _check_image_entries(
     report: Report, path: Path, root: Path, entries: list[Any]
-) -> tuple[dict[int, tuple[float, float]], list[tuple[str, tuple[int, int]]], dict[str, str]]:
+) -> tuple[dict[int, tuple[float, float]], list[tuple[str, tuple[int, int]]], dict[str, str], list[tuple[str, Any, Path]]]:
+    """Sizes by image id, the files to decode with their expected sizes and where they are
+    named, and the ``(image, file_name, path)`` of each file that does not exist."""
     sizes: dict[int, tuple[float, float]] = {}
-    items, where = [], {}
+    items, where, missing = [], {}, []
     for entry, image in _identified(report, path, entries, "images", "image"):
         width, height = entry.get("width"), entry.get("height")
         if not all(isinstance(v, (int, float)) and v >= 1 and v % 1 == 0 for v in (width, height)):
@@ -222,12 +255,12 @@ def _check_image_entries(
             report.add_error(error, path)
             continue
         if not file.is_file():
-            report.add(path, f"file_name {name!r}: {file} does not exist", image)
+            missing.append((image, name, file))
             continue
         expected = (int(width), int(height)) if width is not None else None
         items.append((str(file), expected))
         where[str(file)] = image
-    return sizes, items, where
+    return sizes, items, where, missing
 
 
 def _check_annotations(

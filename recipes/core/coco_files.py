@@ -1,27 +1,31 @@
-"""Read a COCO instances file into flat columns, fast: numpy arrays instead of a dict per entry.
+"""Read a COCO instances file into flat columns (numpy arrays, not a dict per entry), and its masks.
 
-    columns = read_instances(Path("annotations/instances_val2017.json"), masks=False)
+    columns = read_instances(Path("annotations/instances_val2017.json"), masks=True)
     columns["bbox"]           # float64 [A, 4], XYWH as in the file
     columns["ann_image_ids"]  # int64 [A]
+    decode_masks(columns["segments"][:2], 480, 640, source="instances_val2017.json",
+                 ann_ids=columns["ann_ids"][:2])   # uint8 [2, 480, 640] (if both are 640x480)
 
 pycocotools' ``COCO()`` (and so torchvision's CocoDetection) keeps the whole file as Python
 dicts, polygons included: slow to build, and copied into every DataLoader worker by reference
 counting (pytorch issue 13246). Here msgspec decodes the file against a schema that names only
-the fields a detection dataset uses, so it skips the polygons unless ``masks=True`` asks for them
-(then each is kept as its raw JSON bytes); ~10x faster than ``COCO()`` on a COCO-sized file (see
-benchmarks/detection.py). Without msgspec, or for files that are not strict JSON (Python's
-``json.dumps`` writes ``NaN``), the standard library parses the file instead.
+the fields a detection dataset uses, skipping the polygons unless ``masks=True`` asks for them
+(then each is kept as its raw JSON bytes, for :func:`decode_masks`). Without msgspec, or for
+files that are not strict JSON (Python's ``json.dumps`` writes ``NaN``), the standard library
+parses the file instead.
 
-Only the file's shape is checked here (fields present, types, 4-number boxes): a problem is a
-:class:`DataError` naming the file (and, with msgspec, the JSON path of the entry). Whether the
-ids, categories and boxes make sense is for the dataset to decide.
+Only the file's shape is checked here (keys, fields, types, 4-number boxes, category names): a
+problem is a :class:`DataError` naming the file (and, with msgspec, the JSON path of the entry).
+Whether the ids, categories and boxes make sense is for :mod:`recipes.core.coco_index`.
 """
 
 from __future__ import annotations
 
+import difflib
 import gc
 import json
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,15 +63,16 @@ if msgspec is not None:
 
     class _Category(msgspec.Struct):
         id: Int64
-        name: str = ""
+        name: str | None = None  # missing: a DataError naming the category id, below
 
+    # UNSET: the key is missing (see check_keys); an image_info file has no annotations
     class _File(msgspec.Struct):
-        images: list[_Image]
-        annotations: list[_Annotation] = msgspec.field(default_factory=list)
-        categories: list[_Category] = msgspec.field(default_factory=list)
+        images: list[_Image] | msgspec.UnsetType = msgspec.UNSET
+        annotations: list[_Annotation] | msgspec.UnsetType = msgspec.UNSET
+        categories: list[_Category] | msgspec.UnsetType = msgspec.UNSET
 
     class _SegmentedFile(_File):
-        annotations: list[_Segmented] = msgspec.field(default_factory=list)
+        annotations: list[_Segmented] | msgspec.UnsetType = msgspec.UNSET
 
     _DECODERS = {False: msgspec.json.Decoder(_File), True: msgspec.json.Decoder(_SegmentedFile)}
 
@@ -110,17 +115,22 @@ def _read(path: Path, masks: bool) -> dict[str, Any]:
         except RecursionError:
             raise DataError(f"{path}: JSON nested too deeply to be a COCO file") from None
         if doc is not None:
-            segments = [bytes(a.segmentation) for a in doc.annotations] if masks else None
-            return _columns(doc.images, doc.annotations, doc.categories, attrgetter, segments, path)
+            images, anns, cats = doc.images, doc.annotations, doc.categories
+            if msgspec.UNSET in (images, anns, cats):
+                check_keys(path, msgspec.json.decode(data, type=dict[str, msgspec.Raw]))
+            anns = [] if anns is msgspec.UNSET else anns
+            segments = [bytes(a.segmentation) for a in anns] if masks else None
+            return _columns(images, anns, [] if cats is msgspec.UNSET else cats, attrgetter, segments, path)
     try:
         doc = json.loads(data)
-        images, anns, cats = doc["images"], doc.get("annotations", []), doc.get("categories", [])
     # RecursionError: nesting deeper than the interpreter's stack (msgspec refuses it too)
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:
         raise DataError(f"{path}: not a COCO instances file ({type(error).__name__}: {error})") from None
+    check_keys(path, doc)
     try:
+        images, anns, cats = doc["images"], doc.get("annotations", []), doc.get("categories", [])
         anns = [{"area": None, "iscrowd": 0, **a} for a in anns]
-        cats = [{"name": "", **c} for c in cats]
+        cats = [{"name": None, **c} for c in cats]
         segments = [json.dumps(a.get("segmentation")).encode() for a in anns] if masks else None
         return _columns(images, anns, cats, itemgetter, segments, path)
     except (KeyError, TypeError, ValueError, OverflowError) as error:  # Overflow: an id past int64
@@ -130,6 +140,26 @@ def _read(path: Path, masks: bool) -> dict[str, Any]:
         ) from None
 
 
+def check_keys(path: Path, doc: Any) -> None:
+    """Raise a :class:`DataError` unless ``doc`` (a parsed file) has the top-level COCO keys.
+
+    A missing key is an error when the file has a near miss ("annotation" for "annotations"):
+    loading it anyway would give a dataset without boxes. Without a near miss, ``annotations``
+    and ``categories`` may be absent (a test-dev ``image_info`` file has no annotations);
+    ``images`` may not.
+    """
+    if not isinstance(doc, dict):
+        raise DataError(f"{path}: not a COCO instances file (the top level is a {type(doc).__name__}, not an object)")
+    for key in ("images", "annotations", "categories"):
+        if key in doc:
+            continue
+        near = difflib.get_close_matches(key, [k for k in doc if isinstance(k, str)], n=1)
+        if near:
+            raise DataError(f"{path}: no '{key}' key at the top level; did you mean {near[0]!r}? (COCO spells it '{key}')")
+        if key == "images":
+            raise DataError(f"{path}: no 'images' key at the top level: not a COCO instances file")
+
+
 def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None, path: Path) -> dict[str, Any]:
     def column(rows: list, dtype: type, field: str) -> np.ndarray:
         values = np.array(list(map(getter(field), rows)), dtype=dtype)
@@ -137,6 +167,11 @@ def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None,
             raise DataError(f"{path}: every '{field}' must be a single number")
         return values
 
+    names = list(map(getter("name"), cats))
+    for category, name in zip(cats, names):
+        if not isinstance(name, str):
+            what = "no 'name'" if name is None else f"name {name!r}, which is not a string"
+            raise DataError(f"{path}: category {getter('id')(category)!r} has {what}")
     ints = np.array(list(map(getter("id", "image_id", "category_id", "iscrowd"), anns)), np.int64).reshape(-1, 4)
     boxes = np.array(list(map(getter("bbox"), anns)), np.float64)
     boxes = boxes.reshape(0, 4) if not anns else boxes
@@ -154,6 +189,50 @@ def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None,
         "bbox": boxes,
         "area": column(anns, np.float64, "area"),  # missing -> None -> NaN
         "category_ids": column(cats, np.int64, "id"),
-        "category_names": list(map(getter("name"), cats)),
+        "category_names": names,
         "segments": segments,
     }
+
+
+def decode_masks(segments: Sequence[bytes], height: int, width: int, *, source: str, ann_ids: Sequence[int]) -> np.ndarray:
+    """Segmentations as :func:`read_instances` keeps them -> uint8 masks [N, H, W], 1 inside.
+
+    Each is polygons or an RLE (``counts`` a list or a compressed string), turned into one RLE
+    as pycocotools' ``COCO.annToRLE`` does, so the masks equal ``COCO.annToMask``'s. A segment
+    that is neither is a :class:`DataError` naming ``source`` and the annotation id.
+    """
+    from pycocotools import mask as coco_mask
+
+    if not segments:
+        return np.zeros((0, height, width), dtype=np.uint8)
+    rles = []
+    for raw, ann_id in zip(segments, ann_ids):
+        try:
+            rle = _to_rle(coco_mask, json.loads(raw), height, width)
+        except (TypeError, ValueError, KeyError, IndexError) as error:
+            rle = f"cannot decode segmentation {raw[:60]!r} ({error})"
+        if isinstance(rle, str):
+            raise DataError(f"{source}, annotation {ann_id}: {rle}")
+        rles.append(rle)
+    with warnings.catch_warnings():
+        # pycocotools (2.0.11) builds every decoded array through an __array__ without numpy 2's
+        # copy argument, whichever public call decodes (one RLE or a list); nothing we pass avoids it.
+        warnings.filterwarnings(
+            "ignore", "__array__ implementation doesn't accept a copy keyword", DeprecationWarning, r"pycocotools\.mask"
+        )
+        masks = coco_mask.decode(rles)  # [H, W, N], Fortran order
+    return np.ascontiguousarray(masks.transpose(2, 0, 1))
+
+
+def _to_rle(coco_mask: Any, segmentation: Any, height: int, width: int) -> dict | str:
+    """One RLE from polygons or an RLE, or the reason there is none."""
+    if isinstance(segmentation, list) and segmentation:
+        return coco_mask.merge(coco_mask.frPyObjects(segmentation, height, width))
+    if isinstance(segmentation, dict) and list(segmentation.get("size", ())) == [height, width]:
+        counts = segmentation["counts"]
+        if isinstance(counts, str):  # compressed
+            return segmentation
+        if sum(counts) != height * width:  # pycocotools would read past the runs
+            return f"RLE counts sum to {sum(counts)}, not {height}x{width} = {height * width}"
+        return coco_mask.frPyObjects(segmentation, height, width)
+    return f"segmentation must be polygons or an RLE of size [{height}, {width}], got {json.dumps(segmentation)[:60]!r}"

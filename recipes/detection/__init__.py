@@ -5,6 +5,8 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 
 Each file reads alone and can be copied into a project that has ``recipes`` installed:
 ``coco.py`` (the dataset), ``loader.py`` (collate functions and the loader), ``evaluate.py``.
+They build on ``recipes.core``: ``coco_files`` (reading the file, decoding masks),
+``coco_index`` (the checked index) and ``packing`` (worker batches in one buffer per dtype).
 """
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning

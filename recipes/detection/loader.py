@@ -14,7 +14,9 @@ common size rounded up to ``size_divisibility``, boxes to the batch's largest co
 validity mask) for models that want tensors. Training batches hold images of one aspect-ratio
 group only (portrait vs landscape by default), read from the annotation file's sizes, so the
 padding a batch needs stays small; as in torchvision's detection reference, but no sample is
-repeated to fill a group's last batch.
+repeated to fill a group's last batch. A worker's batch holds five tensors per image, so
+:func:`detection_loader` sends it to the main process packed into one shared buffer per dtype
+(:mod:`recipes.core.packing`): one transfer per tensor would hold the main process back.
 """
 
 from __future__ import annotations
@@ -24,90 +26,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Subset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, Subset
 
 from recipes.core.errors import drop_skipped
 from recipes.core.loader import build_loader
+from recipes.core.packing import packed_in_workers
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
-    """``[(image, target), ...]`` -> ``(images, targets)``, two lists; skipped samples dropped.
-
-    In a worker process the pair travels to the main process as one shared buffer per dtype:
-    every tensor that crosses the worker queue on its own costs a shared-memory file and a
-    file-descriptor hand-over (~1 ms), five per image here, which made a 2-worker pass over tiny
-    images 5x slower than loading in the main process. The main process gets the same lists
-    (views into those buffers).
-    """
+    """``[(image, target), ...]`` -> ``(images, targets)``, two lists; skipped samples dropped."""
     batch = drop_skipped(batch)
-    images, targets = [image for image, _ in batch], [target for _, target in batch]
-    if get_worker_info() is not None:
-        return _PackedBatch((images, targets))
-    return images, targets
-
-
-class _Slot:
-    """Placeholder for the i-th packed tensor in a batch's structure."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-
-def _strip(value: Any, tensors: list[torch.Tensor]) -> Any:
-    """Replace the CPU tensors in nested lists / tuples / dicts by slots, collecting them."""
-    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and not value.requires_grad:
-        tensors.append(value)
-        return _Slot(len(tensors) - 1)
-    if isinstance(value, dict):
-        return {key: _strip(item, tensors) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_strip(item, tensors) for item in value)
-    return value
-
-
-def _fill(value: Any, tensors: list[torch.Tensor]) -> Any:
-    if isinstance(value, _Slot):
-        return tensors[value.index]
-    if isinstance(value, dict):
-        return {key: _fill(item, tensors) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_fill(item, tensors) for item in value)
-    return value
-
-
-class _PackedBatch(tuple):
-    """A tuple that pickles its tensors as one shared-memory buffer per dtype."""
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        tensors: list[torch.Tensor] = []
-        structure = _strip(tuple(self), tensors)
-        flats, entries = {}, []
-        for dtype in {t.dtype for t in tensors}:
-            members = [t for t in tensors if t.dtype == dtype]
-            total = sum(t.numel() for t in members)
-            storage = torch.UntypedStorage._new_shared(total * members[0].element_size())
-            flats[dtype] = torch.empty(0, dtype=dtype).set_(storage, 0, (total,), (1,))
-            torch.cat([t.as_subclass(torch.Tensor).reshape(-1) for t in members], out=flats[dtype])
-        offsets = dict.fromkeys(flats, 0)
-        for t in tensors:
-            # tv_tensors keep their metadata (format, canvas_size, ...) in the instance dict
-            entries.append((t.dtype, offsets[t.dtype], tuple(t.shape), type(t), dict(t.__dict__)))
-            offsets[t.dtype] += t.numel()
-        return _unpack_batch, (flats, entries, structure)
-
-
-def _unpack_batch(flats: dict[torch.dtype, torch.Tensor], entries: list[tuple], structure: Any) -> Any:
-    tensors = []
-    for dtype, offset, shape, cls, meta in entries:
-        numel = int(np.prod(shape)) if shape else 1
-        tensor = flats[dtype][offset : offset + numel].view(shape)
-        if cls is not torch.Tensor:
-            tensor = tensor.as_subclass(cls)
-            tensor.__dict__.update(meta)
-        tensors.append(tensor)
-    return _fill(structure, tensors)
+    return [image for image, _ in batch], [target for _, target in batch]
 
 
 def padded_detection_collate(
@@ -206,9 +135,10 @@ def detection_loader(
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
         aspect_group_factor: 0 = portrait vs landscape; 3 = torchvision reference's bins.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...), ``collate_fn``
-            (default :func:`detection_collate`) or ``groups`` (one int per sample).
+            (default :func:`detection_collate`; its batches leave worker processes packed, see
+            :func:`recipes.core.packing.packed_in_workers`) or ``groups`` (one int per sample).
     """
-    collate_fn = overrides.pop("collate_fn", detection_collate)
+    collate_fn = packed_in_workers(overrides.pop("collate_fn", detection_collate))
     groups = overrides.pop("groups", None)
     if groups is None and train and overrides.get("shuffle", True):
         groups = aspect_ratio_groups(_aspect_ratios(dataset), aspect_group_factor)

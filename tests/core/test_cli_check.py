@@ -185,3 +185,36 @@ def test_caption_manifest_problems_name_their_line(tmp_path):
     assert "escapes the dataset root" in reasons and "does not exist" in reasons and "empty caption" in reasons
     assert any(p.path.endswith("broken.jpg") for p in report.problems)
     assert report.summary["rows"] == 3 and report.summary["decoded"] == "1 of 2 images"  # usable rows
+
+
+@pytest.mark.parametrize("root", ["nowhere", "default", "empty"])
+def test_an_image_root_without_the_images_is_one_usage_error_not_one_per_image(fixtures, tmp_path, capsys, root):
+    ann_file = tmp_path / "instances.json"  # no images/ beside it: the default root is tmp_path
+    shutil.copy(fixtures / "detection/instances.json", ann_file)
+    (tmp_path / "empty").mkdir()
+    extra = [] if root == "default" else ["--image-root", str(tmp_path / root)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "detection", str(ann_file), "--workers", "1", *extra])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    expected = "does not exist" if root == "nowhere" else "none of the 10 image files"
+    assert "image root" in err and expected in err and "--image-root" in err
+
+
+def test_a_misspelled_key_is_named_and_an_image_info_file_is_clean(fixtures, tmp_path):
+    doc = json.loads((fixtures / "detection/instances.json").read_text())
+    doc["annotation"] = doc.pop("annotations")
+    misspelled = tmp_path / "misspelled.json"
+    misspelled.write_text(json.dumps(doc))
+    options = {"image_root": fixtures / "detection/images"}
+    report = check(DataOptions("detection", misspelled, **options), workers=1, progress=False)
+    assert [p.reason for p in report.problems] == [
+        "no 'annotations' key at the top level; did you mean 'annotation'? (COCO spells it 'annotations')"
+    ]
+    del doc["annotation"]  # a test-dev image_info file: images and categories only
+    del doc["categories"][0]["name"]
+    info = tmp_path / "image_info.json"
+    info.write_text(json.dumps(doc))
+    report = check(DataOptions("detection", info, **options), workers=1, progress=False)
+    assert [(p.where, p.reason) for p in report.problems] == [(f"category {doc['categories'][0]['id']}", "has no 'name'")]
+    assert report.summary["annotations"].startswith("0 (0 crowd)") and report.summary["decoded"] == "10 of 10 images"

@@ -1,6 +1,7 @@
 """read_instances: the same columns from msgspec and the standard library, and clear errors."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -83,3 +84,51 @@ def test_the_garbage_collector_is_left_as_it_was(tmp_path, doc, collecting):
         assert gc.isenabled() is collecting
     finally:
         gc.enable()
+
+
+def _with_parser(monkeypatch, parser):
+    if parser == "stdlib":
+        monkeypatch.setattr(coco_files, "msgspec", None)
+    elif coco_files.msgspec is None:
+        pytest.skip("msgspec is not installed")
+
+
+@pytest.mark.parametrize("parser", ["msgspec", "stdlib"])
+@pytest.mark.parametrize("key, typo", [("annotations", "annotation"), ("categories", "category"), ("images", "Images")])
+def test_a_misspelled_top_level_key_names_the_file_and_the_near_miss(tmp_path, doc, monkeypatch, parser, key, typo):
+    _with_parser(monkeypatch, parser)
+    doc[typo] = doc.pop(key)
+    with pytest.raises(DataError, match=rf"instances.json: no '{key}' key at the top level; did you mean '{typo}'\?"):
+        _read(tmp_path, doc)
+
+
+@pytest.mark.parametrize("parser", ["msgspec", "stdlib"])
+def test_an_image_info_file_without_annotations_reads_with_no_boxes(tmp_path, doc, monkeypatch, parser):
+    _with_parser(monkeypatch, parser)
+    # the shape of COCO's image_info_test-dev2017.json: no annotations key, nothing close to it
+    info = {key: doc[key] for key in ("info", "licenses", "images", "categories")}
+    columns = _read(tmp_path, info, masks=True)
+    assert columns["image_ids"].tolist() == [image["id"] for image in doc["images"]]
+    assert columns["bbox"].shape == (0, 4) and columns["segments"] == []
+
+
+@pytest.mark.parametrize("parser", ["msgspec", "stdlib"])
+def test_a_category_without_a_name_names_its_id(tmp_path, doc, monkeypatch, parser):
+    _with_parser(monkeypatch, parser)
+    del doc["categories"][2]["name"]
+    with pytest.raises(DataError, match=rf"instances.json: category {doc['categories'][2]['id']} has no 'name'"):
+        _read(tmp_path, doc)
+
+
+def test_masks_decode_without_a_warning_and_a_bad_segment_names_its_annotation():
+    polygon, rle = json.dumps([[1, 1, 6, 1, 6, 4, 1, 4]]).encode(), json.dumps({"size": [5, 8], "counts": [6, 3, 31]}).encode()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pycocotools' own numpy-2 warning included
+        masks = coco_files.decode_masks([polygon, rle], 5, 8, source="x.json", ann_ids=[1, 2])
+    assert masks.shape == (2, 5, 8) and masks.dtype == np.uint8 and masks.flags.c_contiguous
+    assert masks[0, 2, 3] == 1 and masks[0, 0, 0] == 0 and masks[1].sum() == 3
+    assert coco_files.decode_masks([], 5, 8, source="x.json", ann_ids=[]).shape == (0, 5, 8)
+    with pytest.raises(DataError, match=r"x.json, annotation 9: segmentation must be polygons or an RLE of size \[5, 8\]"):
+        coco_files.decode_masks([b'{"size": [4, 4], "counts": [16]}'], 5, 8, source="x.json", ann_ids=[9])
+    with pytest.raises(DataError, match=r"x.json, annotation 3: RLE counts sum to 9, not 5x8 = 40"):
+        coco_files.decode_masks([b'{"size": [5, 8], "counts": [6, 3]}'], 5, 8, source="x.json", ann_ids=[3])

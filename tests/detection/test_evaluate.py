@@ -69,7 +69,7 @@ def test_a_model_on_contiguous_labels_maps_back_and_still_scores_perfectly(paths
 def test_detections_on_crowd_regions_are_ignored_not_counted_as_false(paths, dataset):
     crowded = CocoDataset(*paths, include_crowd=True)
     outputs, image_ids = _perfect(crowded)  # also "detects" the two crowd regions
-    assert int(crowded.iscrowd.sum()) == 2
+    assert int(crowded.index.iscrowd.sum()) == 2
     assert evaluate(dataset, to_coco_results(outputs, image_ids))["AP"] == pytest.approx(1.0)
 
 

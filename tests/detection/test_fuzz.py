@@ -1,5 +1,5 @@
 """Property tests: the detection collates keep or unpad to exactly the samples (empty targets,
-masks, skipped samples, the worker's shared-memory packing); CocoDataset on mutated annotation
+masks, skipped samples, the packed transfer out of a worker); CocoDataset on mutated annotation
 files loads or raises a DataError naming the file."""
 
 import pickle
@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torchvision import tv_tensors
 
+from recipes.core.packing import PackedBatch
 from recipes.detection import CocoDataset, detection_collate, padded_detection_collate
-from recipes.detection.loader import _PackedBatch
 from tests.core.mutations import fuzz_settings, load_or_data_error, mutated_file, quiet
 
 
@@ -55,7 +55,7 @@ def test_detection_collate_and_its_worker_packing_keep_exactly_the_samples(batch
     kept = [sample for sample in batch if sample is not None]
     images, targets = detection_collate(batch)
     # in a worker the pair crosses the process boundary packed into one buffer per dtype
-    unpacked_images, unpacked_targets = pickle.loads(pickle.dumps(_PackedBatch((images, targets))))
+    unpacked_images, unpacked_targets = pickle.loads(pickle.dumps(PackedBatch((images, targets))))
     for got_images, got_targets in ((images, targets), (unpacked_images, unpacked_targets)):
         assert len(got_images) == len(got_targets) == len(kept)
         for image, target, (expected_image, expected_target) in zip(got_images, got_targets, kept):

@@ -44,7 +44,7 @@ def _assert_same_batches(a, b):
     assert [_ids(x) for x in a] == [_ids(y) for y in b]
     for (images_a, targets_a), (images_b, targets_b) in zip(a, b):
         for x, y in zip(images_a, images_b):
-            assert type(x) is type(y) and torch.equal(x, y)
+            assert type(x) is type(y) and torch.equal(x, y) and x.stride() == y.stride()  # layout kept
         for x, y in zip(targets_a, targets_b):
             assert list(x) == list(y)
             for key in x:

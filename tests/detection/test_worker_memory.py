@@ -33,7 +33,7 @@ workers = [psutil.Process(worker.pid) for worker in iterator._workers]
 start = [worker.memory_full_info().uss for worker in workers]
 batches = sum(1 for _ in iterator)
 end = [worker.memory_full_info().uss for worker in workers]
-print(json.dumps({"annotations": len(dataset.ann_ids), "batches": batches, "start": start, "end": end}))
+print(json.dumps({"annotations": len(dataset.index.ann_ids), "batches": batches, "start": start, "end": end}))
 """
 
 

@@ -1,0 +1,105 @@
+"""Send a worker's batch of many small tensors to the main process as one shared buffer per dtype.
+
+    loader = DataLoader(dataset, batch_size=8, num_workers=4,
+                        collate_fn=packed_in_workers(detection_collate))
+
+A DataLoader worker hands each tensor of a batch over on its own: a shared-memory file and a
+file-descriptor transfer per tensor. A detection batch holds five tensors per image (image,
+boxes, labels, area, iscrowd), so with small images the main process spends its time receiving
+descriptors instead of training. :func:`packed_in_workers` copies a batch's tensors into one
+shared buffer per dtype in the worker; the main process gets the same structure back, each
+tensor a view of its buffer with its shape, strides, class and tv_tensors metadata.
+benchmarks/detection.py measures the gain (its fourth figure; results in benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import torch
+from torch.utils.data import get_worker_info
+
+from recipes.core.nested import map_tensors, tensors_in
+
+# Stands in for every tensor of a packed batch's structure; one object, so pickle writes it once.
+_PLACEHOLDER = torch.empty(0, device="meta")
+
+
+def packed_in_workers(collate_fn: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    """``collate_fn`` whose batches cross from a worker process packed (see the module docstring).
+
+    In the main process (``num_workers=0``) the batch is returned as it is. The result is
+    picklable, so it works with spawned workers.
+    """
+    return partial(_collate_and_pack, collate_fn)
+
+
+def _collate_and_pack(collate_fn: Callable[[list[Any]], Any], samples: list[Any]) -> Any:
+    batch = collate_fn(samples)
+    if get_worker_info() is None or isinstance(batch, PackedBatch):  # the main process, or packed twice
+        return batch
+    return PackedBatch(batch)
+
+
+class PackedBatch:
+    """A batch that pickles as one shared-memory buffer per dtype and unpickles as the batch itself.
+
+    Tensors in dicts, lists, tuples and namedtuples are packed (what :mod:`recipes.core.nested`
+    walks); tensors inside other objects are pickled by torch as usual. A batch holding a tensor
+    that is not on the CPU or requires grad is pickled unpacked. Every tensor of an unpickled
+    batch keeps its dtype's whole buffer alive.
+    """
+
+    def __init__(self, batch: Any) -> None:
+        self.batch = batch
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        tensors = tensors_in(self.batch)
+        if any(t.device.type != "cpu" or t.requires_grad for t in tensors):
+            return _same, (self.batch,)
+        pieces: dict[torch.dtype, list[torch.Tensor]] = {}
+        entries = []
+        for tensor in tensors:
+            order = _memory_order(tensor)
+            pieces.setdefault(tensor.dtype, []).append(tensor.as_subclass(torch.Tensor).permute(order).reshape(-1))
+            # tv_tensors keep their metadata (format, canvas_size, ...) in the instance dict
+            entries.append((tensor.dtype, tuple(tensor.shape), order, type(tensor), dict(vars(tensor))))
+        buffers = {}
+        for dtype, parts in pieces.items():
+            # share_memory_ moves the (still unwritten) buffer into shared memory, then one copy fills it
+            buffers[dtype] = torch.empty(sum(p.numel() for p in parts), dtype=dtype).share_memory_()
+            torch.cat(parts, out=buffers[dtype])
+        # the placeholder travels too: pickle restores one object for all its uses, so the main
+        # process tells it apart from tensors that objects in the structure unpickle to
+        return _unpack, (buffers, entries, _PLACEHOLDER, map_tensors(self.batch, lambda _: _PLACEHOLDER))
+
+
+def _memory_order(tensor: torch.Tensor) -> list[int]:
+    """Dimensions from the largest stride down, when that order is dense (so a [3,H,W] view of
+    [H,W,3] memory is copied as it lies and keeps its strides); else the logical order."""
+    order = sorted(range(tensor.dim()), key=tensor.stride, reverse=True)
+    return order if tensor.permute(order).is_contiguous() else list(range(tensor.dim()))
+
+
+def _same(batch: Any) -> Any:
+    return batch
+
+
+def _unpack(
+    buffers: dict[torch.dtype, torch.Tensor], entries: list[tuple], placeholder: torch.Tensor, structure: Any
+) -> Any:
+    offsets = dict.fromkeys(buffers, 0)
+    tensors = []
+    for dtype, shape, order, cls, metadata in entries:
+        start, offsets[dtype] = offsets[dtype], offsets[dtype] + math.prod(shape)
+        stored = buffers[dtype][start : offsets[dtype]].view([shape[d] for d in order])
+        tensor = stored.permute([order.index(d) for d in range(len(order))])
+        if cls is not torch.Tensor:
+            tensor = tensor.as_subclass(cls)
+            tensor.__dict__.update(metadata)
+        tensors.append(tensor)
+    restored = iter(tensors)
+    return map_tensors(structure, lambda tensor: next(restored) if tensor is placeholder else tensor)
