@@ -5,14 +5,16 @@
 - ``distributed``: rank and world size, :func:`shared_seed` (one seed all ranks agree on).
 - ``samplers``: :class:`GroupedBatchSampler` (grouped, resumable, rank-aware batches).
 - ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
-- ``batching``, ``nested``: :func:`stack_images`; one walk over nested batches (``map_tensors``).
+- ``batching``, ``nested``, ``packing``: :func:`stack_images`; one walk over nested batches
+  (``map_tensors``); many small tensors sent from a worker as one shared buffer per dtype.
 - ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
 - ``tokens``, ``token_cache``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`; tokens on disk.
 - ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
 - ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
 - ``errors``, ``paths``: the error policy, safe paths.
 - ``corpus_files``, ``caption_files``, ``coco_files``: readers for .txt/.jsonl/.csv corpora, caption
-  manifests and COCO instances files; ``tar_shards``: the WebDataset sample layout.
+  manifests and COCO instances files; ``coco_index``: a checked COCO index of flat arrays;
+  ``tar_shards``: the WebDataset sample layout.
 - ``streams``: reader slots, a shuffle buffer and equal steps for self-sharding IterableDatasets.
 """
 
