@@ -94,7 +94,7 @@ def test_random_policy_draws_every_caption_over_epochs(fixtures, tokenizer):
     dataset = ImageTextDataset(manifest, tokenizer, transform=RESIZE, captions="random")
     options: dict[int, set] = {}
     for image_name, caption in oracle_pairs(manifest):
-        row = dataset.images.tolist().index(image_name)
+        row = list(dataset.images).index(image_name)
         options.setdefault(row, set()).add(tuple(tokenizer.encode(caption).ids))
     loader = multimodal_loader(dataset, 8, train=False, device="cpu", seed=0, num_workers=0)
     drawn: dict[int, set] = {row: set() for row in options}
@@ -272,7 +272,7 @@ def test_coco_image_without_captions_and_unknown_image_id(photos, tokenizer):
         dataset = ImageTextDataset(manifest, tokenizer, on_error="skip")
     reasons = [str(w.message).split(f"{manifest} ")[1] for w in caught]
     assert reasons == ["annotation id 11: image_id 3 is not in 'images'", "image id 2: image has no caption annotation"]
-    assert dataset.images.tolist() == ["pics/a.jpg"]
+    assert list(dataset.images) == ["pics/a.jpg"]
 
 
 def test_symlink_out_of_the_root_is_refused_when_loading(photos, tokenizer, tmp_path):
