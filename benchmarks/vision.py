@@ -42,7 +42,6 @@ import os
 import statistics
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -239,7 +238,7 @@ def decode_ceiling(paths: list[Path]) -> float:
     def decode(path):
         return read_image(path, contiguous=False)
 
-    _ceiling("decode only (libjpeg-turbo, torchvision.io)", paths, decode, lambda image: image)
+    _ceiling("decode only (libjpeg-turbo via TorchCodec)", paths, decode, lambda image: image)
     ours = _ceiling("decode + RandomResizedCrop (ours, uint8 HWC)", paths, decode, RandomResizedCrop(SIZE, antialias=True))
     peer = v2.RandomResizedCrop(SIZE, antialias=True)
     _ceiling("decode + RandomResizedCrop (PIL, as ImageFolder)", paths, lambda p: Image.open(p).convert("RGB"), peer)
@@ -322,7 +321,6 @@ def main() -> None:
     args = parser.parse_args()
     count = args.images or (64 if args.quick else 300)
     rounds = args.rounds or (2 if args.quick else 6)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)  # torchvision.io decoders
     with tempfile.TemporaryDirectory(prefix="bench-vision-") as tmp:
         start = time.perf_counter()
         paths = make_photos(Path(tmp), count)
