@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from recipes.core.nested import leaves
+from recipes.core.nested import leaves, samples_in
 
 DOMAINS = ("vision", "text", "detection", "multimodal")
 
@@ -45,13 +45,6 @@ def describe(batch: Any) -> list[str]:
             line = f"{path or 'batch'}: {type(leaf).__name__} {leaf!r}"[:100]
         lines.append(line + (f"  (first of {len(members)})" if len(members) > 1 else ""))
     return lines
-
-
-def batch_len(batch: Any) -> int:
-    """Samples in a batch: the first tensor's length, or the length of a list of samples."""
-    first = next(iter(batch.values())) if isinstance(batch, dict) else batch
-    first = first[0] if isinstance(first, (list, tuple)) else first
-    return len(first)
 
 
 def demo_builders() -> dict[str, Callable[[Path], tuple[Any, Any]]]:
@@ -79,7 +72,7 @@ def run_demo(domains: Sequence[str]) -> int:
         for batch in loader:
             first = batch if first is None else first
             batches += 1
-            samples += batch_len(batch)
+            samples += samples_in(batch)
         seconds = time.perf_counter() - start
         print(f"  dataset: {type(dataset).__name__}, {len(dataset)} samples")
         print("  one batch:")

@@ -3,6 +3,7 @@
     batch = map_tensors(batch, lambda t: t.to("cuda"))   # same structure, every tensor replaced
     tensors_in(batch)                                    # [images, labels, ...] in order
     leaves(batch)                                        # [("[0]", images), ("[1]", labels)]
+    samples_in(batch)                                    # 32
 
 Batches are whatever a collate function returns, so every recipe that moves, converts or
 inspects them needs the same walk; this is the one walk they share. tv_tensors are tensors here
@@ -32,6 +33,15 @@ def leaves(batch: Any) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
     _walk(batch, "", lambda path, leaf: found.append((path, leaf)))
     return found
+
+
+def samples_in(batch: Any) -> int:
+    """Samples in a batch: the length of its first field, ``images`` of ``(images, labels)`` or
+    the list of images of a detection batch; 1 for a batch without a length."""
+    first = next(iter(batch.values())) if isinstance(batch, dict) and batch else batch
+    if isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    return len(first) if hasattr(first, "__len__") else 1
 
 
 def _walk(batch: Any, path: str, leaf: Callable[[str, Any], Any]) -> Any:

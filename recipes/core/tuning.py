@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.loader import resolve_device, usable_cpus
-from recipes.core.nested import tensors_in
+from recipes.core.nested import samples_in, tensors_in
 
 GOOD_ENOUGH = 0.95  # settings within 5% of the best rate tie; the cheapest of them wins
 
@@ -82,14 +82,6 @@ def settings(device: torch.device, max_workers: int | None = None) -> list[tuple
     return grid
 
 
-def _batch_size_of(batch: Any) -> int:
-    """Samples in a batch: the first field's length, a tensor's or a list of samples' (detection)."""
-    first = next(iter(batch.values())) if isinstance(batch, dict) and batch else batch
-    if isinstance(first, (list, tuple)) and first:
-        first = first[0]  # (images, labels) -> images; ([image, ...], [target, ...]) -> the list
-    return len(first) if hasattr(first, "__len__") else 1
-
-
 def _endless(loader: DataLoader) -> Iterator[Any]:
     """Batches from ``loader`` epoch after epoch (a small dataset still fills the time budget)."""
     while True:
@@ -123,7 +115,7 @@ def measure(loader: DataLoader, *, seconds: float, step_ms: float, device: torch
             startup = waited  # worker start-up is reported apart
         else:
             wait += waited
-            samples += _batch_size_of(batch)
+            samples += samples_in(batch)
         if device.type == "cuda":
             # the host-to-device copy is part of feeding the model: it is what pin_memory speeds up
             for tensor in tensors_in(batch):
