@@ -16,7 +16,7 @@ def _batch():
 
 
 def test_map_tensors_rebuilds_the_structure_and_keeps_other_leaves():
-    out = map_tensors(_batch(), lambda tensor: tensor + 1)
+    out = map_tensors(_batch(), lambda tensor: tensor.clone().fill_(1))  # clone keeps tv_tensors' class
     assert isinstance(out["pair"], Pair) and out["pair"].label == "cat" and out["targets"][0]["image_id"] == 7
     assert isinstance(out["targets"][0]["boxes"], tv_tensors.BoundingBoxes)
     assert out["targets"][0]["boxes"].canvas_size == (8, 9) and torch.equal(out["images"], torch.ones(3, 2))
