@@ -12,7 +12,8 @@ Pair = namedtuple("Pair", "image label")
 
 def _batch():
     boxes = tv_tensors.BoundingBoxes(torch.zeros(2, 4), format="XYXY", canvas_size=(8, 9))
-    return {"images": torch.zeros(3, 2), "targets": [{"boxes": boxes, "image_id": 7}], "pair": Pair(torch.ones(1), "cat")}
+    pair = Pair(torch.ones(1), "cat")
+    return {"images": torch.zeros(3, 2), "targets": [{"boxes": boxes, "image_id": 7}], "pair": pair}
 
 
 def test_map_tensors_rebuilds_the_structure_and_keeps_other_leaves():
