@@ -342,3 +342,24 @@ def check_kept_batches_intact(loader: Any, keep: str, images: Callable[[Any], to
     assert not changed, f"{len(changed)} of {len(kept)} kept raw batches were written over: {changed}"
     changed = [i for i, (out, clone) in enumerate(outputs) if digest(out) != digest(clone)]
     assert not changed, f"{len(changed)} of {len(outputs)} kept output batches were written over: {changed}"
+
+
+# -- a recipe file imports only the standard library, third-party packages and recipes.core ---------
+
+
+def assert_imports_only_core(path: Path) -> None:
+    """No relative import and no ``recipes`` module outside ``recipes.core``: the file then works
+    when copied alone into a project where recipes is installed."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}: relative import"
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            inside = module == "recipes.core" or module.startswith("recipes.core.")
+            assert inside or not (module == "recipes" or module.startswith("recipes.")), f"{path.name} imports {module}"

@@ -1,6 +1,5 @@
 """Each recipe file works on its own: copied alone into a folder, it imports and runs."""
 
-import ast
 import os
 import shutil
 import subprocess
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import recipes
+from tests.harness import assert_imports_only_core
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 RECIPES = ["coco.py", "loader.py", "evaluate.py"]
@@ -26,18 +26,7 @@ SCRIPT = {
 @pytest.mark.parametrize("name", RECIPES)
 def test_a_recipe_file_imports_only_the_core_and_runs_when_copied_alone(name, tmp_path, fixtures):
     source = PACKAGE / "detection" / name
-    for node in ast.walk(ast.parse(source.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{name}: relative import"
-            modules = [node.module]
-        elif isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        else:
-            continue
-        for module in modules:
-            assert module == "recipes.core" or module.startswith("recipes.core.") or not module.startswith("recipes"), (
-                f"{name} imports {module}"
-            )
+    assert_imports_only_core(source)
     shutil.copy(source, tmp_path / name)
     code = (
         f"import importlib; from pathlib import Path; F = Path({str(fixtures)!r}); "

@@ -1,6 +1,5 @@
 """ImageTextDataset, multimodal_collate, multimodal_loader: ids, pixels, caption policies, errors (resume: test_resume.py)."""
 
-import ast
 import csv
 import json
 import os
@@ -19,6 +18,7 @@ from torchvision.transforms import v2
 from recipes.core.device import normalize_images
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
+from tests.harness import assert_imports_only_core
 
 ROOT = Path(__file__).resolve().parents[2]
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
@@ -322,13 +322,7 @@ RECIPE_FILES = ["pairs.py", "shards.py", "shard_writer.py"]
 
 @pytest.mark.parametrize("name", RECIPE_FILES, ids=[n.removesuffix(".py") for n in RECIPE_FILES])
 def test_recipe_file_imports_only_stdlib_third_party_and_core(name):
-    tree = ast.parse((ROOT / "recipes" / "multimodal" / name).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{name}: relative import"
-            assert not node.module.startswith("recipes") or node.module.startswith("recipes.core"), node.module
-        if isinstance(node, ast.Import):
-            assert all(not a.name.startswith("recipes") or a.name.startswith("recipes.core") for a in node.names)
+    assert_imports_only_core(ROOT / "recipes" / "multimodal" / name)
 
 
 def test_recipe_files_copied_alone_write_and_read_shards(fixtures, tmp_path):

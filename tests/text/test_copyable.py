@@ -1,6 +1,5 @@
 """Each recipe file works when copied alone into another project (with recipes installed)."""
 
-import ast
 import os
 import shutil
 import subprocess
@@ -9,19 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import assert_imports_only_core
+
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ["tokenized.py", "streaming.py"]
 
 
 @pytest.mark.parametrize("name", RECIPES)
 def test_recipe_imports_only_stdlib_third_party_and_core(name):
-    tree = ast.parse((ROOT / "recipes" / "text" / name).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{name}: relative import"
-            assert not node.module.startswith("recipes.") or node.module.startswith("recipes.core"), node.module
-        if isinstance(node, ast.Import):
-            assert all(not alias.name.startswith("recipes.") or alias.name.startswith("recipes.core") for alias in node.names)
+    assert_imports_only_core(ROOT / "recipes" / "text" / name)
 
 
 def test_copied_recipe_files_run_alone(tmp_path, fixtures):

@@ -263,6 +263,8 @@ def test_collate_of_different_sizes_asks_for_a_resize_or_crop_transform():
 
 
 def test_each_recipe_file_works_copied_alone(tmp_path):
+    for name in ("folder", "transforms"):
+        assert_imports_only_core(REPO / "recipes" / "vision" / f"{name}.py")
     # each file alone in its own folder, imported in one fresh interpreter (torch imports once)
     lines = ["import importlib, sys"]
     for name in ("folder", "transforms"):
