@@ -16,6 +16,7 @@ from torchvision.datasets import DatasetFolder, ImageFolder
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vision_loader
+from tests.harness import assert_imports_only_core
 
 REPO = Path(__file__).resolve().parents[2]
 
