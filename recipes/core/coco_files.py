@@ -117,7 +117,11 @@ def _read(path: Path, masks: bool) -> dict[str, Any]:
         if doc is not None:
             images, anns, cats = doc.images, doc.annotations, doc.categories
             if msgspec.UNSET in (images, anns, cats):
-                check_keys(path, msgspec.json.decode(data, type=dict[str, msgspec.Raw]))
+                try:  # the top-level keys, to name a missing one (the schema skipped the others unread)
+                    top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+                except msgspec.DecodeError as error:  # e.g. bytes that are not UTF-8 in a skipped key
+                    raise DataError(f"{path}: not a COCO instances file ({error})") from None
+                check_keys(path, top)
             anns = [] if anns is msgspec.UNSET else anns
             segments = [bytes(a.segmentation) for a in anns] if masks else None
             return _columns(images, anns, [] if cats is msgspec.UNSET else cats, attrgetter, segments, path)
