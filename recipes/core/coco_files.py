@@ -229,14 +229,62 @@ def decode_masks(segments: Sequence[bytes], height: int, width: int, *, source: 
 
 
 def _to_rle(coco_mask: Any, segmentation: Any, height: int, width: int) -> dict | str:
-    """One RLE from polygons or an RLE, or the reason there is none."""
+    """One RLE from polygons or an RLE, or the reason there is none.
+
+    pycocotools checks nothing it is given: a NaN or far-off polygon point makes it allocate for
+    every pixel step of the edge (gigabytes), and runs that do not cover the image exactly make
+    ``decode`` read or write past its buffer. Both are refused here first.
+    """
     if isinstance(segmentation, list) and segmentation:
-        return coco_mask.merge(coco_mask.frPyObjects(segmentation, height, width))
+        problem = _polygon_problem(segmentation, height, width)
+        return problem or coco_mask.merge(coco_mask.frPyObjects(segmentation, height, width))
     if isinstance(segmentation, dict) and list(segmentation.get("size", ())) == [height, width]:
         counts = segmentation["counts"]
-        if isinstance(counts, str):  # compressed
-            return segmentation
-        if sum(counts) != height * width:  # pycocotools would read past the runs
-            return f"RLE counts sum to {sum(counts)}, not {height}x{width} = {height * width}"
-        return coco_mask.frPyObjects(segmentation, height, width)
+        runs = _compressed_runs(counts) if isinstance(counts, str) else counts
+        if runs is None or not all(type(run) is int and run >= 0 for run in runs):
+            return f"RLE counts are not a list of runs or a COCO run string: {str(counts)[:60]!r}"
+        if sum(runs) != height * width:
+            return f"RLE counts sum to {sum(runs)}, not {height}x{width} = {height * width}"
+        return segmentation if isinstance(counts, str) else coco_mask.frPyObjects(segmentation, height, width)
     return f"segmentation must be polygons or an RLE of size [{height}, {width}], got {json.dumps(segmentation)[:60]!r}"
+
+
+def _polygon_problem(polygons: list, height: int, width: int) -> str | None:
+    """Why these polygons cannot be drawn on a ``width`` x ``height`` image, or None.
+
+    Points may stray outside the image (annotators' polygons do, by a pixel or so), but not by
+    more than the image's own size.
+    """
+    for polygon in polygons:
+        if not isinstance(polygon, list) or not all(type(value) in (int, float) for value in polygon):
+            return f"a polygon must be a list of numbers, got {json.dumps(polygon)[:60]!r}"
+        for x, y in zip(polygon[0::2], polygon[1::2]):
+            if not (-width <= x <= 2 * width and -height <= y <= 2 * height):  # False for NaN too
+                return f"polygon point ({x}, {y}) lies far outside the {width}x{height} image"
+    return None
+
+
+def _compressed_runs(text: str) -> list[int] | None:
+    """The run lengths of a COCO compressed RLE string (pycocotools' ``rleFrString``), or None.
+
+    Each run is a little-endian base-32 number in characters ``'0'`` + 0..63 (0x20 = more to
+    come, 0x10 in the last one = negative), added to the run two before it from the fourth run on.
+    """
+    runs: list[int] = []
+    position = 0
+    while position < len(text):
+        value = shift = 0
+        while True:
+            if position == len(text):
+                return None  # cut inside a number
+            code = ord(text[position]) - 48
+            if not 0 <= code < 64:
+                return None
+            value |= (code & 0x1F) << shift
+            position, shift = position + 1, shift + 5
+            if not code & 0x20:
+                if code & 0x10:
+                    value -= 1 << shift
+                break
+        runs.append(value + runs[-2] if len(runs) > 2 else value)
+    return runs

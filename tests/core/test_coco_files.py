@@ -143,3 +143,38 @@ def test_masks_decode_without_a_warning_and_a_bad_segment_names_its_annotation()
         coco_files.decode_masks([b'{"size": [4, 4], "counts": [16]}'], 5, 8, source="x.json", ann_ids=[9])
     with pytest.raises(DataError, match=r"x.json, annotation 3: RLE counts sum to 9, not 5x8 = 40"):
         coco_files.decode_masks([b'{"size": [5, 8], "counts": [6, 3]}'], 5, 8, source="x.json", ann_ids=[3])
+
+
+@pytest.mark.parametrize(
+    "segment, reason",
+    [
+        ([[None, 1, 6, 1, 6, 4]], "a polygon must be a list of numbers"),  # pycocotools: gigabytes
+        ([[1, 1, 6, 1, True, 4]], "a polygon must be a list of numbers"),
+        ([[1, 1, 6e30, 1, 6, 4]], r"polygon point \(6e\+30, 1\) lies far outside the 8x5 image"),
+        ([[1, 1, float("nan"), 1, 6, 4]], r"polygon point \(nan, 1\) lies far outside"),
+        ({"size": [5, 8], "counts": "x"}, "RLE counts are not a list of runs or a COCO run string"),  # garbage pixels
+        ({"size": [5, 8], "counts": ""}, "RLE counts sum to 0, not 5x8 = 40"),
+        ({"size": [5, 8], "counts": [50, -10]}, "RLE counts are not a list of runs"),  # a write past the mask
+    ],
+    ids=range(7),
+)
+def test_a_segment_pycocotools_would_mis_draw_is_refused_by_name(segment, reason):
+    raw = json.dumps(segment).encode()
+    with pytest.raises(DataError, match=rf"x.json, annotation 4: {reason}"):
+        coco_files.decode_masks([raw], 5, 8, source="x.json", ann_ids=[4])
+
+
+def test_compressed_runs_read_back_what_pycocotools_wrote():
+    from pycocotools import mask as coco_mask
+
+    from recipes.fixtures import rle_counts
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        height, width = rng.integers(1, 60, 2)
+        mask = np.asfortranarray((rng.random((height, width)) < rng.random()).astype(np.uint8))
+        encoded = coco_mask.encode(mask)["counts"].decode()
+        assert coco_files._compressed_runs(encoded) == rle_counts(mask)
+        decoded = coco_files.decode_masks([json.dumps({"size": [int(height), int(width)], "counts": encoded}).encode()],
+                                          int(height), int(width), source="x.json", ann_ids=[1])
+        assert np.array_equal(decoded[0], mask)
