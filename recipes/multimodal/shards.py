@@ -1,6 +1,6 @@
 """Image-caption pairs streamed from WebDataset-format tar shards, split across ranks and workers.
 
-    shards = ImageTextShards("shards/shard-{000000..000127}.tar", tokenizer,
+    shards = ImageTextShards("s3://bucket/shards/shard-{000000..000127}.tar", tokenizer,
                              transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)]),
                              shuffle_buffer=2000, seed=0)
     loader = multimodal_loader(shards, batch_size=256, device="cuda")
@@ -9,7 +9,9 @@
 
 The format open_clip and LAION use when a dataset outgrows one machine (see
 :mod:`recipes.core.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
-Members are read in order from the stream, never extracted to disk: names that are absolute or
+Shards are local paths or fsspec URLs (``s3://``, ``gs://``, ``https://``), read as one
+sequential stream each that survives transient faults (:mod:`recipes.core.storage`). Members are
+read in order from the stream, never extracted to disk: names that are absolute or
 contain ``..`` are refused, links and other non-file members passed over (never followed), and a
 member over ``MAX_MEMBER_BYTES`` refused before it is read.
 
@@ -34,7 +36,6 @@ import re
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,6 +47,7 @@ from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.paths import check_relative
 from recipes.core.seeding import epoch_generator, sample_seeds, seeded
+from recipes.core.storage import basename, filesystem, is_url, open_stream, shown
 from recipes.core.streams import buffer_shuffle, reader_slot
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, split_key
 from recipes.core.tokens import load_tokenizer, pad_id_of
@@ -57,14 +59,21 @@ _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
 MAX_MEMBER_BYTES = 512 * 2**20
 
 
-def expand_shards(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
-    """A list of shard paths from a list, a folder (its ``*.tar``), a glob or a ``{000..099}`` range."""
+def expand_shards(
+    paths: str | os.PathLike | Sequence[str | os.PathLike], storage_options: dict[str, Any] | None = None
+) -> list[str]:
+    """A list of shard paths or URLs from a list, a folder (its ``*.tar``), a glob or a
+    ``{000..099}`` range; a glob in a URL is listed through fsspec."""
     if not isinstance(paths, (str, os.PathLike)):
         shards = [os.fspath(path) for path in paths]
     else:
         pattern = os.fspath(paths)
         match = _BRACES.search(pattern)
-        if os.path.isdir(pattern):
+        if is_url(pattern) and not match and glob.has_magic(pattern):
+            fs, inner = filesystem(pattern, storage_options)
+            protocol = pattern.split("://", 1)[0]
+            shards = [f"{protocol}://{name}" for name in sorted(fs.glob(inner))]
+        elif os.path.isdir(pattern):
             shards = sorted(glob.glob(os.path.join(glob.escape(pattern), "*.tar")))
         elif match:
             lo, hi, width = int(match[1]), int(match[2]), len(match[1])
@@ -93,6 +102,7 @@ class ImageTextShards(IterableDataset):
         on_error: ``"raise"`` a :class:`DataError` naming the shard and member, or ``"skip"`` the
             sample (a bad shard: the rest of it) with a warning.
         rank, world_size: override what is read from ``torch.distributed`` at construction.
+        storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
     """
 
     def __init__(
@@ -108,12 +118,14 @@ class ImageTextShards(IterableDataset):
         on_error: str = "raise",
         rank: int | None = None,
         world_size: int | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
-        self.shards = expand_shards(paths)
+        self.shards = expand_shards(paths, storage_options)
+        self.storage_options = storage_options
         self.tokenizer = load_tokenizer(tokenizer)
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
@@ -157,26 +169,28 @@ class ImageTextShards(IterableDataset):
     def _raw_samples(self, shards: list[str]) -> Iterator[tuple[str, str, dict[str, bytes]]]:
         """``(shard, key, {extension: bytes})`` for consecutive tar members that share a key."""
         for shard in shards:
-            key, files = None, {}
+            key, files, name = None, {}, shown(shard)
             try:
-                with tarfile.open(shard, mode="r|*") as tar:  # a stream: sequential reads only
+                with (
+                    open_stream(shard, storage_options=self.storage_options) as stream,
+                    tarfile.open(fileobj=stream, mode="r|*") as tar,  # a stream: sequential reads only
+                ):
                     for member in tar:
                         if not member.isfile():
                             continue  # directories, links, devices: nothing to read, nothing followed
                         try:
-                            name = check_relative(member.name, source=f"{shard}: member")
+                            member_name = check_relative(member.name, source=f"{name}: member")
                         except DataError as error:
                             skip_or_raise(error, self.on_error)
                             continue
                         if member.size > MAX_MEMBER_BYTES:
-                            where = f"{shard}: member {member.name!r}"
+                            where = f"{name}: member {member.name!r}"
                             skip_or_raise(DataError(
                                 f"{where} holds {member.size:,} bytes, over the limit of {MAX_MEMBER_BYTES:,} "
                                 "(shards.MAX_MEMBER_BYTES)"
                             ), self.on_error)
                             continue
-                        name = name.removeprefix("./")
-                        stem, extension = split_key(name)
+                        stem, extension = split_key(member_name.removeprefix("./"))
                         if stem != key:
                             if files:
                                 yield shard, key, files
@@ -184,11 +198,13 @@ class ImageTextShards(IterableDataset):
                         files[extension.lower()] = tar.extractfile(member).read()
                 if files:
                     yield shard, key, files
+            except DataError as error:  # the storage gave up on a fault
+                skip_or_raise(error, self.on_error)
             except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
-                skip_or_raise(DataError(f"{shard}: cannot read tar shard ({error})"), self.on_error)
+                skip_or_raise(DataError(f"{name}: cannot read tar shard ({error})"), self.on_error)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[dict[str, Any]]:
-        where = f"{shard}:{key}"
+        where = f"{shown(shard)}:{key}"
         try:
             extension = next((e for e in IMAGE_EXTENSIONS if e in files), None)
             if extension is None:
@@ -199,7 +215,7 @@ class ImageTextShards(IterableDataset):
         except DataError as error:
             skip_or_raise(error, self.on_error)
             return
-        name = f"{Path(shard).name}/{key}"
+        name = f"{basename(shard)}/{key}"
         choices = range(len(captions)) if self.captions == "all" else [None]
         for choice in choices:
             # A seed per sample (and caption): the augmentation does not depend on the worker.

@@ -42,6 +42,7 @@ from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.seeding import sample_seeds
+from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
 from recipes.core.streams import buffer_shuffle, reader_slot
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
@@ -56,7 +57,8 @@ class StreamingTextDataset(IterableDataset):
     ``label_field`` (streaming cannot number string labels: they must be integers).
 
     Args:
-        paths: a file or a list of files, read in this order.
+        paths: a file or a list of files, read in this order: local paths or fsspec URLs
+            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field, label_field: JSON fields for .jsonl files.
         max_length: keep at most this many ids per line, as ``encode(text).ids[:max_length]``.
@@ -66,6 +68,7 @@ class StreamingTextDataset(IterableDataset):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
         rank, world_size: override what is read from ``torch.distributed`` at construction.
+        storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
     """
 
     def __init__(
@@ -82,14 +85,17 @@ class StreamingTextDataset(IterableDataset):
         on_error: str = "raise",
         rank: int | None = None,
         world_size: int | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        self.paths = [path if is_url(path) else Path(path) for path in paths]
+        self.storage_options = storage_options
         for path in self.paths:
-            if check_format(path, STREAM_FORMATS) == ".txt" and label_field is not None:
-                raise ValueError(f"{path}: a .txt file has no fields; label_field needs .jsonl files")
-            if not path.is_file():
+            if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
+                raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
+            if not is_url(path) and not path.is_file():
                 raise FileNotFoundError(f"text file {path} does not exist")
-        self.sizes = [path.stat().st_size for path in self.paths]
+        self.sizes = [stream_size(path, storage_options) for path in self.paths]
         self.tokenizer = batch_safe_tokenizer(load_tokenizer(tokenizer))
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         if shuffle_buffer < 0:
@@ -137,18 +143,18 @@ class StreamingTextDataset(IterableDataset):
         for path, size in zip(self.paths, self.sizes):
             start, stop = max(low, base) - base, min(high, base + size) - base
             if start < stop:
-                with open(path, "rb") as file:
+                json_rows, name = suffix(path) == ".jsonl", shown(path)
+                with open_stream(path, start=max(start - 1, 0), storage_options=self.storage_options) as file:
+                    position = max(start - 1, 0)
                     if start > 0:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
-                        file.seek(start - 1)
-                        file.readline()
-                    position = file.tell()
+                        position += len(file.readline())
                     while position < stop:
                         raw = file.readline()
                         if not raw:
                             break
-                        yield base + position, f"{path} byte {position}", path.suffix.lower() == ".jsonl", raw
+                        yield base + position, f"{name} byte {position}", json_rows, raw
                         position += len(raw)
             base += size
 

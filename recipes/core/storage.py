@@ -1,0 +1,222 @@
+"""Local paths and fsspec URLs (``s3://``, ``gs://``, ``http(s)://``, ``file://``) read as byte streams.
+
+    size = stream_size("s3://bucket/train-0003.jsonl", storage_options={"anon": True})
+    with open_stream("https://host/shards/shard-000042.tar", start=0) as file:
+        for member in tarfile.open(fileobj=file, mode="r|*"): ...
+
+A read from object storage fails now and then: a 5xx answer, a reset connection, a body cut
+short. :func:`open_stream` hides those: on such a fault it opens the object again at the byte
+offset already read (an HTTP Range request underneath) and carries on, after a backoff that
+doubles, at most ``retries`` times in a row. A stream therefore yields every byte exactly once
+or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
+user:password or query string) never appear in a message.
+
+fsspec is the one dependency; its backends are extras, installed with
+``pip install "recipes[s3]"`` (s3fs), ``"recipes[gcs]"`` (gcsfs) or ``"recipes[http]"`` (aiohttp).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from recipes.core.errors import DataError
+
+RETRIES = 5  # faults in a row before giving up; each success resets the count
+BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
+BLOCK_BYTES = 4 * 2**20  # bytes fetched per request from object storage
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
+# Answers worth asking again: timeouts, throttling, server errors.
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+_URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def is_url(path: Any) -> bool:
+    """True for ``scheme://...`` strings (fsspec URLs), False for local paths."""
+    return isinstance(path, str) and "://" in path
+
+
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as messages may show it: a URL loses its user:password and its query string."""
+    if not is_url(path):
+        return os.fspath(path)
+    parts = urlsplit(path)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def suffix(path: str | os.PathLike) -> str:
+    """The lower-case file suffix of a path or URL (``.jsonl``), its query string ignored."""
+    name = urlsplit(path).path if is_url(path) else os.fspath(path)
+    return PurePosixPath(name).suffix.lower() if is_url(path) else os.path.splitext(name)[1].lower()
+
+
+def basename(path: str | os.PathLike) -> str:
+    """The last component of a path or URL."""
+    return PurePosixPath(urlsplit(path).path).name if is_url(path) else os.path.basename(os.fspath(path))
+
+
+def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """``(fsspec filesystem, path within it)`` for ``url``, a fresh instance (safe after fork).
+
+    Raises:
+        ImportError: the backend for the URL's scheme is missing; the message names the pip command.
+    """
+    import fsspec
+
+    try:
+        return fsspec.core.url_to_fs(url, skip_instance_cache=True, **(storage_options or {}))
+    except ImportError as error:
+        scheme = urlsplit(url).scheme
+        extra = EXTRAS.get(scheme)
+        fix = f'pip install "recipes[{extra}]"' if extra else f"install the fsspec backend for {scheme}://"
+        raise ImportError(f"reading {scheme}:// URLs needs a package that is missing ({error}): {fix}") from None
+
+
+def stream_size(
+    path: str | os.PathLike,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    retries: int = RETRIES,
+    backoff: float = BACKOFF_S,
+) -> int:
+    """Size in bytes of a local file or a remote object (asked again after a transient fault).
+
+    Raises:
+        FileNotFoundError: it does not exist (the message names it, without credentials).
+    """
+    if not is_url(path):
+        return os.stat(path).st_size
+    fs, inner = filesystem(path, storage_options)
+    return retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff)
+
+
+def open_stream(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    storage_options: dict[str, Any] | None = None,
+    retries: int = RETRIES,
+    backoff: float = BACKOFF_S,
+) -> io.BufferedReader:
+    """A buffered binary reader of ``path`` from byte ``start`` (see the module docstring)."""
+    if not is_url(path):
+        file = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
+        file.seek(start)
+        return file
+    fs, inner = filesystem(path, storage_options)
+    return io.BufferedReader(_ResumingReader(fs, inner, shown(path), start, retries, backoff), buffer_size=2**20)
+
+
+class _ResumingReader(io.RawIOBase):
+    """Sequential reads of one remote object that reopen it at the current offset after a fault."""
+
+    def __init__(self, fs: Any, path: str, name: str, start: int, retries: int, backoff: float) -> None:
+        self.fs, self.path, self.name = fs, path, name
+        self.position, self.retries, self.backoff = start, retries, backoff
+        self.file: Any = None
+        self.size = self._attempt(lambda: int(fs.size(path)))
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.position >= self.size:
+            return 0
+        count = self._attempt(lambda: self._read_into(buffer))
+        self.position += count
+        return count
+
+    def _read_into(self, buffer: Any) -> int:
+        if self.file is None:
+            self.file = self.fs.open(self.path, "rb", block_size=BLOCK_BYTES, size=self.size)  # no second lookup
+            self.file.seek(self.position)
+        count = self.file.readinto(buffer)
+        if count == 0:  # the object said it held more: a body cut short, not the end
+            raise ConnectionError(f"the stream ended at byte {self.position} of {self.size}")
+        return count
+
+    def _attempt(self, action: Any) -> Any:
+        try:
+            return retried(
+                action, self.name, retries=self.retries, backoff=self.backoff, at=self._at, after=self._drop_file
+            )
+        except FileNotFoundError as error:
+            raise DataError(str(error)) from None
+
+    def _at(self) -> str:
+        return f" at byte {self.position}"
+
+    def _drop_file(self) -> None:
+        if self.file is not None:
+            try:
+                self.file.close()
+            except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is dropped anyway
+                pass
+            self.file = None
+
+    def close(self) -> None:
+        self._drop_file()
+        super().close()
+
+
+def retried(
+    action: Any,
+    name: str,
+    *,
+    retries: int = RETRIES,
+    backoff: float = BACKOFF_S,
+    at: Any = lambda: "",
+    after: Any = lambda: None,
+) -> Any:
+    """``action()``, called again after each transient fault (``after()`` first), with a doubling
+    backoff, at most ``retries`` times in a row.
+
+    Raises:
+        FileNotFoundError: the object does not exist.
+        DataError: a fault that is not transient, or one too many in a row; names ``name``.
+    """
+    faults = 0
+    while True:
+        try:
+            return action()
+        except Exception as error:  # noqa: BLE001 - sorted here: transient faults or not
+            if not is_transient(error):
+                if isinstance(error, FileNotFoundError):
+                    raise FileNotFoundError(f"{name} does not exist") from None
+                raise DataError(f"{name}: cannot read ({_reason(error)})") from None
+            after()
+            faults += 1
+            if faults > retries:
+                raise DataError(f"{name}: read failed {faults} times in a row{at()} ({_reason(error)})") from None
+            time.sleep(backoff * 2 ** (faults - 1))
+
+
+def _reason(error: BaseException) -> str:
+    """``Type: message`` with every URL in the message shown without its credentials."""
+    if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
+        error = error.__cause__
+    return f"{type(error).__name__}: " + _URLS.sub(lambda match: shown(match[0]), str(error))
+
+
+def is_transient(error: BaseException) -> bool:
+    """Is ``error`` a fault that asking again may cure (a connection or server problem)?"""
+    if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
+        # fsspec's http reports any failed lookup (a 503 too) as not found, raised from the real error
+        return is_transient(error.__cause__)
+    if isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, DataError)):
+        return False
+    status = getattr(error, "status", None)  # aiohttp's ClientResponseError
+    if isinstance(status, int):
+        return status in TRANSIENT_STATUS
+    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+        return True
+    # aiohttp's payload and disconnection errors, botocore's connection errors
+    return type(error).__module__.split(".")[0] in ("aiohttp", "botocore", "aiobotocore", "urllib3")

@@ -1,0 +1,79 @@
+"""Tar shards over real servers (HTTP with injected faults, S3 through s3fs) give the local samples."""
+
+import pytest
+from tokenizers import Tokenizer
+from torchvision.transforms import v2
+
+from recipes.core.errors import DataError
+from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
+from tests.harness import digest
+from tests.servers import FaultyHTTPServer, s3_server, upload
+
+RESIZE = v2.Compose([v2.Resize(24, antialias=True), v2.CenterCrop(24)])
+
+
+@pytest.fixture(scope="module")
+def tokenizer(fixtures):
+    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def shard_folder(fixtures, tmp_path_factory):
+    out = tmp_path_factory.mktemp("shards")
+    write_shards(fixtures / "multimodal" / "captions.json", out, samples_per_shard=2)  # 4 shards
+    return out
+
+
+def _batches(shards, workers):
+    loader = multimodal_loader(shards, 4, train=False, device="cpu", num_workers=workers)
+    return [batch for batch in loader]
+
+
+def _by_key(batches):
+    """Every item as (key, digest of its pixels and ids), sorted: workers interleave the order."""
+    return sorted(
+        (key, digest([batch["pixel_values"][i], batch["input_ids"][i][: batch["lengths"][i]]]))
+        for batch in batches
+        for i, key in enumerate(batch["key"])
+    )
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_http_shards_with_503s_and_cut_bodies_give_the_local_samples(shard_folder, tokenizer, workers):
+    options = dict(transform=RESIZE, captions="all", shuffle_buffer=3, seed=0)
+    local = _batches(ImageTextShards(str(shard_folder / "shard-{000000..000003}.tar"), tokenizer, **options), workers)
+    with FaultyHTTPServer(shard_folder, fail_every=3, cut_every=4) as server:
+        url = server.url("shard-{000000..000003}.tar")
+        remote = _batches(ImageTextShards(url, tokenizer, **options), workers)
+    assert server.faults["503"] > 0 and server.faults["cut"] > 0
+    assert len(_by_key(local)) == 28 and _by_key(remote) == _by_key(local)
+    if workers == 0:  # one reader: the same order too
+        assert [digest(batch) for batch in remote] == [digest(batch) for batch in local]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_s3_shards_through_s3fs_give_the_local_samples(shard_folder, tokenizer, workers):
+    options = dict(transform=RESIZE, captions="first", seed=0)
+    local = _batches(ImageTextShards(shard_folder, tokenizer, **options), workers)
+    with s3_server() as (endpoint, storage):
+        upload(endpoint, shard_folder)
+        shards = ImageTextShards("s3://data/shard-*.tar", tokenizer, storage_options=storage, **options)
+        remote = _batches(shards, workers)
+    assert len(_by_key(local)) == 8 and _by_key(remote) == _by_key(local)
+
+
+def test_a_server_that_keeps_failing_is_named_or_skipped(shard_folder, tokenizer):
+    with FaultyHTTPServer(shard_folder, fail_every=1) as server:
+        url = server.url("shard-000000.tar")
+        with pytest.raises(DataError, match=r"http://127.0.0.1:\d+/shard-000000.tar: read failed"):
+            list(ImageTextShards(url, tokenizer))
+
+
+def test_spawned_workers_read_url_shards(shard_folder, tokenizer):
+    options = dict(transform=RESIZE, captions="first", seed=0)
+    local = _batches(ImageTextShards(shard_folder, tokenizer, **options), 0)
+    with FaultyHTTPServer(shard_folder, cut_every=3) as server:
+        shards = ImageTextShards(server.url("shard-{000000..000003}.tar"), tokenizer, **options)
+        loader = multimodal_loader(shards, 4, train=False, device="cpu", num_workers=2, multiprocessing_context="spawn")
+        remote = list(loader)
+    assert _by_key(remote) == _by_key(local)
