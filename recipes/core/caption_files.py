@@ -20,6 +20,7 @@ annotation id) under ``on_error="raise"``; under ``"skip"`` it is dropped with a
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from typing import Any
 from recipes.core.corpus_files import is_unicode
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import check_relative
+from recipes.core.storage import is_url, read_bytes, shown, suffix
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
 
@@ -42,7 +44,7 @@ class CaptionManifest:
     (``key_name`` "image id"); :meth:`where` turns it into text for error messages.
     """
 
-    path: Path
+    path: Path | str  # a local path, or the URL it was read from
     key_name: str
     images: list[str] = field(default_factory=list)
     captions: list[list[str]] = field(default_factory=list)
@@ -52,25 +54,30 @@ class CaptionManifest:
         return len(self.images)
 
     def where(self, row: int) -> str:
-        return f"{self.path} {self.key_name} {self.keys[row]}"
+        return f"{shown(self.path)} {self.key_name} {self.keys[row]}"
 
 
-def read_caption_manifest(manifest: str | os.PathLike, *, on_error: str = "raise") -> CaptionManifest:
-    """Read a JSONL, CSV, TSV or COCO captions manifest; see the module docstring."""
+def read_caption_manifest(
+    manifest: str | os.PathLike, *, on_error: str = "raise", storage_options: dict[str, Any] | None = None
+) -> CaptionManifest:
+    """Read a JSONL, CSV, TSV or COCO captions manifest, a local path or an fsspec URL; see the
+    module docstring. ``storage_options`` go to fsspec for a URL."""
     check_on_error(on_error)
-    path = Path(manifest)
-    kind = FORMATS.get(path.suffix.lower())
+    path, name = (manifest if is_url(manifest) else Path(manifest)), shown(manifest)
+    kind = FORMATS.get(suffix(manifest))
     if kind is None:
-        raise ValueError(f"{path}: unknown manifest format {path.suffix!r}; expected one of {sorted(FORMATS)}")
-    if not path.is_file():
-        raise FileNotFoundError(f"manifest {path} does not exist")
+        raise ValueError(f"{name}: unknown manifest format {suffix(manifest)!r}; expected one of {sorted(FORMATS)}")
+    try:
+        data = read_bytes(path, storage_options)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"manifest {name} does not exist") from None
     if kind == "coco":
-        return _read_coco(path, on_error)
+        return _read_coco(path, name, data, on_error)
     out = CaptionManifest(path, "line")
-    rows = _jsonl_rows(path) if kind == "jsonl" else _csv_rows(path, "\t" if kind == "tsv" else ",")
+    rows = _jsonl_rows(name, data) if kind == "jsonl" else _csv_rows(name, data, "\t" if kind == "tsv" else ",")
     for line, row in rows:
         try:
-            image, captions = _parse_row(row, f"{path} line {line}")
+            image, captions = _parse_row(row, f"{name} line {line}")
         except DataError as error:
             skip_or_raise(error, on_error)
             continue
@@ -80,12 +87,11 @@ def read_caption_manifest(manifest: str | os.PathLike, *, on_error: str = "raise
     return out
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    with open(path, "rb") as file:
-        for line, raw in enumerate(file, start=1):
-            if not raw.strip():
-                continue  # a trailing blank line is not a sample
-            yield line, _json_row(raw, f"{path} line {line}")
+def _jsonl_rows(name: str, data: bytes) -> Iterator[tuple[int, Any]]:
+    for line, raw in enumerate(io.BytesIO(data), start=1):
+        if not raw.strip():
+            continue  # a trailing blank line is not a sample
+        yield line, _json_row(raw, f"{name} line {line}")
 
 
 def _json_row(raw: bytes, where: str) -> Any:
@@ -102,16 +108,17 @@ def _json_row(raw: bytes, where: str) -> Any:
         return DataError(f"{where}: not a JSON object ({type(error).__name__}: {str(error)[:100]})")
 
 
-def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, Any]]:
+def _csv_rows(name: str, data: bytes, delimiter: str) -> Iterator[tuple[int, Any]]:
     # utf-8-sig: spreadsheets write a byte-order mark that would otherwise rename the first column.
     # surrogateescape keeps undecodable bytes as lone surrogates, so that _parse_row names the
     # line that holds them instead of the whole file failing with a UnicodeDecodeError.
-    with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as file:
+    text = io.TextIOWrapper(io.BytesIO(data), newline="", encoding="utf-8-sig", errors="surrogateescape")
+    with text as file:
         reader = csv.DictReader(file, delimiter=delimiter)
         missing = {"image", "caption"} - set(reader.fieldnames or ())
         if missing:
             raise DataError(
-                f"{path}: header {reader.fieldnames} lacks the column(s) {sorted(missing)}; "
+                f"{name}: header {reader.fieldnames} lacks the column(s) {sorted(missing)}; "
                 "a CSV/TSV manifest needs 'image' and 'caption' columns"
             )
         line = reader.line_num + 1
@@ -162,30 +169,30 @@ def _coco_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
-def _read_coco(path: Path, on_error: str) -> CaptionManifest:
+def _read_coco(path: Path | str, source: str, data: bytes, on_error: str) -> CaptionManifest:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(data)
         images, annotations = data["images"], data["annotations"]
     # ValueError: bad UTF-8 or JSON, or a 4300-digit integer; RecursionError: absurd nesting
     except (ValueError, RecursionError, KeyError, TypeError) as error:
         raise DataError(
-            f"{path}: not a COCO captions file with 'images' and 'annotations' ({type(error).__name__}: "
+            f"{source}: not a COCO captions file with 'images' and 'annotations' ({type(error).__name__}: "
             f"{str(error)[:100]})"
         ) from None
     if not isinstance(images, list) or not isinstance(annotations, list):
-        raise DataError(f"{path}: 'images' and 'annotations' must be lists")
+        raise DataError(f"{source}: 'images' and 'annotations' must be lists")
     out = CaptionManifest(path, "image id")
     row_of: dict[int, int] = {}
     skipped: set[Any] = set()  # images already reported; their annotations go quietly
     for position, image in enumerate(images):
         if not isinstance(image, dict):
-            skip_or_raise(DataError(f"{path}: images[{position}] is not an object: {image!r}"), on_error)
+            skip_or_raise(DataError(f"{source}: images[{position}] is not an object: {image!r}"), on_error)
             continue
         image_id = image.get("id")
-        where = f"{path} image id {image_id!r}"
+        where = f"{source} image id {image_id!r}"
         try:
             if not _coco_id(image_id):
-                raise DataError(f"{path}: images[{position}] has id {image_id!r}; ids must be integers")
+                raise DataError(f"{source}: images[{position}] has id {image_id!r}; ids must be integers")
             name = _check_image(image.get("file_name"), where)
             if image_id in row_of:
                 raise DataError(f"{where}: the id appears twice in 'images'")
@@ -200,10 +207,10 @@ def _read_coco(path: Path, on_error: str) -> CaptionManifest:
         out.keys.append(image_id)
     for position, annotation in enumerate(annotations):
         if not isinstance(annotation, dict):
-            skip_or_raise(DataError(f"{path}: annotations[{position}] is not an object: {annotation!r}"), on_error)
+            skip_or_raise(DataError(f"{source}: annotations[{position}] is not an object: {annotation!r}"), on_error)
             continue
         image_id = annotation.get("image_id")
-        where = f"{path} annotation id {annotation.get('id')!r}"
+        where = f"{source} annotation id {annotation.get('id')!r}"
         if not _coco_id(image_id):
             skip_or_raise(DataError(f"{where}: image_id {image_id!r} is not an integer"), on_error)
             continue

@@ -24,15 +24,16 @@ from __future__ import annotations
 import difflib
 import gc
 import json
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
 from recipes.core.errors import DataError
+from recipes.core.storage import read_bytes, shown
 
 try:
     import msgspec
@@ -77,12 +78,16 @@ if msgspec is not None:
     _DECODERS = {False: msgspec.json.Decoder(_File), True: msgspec.json.Decoder(_SegmentedFile)}
 
 
-def read_instances(path: Path, *, masks: bool) -> dict[str, Any]:
+def read_instances(
+    path: str | os.PathLike, *, masks: bool, storage_options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Decode a COCO instances file into columns.
 
     Args:
-        path: the instances JSON (``images``, ``annotations``, ``categories``).
+        path: the instances JSON (``images``, ``annotations``, ``categories``), a local path or
+            an fsspec URL.
         masks: also return each annotation's ``segmentation`` as raw JSON bytes.
+        storage_options: passed to fsspec for a URL (see :mod:`recipes.core.storage`).
 
     Returns:
         ``image_ids`` int64 [I], ``widths`` / ``heights`` float64 [I], ``file_names`` list[str];
@@ -94,17 +99,18 @@ def read_instances(path: Path, *, masks: bool) -> dict[str, Any]:
     # The parse allocates a container or two per annotation and nothing that can form a cycle;
     # with the collector on, its full passes over the interpreter's heap (torch's modules...)
     # took ~40% of the time on a COCO-sized file.
+    data = read_bytes(path, storage_options)
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _read(path, masks)
+        return _read(shown(path), data, masks)
     finally:
         if collecting:
             gc.enable()
 
 
-def _read(path: Path, masks: bool) -> dict[str, Any]:
-    data = path.read_bytes()
+def _read(path: str, data: bytes, masks: bool) -> dict[str, Any]:
+    """Columns of ``data``; ``path`` names the file in errors."""
     if msgspec is not None:
         try:
             doc = _DECODERS[masks].decode(data)
@@ -144,7 +150,7 @@ def _read(path: Path, masks: bool) -> dict[str, Any]:
         ) from None
 
 
-def check_keys(path: Path, doc: Any) -> None:
+def check_keys(path: str | os.PathLike, doc: Any) -> None:
     """Raise a :class:`DataError` unless ``doc`` (a parsed file) has the top-level COCO keys.
 
     A missing key is an error when the file has a near miss ("annotation" for "annotations"):
@@ -164,7 +170,7 @@ def check_keys(path: Path, doc: Any) -> None:
             raise DataError(f"{path}: no 'images' key at the top level: not a COCO instances file")
 
 
-def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None, path: Path) -> dict[str, Any]:
+def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None, path: str) -> dict[str, Any]:
     def column(rows: list, dtype: type, field: str) -> np.ndarray:
         values = np.array(list(map(getter(field), rows)), dtype=dtype)
         if values.shape != (len(rows),):

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.storage import is_url, read_bytes, shown
+from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -46,7 +48,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 class Rows:
     """What :func:`read_rows` kept: texts, raw labels (None without a label field), line numbers."""
 
-    path: Path
+    path: Path | str  # a local path, or the URL it was read from
     texts: list[str] = field(default_factory=list)
     labels: list[Any] | None = None
     lines: list[int] = field(default_factory=list)
@@ -54,7 +56,7 @@ class Rows:
 
 def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) -> str:
     """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats``."""
-    suffix = Path(path).suffix.lower()
+    suffix = storage_suffix(path)
     if suffix not in formats:
         raise ValueError(f"{path}: unsupported file type {suffix!r}; expected one of {list(formats)}")
     return suffix
@@ -67,6 +69,7 @@ def read_rows(
     label_field: str | None = None,
     on_error: str = "raise",
     data: bytes | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Rows:
     """Read every sample of a .txt, .jsonl or .csv file; see the module docstring.
 
@@ -75,22 +78,23 @@ def read_rows(
         text_field, label_field: field names for .jsonl and .csv (a .txt file has no label).
         on_error: ``"raise"`` or ``"skip"`` (drop bad lines with a warning).
         data: the file's bytes if already read (e.g. to hash them for a cache key).
+        storage_options: passed to fsspec when ``path`` is a URL (see :mod:`recipes.core.storage`).
     """
     check_on_error(on_error)
-    path = Path(path)
-    suffix = check_format(path)
+    path = path if is_url(path) else Path(path)
+    suffix, name = check_format(path), shown(path)
     if suffix == ".txt" and label_field is not None:
-        raise ValueError(f"{path}: a .txt file has no fields; label_field needs a .jsonl or .csv file")
+        raise ValueError(f"{name}: a .txt file has no fields; label_field needs a .jsonl or .csv file")
     if data is None:
-        data = path.read_bytes()
+        data = read_bytes(path, storage_options)
     data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
     rows = Rows(path, labels=[] if label_field is not None else None)
     if suffix == ".csv":
-        numbered = _csv_records(path, data, text_field, label_field)
+        numbered = _csv_records(name, data, text_field, label_field)
     else:
         numbered = enumerate(data.split(b"\n"), start=1)
     for number, record in numbered:
-        where = f"{path} line {number}"
+        where = f"{name} line {number}"
         try:
             if suffix == ".csv":
                 row = check_fields(record, where, text_field=text_field, label_field=label_field)
@@ -107,7 +111,7 @@ def read_rows(
     return rows
 
 
-def _csv_records(path: Path, data: bytes, text_field: str, label_field: str | None):
+def _csv_records(name: str, data: bytes, text_field: str, label_field: str | None):
     # surrogateescape keeps undecodable bytes as lone surrogates: check_fields then names the
     # record that holds them instead of failing the whole file
     reader = csv.DictReader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
@@ -116,7 +120,7 @@ def _csv_records(path: Path, data: bytes, text_field: str, label_field: str | No
     missing = {option: name for option, name in wanted.items() if name is not None and name not in columns}
     if missing:
         raise DataError(
-            f"{path}: the header has no column {list(missing.values())} (columns: {columns}); "
+            f"{name}: the header has no column {list(missing.values())} (columns: {columns}); "
             f"pass {' / '.join(f'{option}=...' for option in missing)} naming existing columns"
         )
     number = reader.line_num + 1

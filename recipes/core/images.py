@@ -26,6 +26,7 @@ import io
 import os
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from PIL import Image, ImageOps
 from torchcodec import decoders
 
 from recipes.core.errors import DataError
+from recipes.core.storage import is_url, read_bytes, shown
 
 # PIL's default Image.MAX_IMAGE_PIXELS (~89.5 MP, a 9459x9459 image): enough for any photo,
 # while a 16000x16000 bomb would need 768 MB as RGB before a single check ran.
@@ -47,16 +49,26 @@ def read_image(
     max_pixels: int = MAX_PIXELS,
     draft_size: tuple[int, int] | None = None,
     contiguous: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> torch.Tensor:
-    """Read an image file into a ``uint8 [3,H,W]`` RGB tensor; see :func:`decode_image`."""
+    """Read an image file or URL into a ``uint8 [3,H,W]`` RGB tensor; see :func:`decode_image`.
+
+    A URL (``s3://``, ``https://``...) is fetched through :mod:`recipes.core.storage`, with
+    ``storage_options`` for fsspec.
+    """
     try:
-        with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
-            data = bytearray(file.read())  # writable: torch.frombuffer needs no second copy
+        if is_url(path):
+            data = bytearray(read_bytes(path, storage_options))
+        else:
+            with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
+                data = bytearray(file.read())  # writable: torch.frombuffer needs no second copy
     except OSError as error:
-        raise DataError(f"{path}: cannot read file ({error.strerror or error})") from None
+        raise DataError(f"{shown(path)}: cannot read file ({error.strerror or error})") from None
     except ValueError as error:  # a NUL byte, or a name the file system cannot encode
         raise DataError(f"{path!r}: cannot read file ({error})") from None
-    return decode_image(data, source=str(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous)
+    return decode_image(
+        data, source=shown(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous
+    )
 
 
 def decode_image(

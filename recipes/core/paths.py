@@ -14,6 +14,7 @@ import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from recipes.core.errors import DataError
+from recipes.core.storage import is_url, join
 
 
 def check_relative(name: str, *, source: str = "") -> str:
@@ -35,12 +36,15 @@ def check_relative(name: str, *, source: str = "") -> str:
     return name
 
 
-def resolve_under(root: str | os.PathLike, name: str, *, source: str = "") -> Path:
+def resolve_under(root: str | os.PathLike, name: str, *, source: str = "") -> Path | str:
     """Join ``name`` to ``root`` and refuse the result unless it stays inside ``root``.
 
     Symlinks are followed before the comparison, so a link that points outside is refused too.
+    A URL root (``s3://bucket/images``) gets ``name`` appended once it is checked lexically.
     """
     check_relative(name, source=source)
+    if is_url(root):
+        return join(root, name)
     base = Path(root).resolve()
     path = (base / name).resolve()
     if not path.is_relative_to(base):

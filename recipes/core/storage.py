@@ -21,7 +21,7 @@ import io
 import os
 import re
 import time
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -111,18 +111,45 @@ def open_stream(
         file = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
         file.seek(start)
         return file
+    size = stream_size(path, storage_options, retries=retries, backoff=backoff)  # FileNotFoundError if none
     fs, inner = filesystem(path, storage_options)
-    return io.BufferedReader(_ResumingReader(fs, inner, shown(path), start, retries, backoff), buffer_size=2**20)
+    reader = _ResumingReader(fs, inner, shown(path), start, size, retries, backoff)
+    return io.BufferedReader(reader, buffer_size=2**20)
+
+
+def read_bytes(path: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> bytes:
+    """The whole content of a local file or a remote object, read as :func:`open_stream` reads.
+
+    Raises:
+        FileNotFoundError: it does not exist (the message names it, without credentials).
+    """
+    if not is_url(path):
+        with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
+            return file.read()
+    with open_stream(path, storage_options=storage_options) as file:
+        return file.read()
+
+
+def join(root: str | os.PathLike, name: str) -> str | os.PathLike:
+    """``name`` under ``root``: a URL gains ``/name``, a local folder a path component."""
+    return f"{root.rstrip('/')}/{name}" if is_url(root) else Path(root) / name
+
+
+def parent(path: str | os.PathLike) -> str | os.PathLike:
+    """The folder of a local path, or of a URL (its last ``/``-component dropped)."""
+    if not is_url(path):
+        return Path(path).parent
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://{rest.split('?')[0].rsplit('/', 1)[0]}"
 
 
 class _ResumingReader(io.RawIOBase):
     """Sequential reads of one remote object that reopen it at the current offset after a fault."""
 
-    def __init__(self, fs: Any, path: str, name: str, start: int, retries: int, backoff: float) -> None:
+    def __init__(self, fs: Any, path: str, name: str, start: int, size: int, retries: int, backoff: float) -> None:
         self.fs, self.path, self.name = fs, path, name
-        self.position, self.retries, self.backoff = start, retries, backoff
+        self.position, self.size, self.retries, self.backoff = start, size, retries, backoff
         self.file: Any = None
-        self.size = self._attempt(lambda: int(fs.size(path)))
 
     def readable(self) -> bool:
         return True

@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray
+from recipes.core.storage import basename
 
 CACHE_VERSION = 2  # part of the key: bump when the stored layout or the reading rules change
 
@@ -35,7 +36,8 @@ def cache_prefix(
     digest = hashlib.sha256(data)
     digest.update(tokenizer.to_str().encode("utf-8"))
     digest.update(json.dumps([CACHE_VERSION, *options]).encode("utf-8"))
-    return Path(cache_dir).expanduser() / f"{Path(path).stem}-{digest.hexdigest()[:32]}"
+    stem = PurePosixPath(basename(path)).stem  # a URL's file name, without its query string
+    return Path(cache_dir).expanduser() / f"{stem}-{digest.hexdigest()[:32]}"
 
 
 def is_cached(prefix: Path) -> bool:

@@ -39,6 +39,7 @@ from recipes.core.coco_index import DegenerateBoxWarning, index_instances
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
+from recipes.core.storage import is_url, shown
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
 
@@ -48,8 +49,9 @@ class CocoDataset(Dataset):
 
     Args:
         image_root: folder the images' ``file_name`` entries are relative to.
-        ann_file: COCO instances JSON (``images``, ``annotations``, ``categories``); a test-dev
-            ``image_info`` file without ``annotations`` gives empty targets.
+        ann_file: COCO instances JSON (``images``, ``annotations``, ``categories``), a local path
+            or an fsspec URL; a test-dev ``image_info`` file without ``annotations`` gives empty
+            targets.
         transforms: a ``torchvision.transforms.v2`` callable on ``(image, target)``; flips and
             crops then move the boxes (and masks) with the pixels.
         masks: add ``masks`` decoded with pycocotools from polygons or RLE.
@@ -64,6 +66,7 @@ class CocoDataset(Dataset):
             dropping them with one :class:`DegenerateBoxWarning`.
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
             instead of COCO ids, for models built with ``num_classes=K + 1``.
+        storage_options: passed to fsspec when ``ann_file`` is a URL; never shown.
 
     Attributes:
         index: the :class:`recipes.core.coco_index.CocoIndex` (image sizes and file names,
@@ -84,15 +87,17 @@ class CocoDataset(Dataset):
         on_error: str = "raise",
         strict: bool = False,
         contiguous_labels: bool = False,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.image_root, self.ann_file = Path(image_root), Path(ann_file)
+        self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
             raise FileNotFoundError(f"image_root {self.image_root} is not a directory")
         self._real_root = os.path.realpath(self.image_root) + os.sep
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
         self.on_error = check_on_error(on_error)
         self.index = index_instances(
-            read_instances(self.ann_file, masks=masks), self.ann_file, on_error=on_error,
+            read_instances(self.ann_file, masks=masks, storage_options=storage_options), shown(self.ann_file),
+            on_error=on_error,
             include_crowd=include_crowd, remove_empty=remove_empty, strict=strict,
         )
         self.categories = self.index.categories
@@ -119,7 +124,7 @@ class CocoDataset(Dataset):
     def __getitem__(self, index: int) -> tuple[tv_tensors.Image, dict[str, Any]] | None:
         index = index + len(self) if index < 0 else index
         height, width = int(self.index.heights[index]), int(self.index.widths[index])  # IndexError past the end
-        source = f"{self.ann_file}, image {self.index.image_ids[index]}"
+        source = f"{shown(self.ann_file)}, image {self.index.image_ids[index]}"
         try:
             path = self._path(self.index.file_names[index], source)
             try:
@@ -171,7 +176,7 @@ class CocoDataset(Dataset):
         would be misplaced. A 180-degree turn keeps the size and cannot be caught this way."""
         width, height = int(self.index.widths[index]), int(self.index.heights[index])
         message = (
-            f"{path}: decoded image is {got_width}x{got_height} (WxH) but {self.ann_file} gives image "
+            f"{path}: decoded image is {got_width}x{got_height} (WxH) but {shown(self.ann_file)} gives image "
             f"{self.index.image_ids[index]} as {width}x{height}; its boxes would be misplaced"
         )
         try:

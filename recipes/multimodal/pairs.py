@@ -45,6 +45,7 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.images import read_image
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.paths import resolve_under
+from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
@@ -57,10 +58,11 @@ class ImageTextDataset(Dataset):
     """Map-style image-caption dataset; item = ``{"image": uint8 [3,H,W], "input_ids": int64 [L], "index": int}``.
 
     Args:
-        manifest: a ``.jsonl``, ``.csv``/``.tsv`` or COCO captions ``.json`` file.
+        manifest: a ``.jsonl``, ``.csv``/``.tsv`` or COCO captions ``.json`` file, a local path
+            or an fsspec URL (``s3://``, ``https://``...).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path. Ids equal
             ``tokenizer.encode(caption).ids[:max_length]``, special tokens included.
-        image_root: folder the image names are relative to; default: the manifest's folder.
+        image_root: folder (or URL) the image names are relative to; default: the manifest's.
         transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
             it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``).
         max_length: truncate ids to this many tokens (CLIP's context is 77); None keeps all.
@@ -68,6 +70,7 @@ class ImageTextDataset(Dataset):
         on_error: ``"raise"`` a :class:`DataError` naming the manifest line (and the image) for
             an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
             warning (bad rows leave the index at construction, bad images their batch).
+        storage_options: passed to fsspec for URLs (endpoint, credentials); never shown.
     """
 
     def __init__(
@@ -80,20 +83,24 @@ class ImageTextDataset(Dataset):
         max_length: int | None = 77,
         captions: str = "random",
         on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
         self.on_error = check_on_error(on_error)
-        rows = read_caption_manifest(manifest, on_error=on_error)
+        rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
         if not len(rows):
-            raise DataError(f"{rows.path}: the manifest holds no usable image-caption row")
-        self.manifest = rows.path
-        self.image_root = Path(image_root) if image_root is not None else rows.path.parent
+            raise DataError(f"{shown(rows.path)}: the manifest holds no usable image-caption row")
+        self.manifest, self.storage_options = rows.path, storage_options
+        if image_root is None:
+            self.image_root = parent(rows.path)
+        else:
+            self.image_root = image_root if is_url(image_root) else Path(image_root)
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.images = StringArray(rows.images)
-        self._where = (str(rows.path), rows.key_name)
+        self._where = (shown(rows.path), rows.key_name)
         self._keys = np.asarray(rows.keys, dtype=np.int64)
         counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
         # Captions of image i are caption_tokens[caption_offsets[i]:caption_offsets[i+1]].
@@ -128,7 +135,7 @@ class ImageTextDataset(Dataset):
             # With a transform, keep the decoder's channels-last layout: no copy, and an
             # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
             path = resolve_under(self.image_root, self.images[row])
-            image = read_image(path, contiguous=self.transform is None)
+            image = read_image(path, contiguous=self.transform is None, storage_options=self.storage_options)
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
         if self.transform is not None:

@@ -32,6 +32,7 @@ from recipes.core.corpus_files import check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
+from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
@@ -51,7 +52,8 @@ class TokenizedTextDataset(Dataset):
     in the sorted ``label_names``.
 
     Args:
-        path: the data file; its suffix picks the format.
+        path: the data file, a local path or an fsspec URL (``s3://``, ``https://``...); its
+            suffix picks the format.
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field: the text's JSON field or CSV column (unused for .txt).
         label_field: the label's field or column; None for no labels.
@@ -60,6 +62,7 @@ class TokenizedTextDataset(Dataset):
             these options, and memory-map them on the next run. Never pickled.
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
+        storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
     """
 
     def __init__(
@@ -73,10 +76,11 @@ class TokenizedTextDataset(Dataset):
         cache_dir: str | os.PathLike | None = None,
         pad_id: int | None = None,
         on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.path, tokenizer = Path(path), load_tokenizer(tokenizer)
-        check_format(self.path)
-        if not self.path.is_file():
+        self.path = path if is_url(path) else Path(path)
+        suffix, tokenizer = check_format(self.path), load_tokenizer(tokenizer)
+        if not is_url(path) and not self.path.is_file():
             raise FileNotFoundError(f"text file {self.path} does not exist")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
@@ -85,14 +89,15 @@ class TokenizedTextDataset(Dataset):
             self._pad_id: int | None = pad_id_of(tokenizer, pad_id)
         except ValueError:
             self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
-        data = self.path.read_bytes()
-        options = [self.path.suffix.lower(), text_field, label_field, max_length, on_error]
+        data = read_bytes(self.path, storage_options)
+        options = [suffix, text_field, label_field, max_length, on_error]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, self.path, data, tokenizer, options)
         if self._cache is not None and is_cached(self._cache):
             self._load_cache()
             return
         rows = read_rows(self.path, text_field=text_field, label_field=label_field, on_error=on_error, data=data)
-        tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=f"tokenizing {self.path.name}")
+        description = f"tokenizing {basename(self.path)}"
+        tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=description)
         labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
         lines = np.asarray(rows.lines, dtype=np.int64)
         if self._cache is not None:
@@ -112,7 +117,7 @@ class TokenizedTextDataset(Dataset):
         """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
         if self._pad_id is None:
             raise ValueError(
-                f"the tokenizer for {self.path} has no padding config and no pad token; "
+                f"the tokenizer for {shown(self.path)} has no padding config and no pad token; "
                 "pass TokenizedTextDataset(..., pad_id=...) (any id: padded positions are masked)"
             )
         return self._pad_id
@@ -125,7 +130,7 @@ class TokenizedTextDataset(Dataset):
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
-            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self.path}")
+            raise IndexError(f"index {index} is out of range for {len(self)} samples of {shown(self.path)}")
         item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
         if self.labels is not None:
             item["label"] = int(self.labels[index])

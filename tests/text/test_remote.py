@@ -53,3 +53,20 @@ def test_s3_lines_through_s3fs_equal_the_local_lines(folder, tok, workers):
         stream = StreamingTextDataset(["s3://data/a.txt", "s3://data/b.jsonl"], tok, seed=0, storage_options=options)
         remote = _items(stream, workers)
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
+
+
+def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tok, tmp_path):
+    from recipes.text import TokenizedTextDataset
+
+    local = TokenizedTextDataset(folder / "b.jsonl", tok, label_field="label")
+    with FaultyHTTPServer(folder, fail_every=2) as server:
+        remote = TokenizedTextDataset(server.url("b.jsonl"), tok, label_field="label", cache_dir=tmp_path)
+    assert server.faults["503"] > 0 and len(remote) == len(local) == 2000
+    assert all(remote[i]["input_ids"].tolist() == local[i]["input_ids"].tolist() for i in range(len(local)))
+    assert (remote.labels == local.labels).all() and list(tmp_path.glob("b-*.json"))  # cached by the file's name
+    with s3_server() as (endpoint, options):
+        upload(endpoint, folder)
+        again = TokenizedTextDataset("s3://data/b.jsonl", tok, label_field="label", storage_options=options)
+        assert [again[i]["input_ids"].tolist() for i in range(5)] == [local[i]["input_ids"].tolist() for i in range(5)]
+        with pytest.raises(FileNotFoundError, match="s3://data/missing.jsonl does not exist"):
+            TokenizedTextDataset("s3://data/missing.jsonl", tok, storage_options=options)

@@ -77,3 +77,17 @@ def test_spawned_workers_read_url_shards(shard_folder, tokenizer):
         loader = multimodal_loader(shards, 4, train=False, device="cpu", num_workers=2, multiprocessing_context="spawn")
         remote = list(loader)
     assert _by_key(remote) == _by_key(local)
+
+
+@pytest.mark.parametrize("manifest", ["manifest.jsonl", "manifest.csv", "captions.json"])
+def test_a_caption_manifest_and_its_images_from_urls_equal_the_local_ones(fixtures, tokenizer, manifest):
+    from recipes.multimodal import ImageTextDataset
+
+    root = fixtures / "multimodal"
+    local = ImageTextDataset(root / manifest, tokenizer, transform=RESIZE, captions="first")
+    with FaultyHTTPServer(root, fail_every=4, cut_every=3) as server:
+        # the manifest names images/img_0.jpg...: its URL's folder is the default image root
+        remote = ImageTextDataset(server.url(manifest), tokenizer, transform=RESIZE, captions="first")
+        pairs = [(remote[i], local[i]) for i in range(len(local))]
+    assert server.faults["503"] > 0 and len(remote) == len(local)
+    assert all(digest([a["image"], a["input_ids"]]) == digest([b["image"], b["input_ids"]]) for a, b in pairs)
