@@ -40,6 +40,7 @@ if __package__ in (None, ""):  # run as a script from a checkout: make the repo'
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from recipes.core.device import DevicePrefetcher
+from recipes.core.tar_shards import read_samples
 from recipes.fixtures import WORDS, fixtures_dir
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 
@@ -167,7 +168,7 @@ def shard_reading(manifest: Path, tokenizer: Tokenizer, out: Path, rounds: int) 
     shards = ImageTextShards(paths, tokenizer)
 
     def stdlib() -> int:
-        return sum(1 for _ in shards._raw_samples(shards.shards))
+        return sum(1 for _ in read_samples(shards.shards))
 
     runs = {"stdlib tarfile (ImageTextShards)": stdlib}
     try:

@@ -161,8 +161,9 @@ def build_loader(
     mid-epoch with exactly the batches still to come.
 
     An ``IterableDataset`` orders and shards itself (see ``recipes.core.streams``): it gets the
-    same preset with a plain ``batch_size`` and no sampler, so ``stateful``, ``groups``,
-    ``lengths``, ``max_tokens`` and ``length_noise`` are refused for it. Training on more than
+    same preset with a plain ``batch_size`` and no sampler, so ``groups``, ``lengths``,
+    ``max_tokens`` and ``length_noise`` are refused for it, and ``stateful`` unless it has
+    ``state_dict``/``load_state_dict`` (``StreamingTextDataset`` and ``ImageTextShards`` do). Training on more than
     one rank wraps that loader in :class:`recipes.core.streams.EqualSteps`, so that every rank
     stops at the same step.
     """
@@ -179,15 +180,16 @@ def build_loader(
         if kwargs.get("worker_init_fn") is freeze_inherited_objects:
             kwargs.pop("worker_init_fn")  # nothing is forked, nothing to freeze
     if isinstance(dataset, IterableDataset):
-        given = {"stateful": stateful, "groups": groups is not None, "lengths": lengths is not None,
-                 "max_tokens": max_tokens is not None, "length_noise": length_noise is not None}
+        given = {"groups": groups is not None, "lengths": lengths is not None, "max_tokens": max_tokens is not None,
+                 "length_noise": length_noise is not None, "stateful": stateful and not hasattr(dataset, "state_dict")}
         if any(given.values()):
             raise ValueError(
                 f"{sorted(k for k, v in given.items() if v)} need a map-style dataset: an IterableDataset "
-                "orders and shards itself and resumes by epoch only"
+                "orders and shards itself, and resumes mid-epoch only if it has state_dict/load_state_dict"
             )
-        loader = DataLoader(dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs)
-        # training ranks must run the same number of steps: see EqualSteps
+        loader = _make_loader(
+            stateful, dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs
+        )
         return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
     sampler = GroupedBatchSampler(
         len(dataset),
@@ -201,12 +203,17 @@ def build_loader(
         length_noise=length_noise,
         keyed=True,
     )
-    if stateful:
-        from torchdata.stateful_dataloader import StatefulDataLoader
+    return _make_loader(stateful, SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
 
-        with warnings.catch_warnings():
-            # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
-            # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
-            warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
-            return StatefulDataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
-    return DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+
+def _make_loader(stateful: bool, dataset: Dataset, **kwargs: Any) -> DataLoader:
+    """torchdata's ``StatefulDataLoader`` (resumable mid-epoch) if ``stateful``, else a DataLoader."""
+    if not stateful:
+        return DataLoader(dataset, **kwargs)
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    with warnings.catch_warnings():
+        # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
+        # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
+        warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
+        return StatefulDataLoader(dataset, **kwargs)

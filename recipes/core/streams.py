@@ -1,8 +1,8 @@
-"""Building blocks for IterableDatasets that shard themselves: which reader am I, a shuffle buffer,
-and equal step counts across ranks.
+"""Building blocks for IterableDatasets that shard themselves: which reader am I, a shuffle that
+can resume, the stream's position, and equal step counts across ranks.
 
     slot, slots = reader_slot(self.rank, self.world_size)     # in __iter__, i.e. in the worker
-    items = buffer_shuffle(items, 10_000, random.Random(seed))
+    for block, start, records in shuffled_blocks(records, 10_000, rng_of_block): ...
 
 Every DataLoader worker of every rank runs its own copy of an IterableDataset's ``__iter__``;
 unless each copy reads a different part of the data, every sample arrives ``workers x ranks``
@@ -12,7 +12,7 @@ times. ``reader_slot`` numbers the copies ``0 .. slots-1``, so a dataset can tak
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -31,23 +31,87 @@ def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
     return rank * workers + worker, world_size * workers
 
 
-def buffer_shuffle(items: Iterable[Any], size: int, rng: random.Random) -> Iterator[Any]:
-    """Yield ``items`` in a random order, holding at most ``size`` of them at a time.
+def shuffled_blocks(
+    records: Iterable[tuple[Any, Any]],
+    size: int,
+    rng_of_block: Callable[[int], random.Random] | None = None,
+    first_block: int = 0,
+) -> Iterator[tuple[int, Any, list[Any]]]:
+    """Cut ``(position, record)`` pairs into blocks of ``size`` and yield ``(block index, position
+    of the block's first record, its records)``, shuffled by ``rng_of_block(index)`` if given.
 
-    Each new item takes the place of a random held one, which is yielded; the rest come out
-    shuffled at the end. An item comes out at most ``size`` places earlier than it arrived
-    (later, without bound), so a bigger buffer mixes further apart items.
+    A block's order depends on its index alone, so a stream read again from a block's first
+    position, with ``first_block`` set to that block's index, yields the same blocks: the resume
+    point of a shuffled stream is ``(block, position, items taken)``, no sample data. An item
+    moves at most ``size - 1`` places, as in a shuffle buffer of that size.
     """
-    buffer: list[Any] = []
-    for item in items:
-        if len(buffer) < size:
-            buffer.append(item)
-            continue
-        position = rng.randrange(size)
-        yield buffer[position]
-        buffer[position] = item
-    rng.shuffle(buffer)
-    yield from buffer
+    block, records_of_block, start = first_block, [], None
+    for position, record in records:
+        if not records_of_block:
+            start = position
+        records_of_block.append(record)
+        if len(records_of_block) == size:
+            yield block, start, _shuffled(records_of_block, rng_of_block, block)
+            block, records_of_block = block + 1, []
+    if records_of_block:
+        yield block, start, _shuffled(records_of_block, rng_of_block, block)
+
+
+def _shuffled(records: list[Any], rng_of_block: Callable[[int], random.Random] | None, block: int) -> list[Any]:
+    if rng_of_block is not None:
+        rng_of_block(block).shuffle(records)
+    return records
+
+
+class StreamCursor:
+    """Where a self-sharding stream stands: its seed, the epoch of its pass and its reader's
+    position in that pass, so that a ``StatefulDataLoader`` can resume it mid-epoch exactly.
+
+        epoch, resume = self.cursor.begin(slots)     # in __iter__: this pass's epoch, where to start
+        ...                                          # then for each item handed out:
+        self.cursor.advance(block, start, taken)     # shuffled_blocks' block and start, items taken
+        self.cursor.finish()                         # after the last one
+
+    ``state_dict()`` is ``{"seed", "epoch", "slots", "position"}``; ``position`` is None (the pass
+    has not begun), ``[block, start, taken]`` or ``"end"``. The epoch advances by one at every
+    new pass; ``set_epoch`` and ``load_state_dict`` choose the next one.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed, self.epoch = seed, 0
+        self.slots: int | None = None
+        self.position: Any = None
+        self._resume: Any = None
+        self._begun = False  # a pass of self.epoch has begun: the next one is the next epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch, self.position, self._resume, self._begun = epoch, None, None, False
+
+    def begin(self, slots: int) -> tuple[int, Any]:
+        """Start a pass read by ``slots`` reader slots: ``(its epoch, resume position or None)``."""
+        if self._begun:
+            self.epoch += 1
+        resume, self._resume = self._resume, None
+        if resume is not None and self.slots != slots:
+            raise ValueError(
+                f"this stream's state was saved with {self.slots} readers (ranks x workers) and is "
+                f"resumed with {slots}: resume with the same world size and num_workers"
+            )
+        self.slots, self.position, self._begun = slots, resume, True
+        return self.epoch, resume
+
+    def advance(self, block: int, start: Any, taken: int) -> None:
+        self.position = [block, start, taken]
+
+    def finish(self) -> None:
+        self.position = "end"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "epoch": self.epoch, "slots": self.slots, "position": self.position}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.seed, self.epoch, self.slots = int(state["seed"]), int(state["epoch"]), state["slots"]
+        self.position, self._resume, self._begun = None, state["position"], False
 
 
 _END = object()

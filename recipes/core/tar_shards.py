@@ -3,6 +3,7 @@
     key, extension = split_key("part1/000042.jpg")          # ('part1/000042', 'jpg')
     extension, data = caption_member(["a cat", "a cat on a mat"])  # ('json', b'{"captions": ...}')
     captions = read_captions({"jpg": ..., "txt": b"a cat"}, where="shard-000000.tar:000042")
+    for position, (shard, key, files) in read_samples(["shard-000000.tar", "shard-000001.tar"]): ...
 
 A shard is a plain tar in which the files of one sample sit next to each other and share a key,
 ``000042.jpg`` + ``000042.txt`` (one caption) or ``000042.json`` (``{"caption": ...}`` or
@@ -13,15 +14,26 @@ LAION use; the reader (:mod:`recipes.multimodal.shards`) and the writer
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tarfile
+import zlib
+from collections.abc import Iterator
+from typing import Any
 
 from recipes.core.corpus_files import is_unicode
-from recipes.core.errors import DataError
+from recipes.core.errors import DataError, skip_or_raise
+from recipes.core.paths import check_relative
+from recipes.core.storage import open_stream, shown
 
 # The member extensions read as the sample's image, in order of preference.
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
 # PIL's format name -> the extension a shard member gets, whatever the source file was called.
 EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
+# A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
+# any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
+MAX_MEMBER_BYTES = 512 * 2**20
+COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")  # gzip, bzip2, xz: not to be entered midway
 
 
 def split_key(name: str) -> tuple[str, str]:
@@ -64,3 +76,67 @@ def read_captions(files: dict[str, bytes], where: str) -> list[str]:
         if not is_unicode(caption):  # a lone surrogate would stop the tokenizer
             raise DataError(f"{where}: caption {caption[:60]!r} is not valid UTF-8 text")
     return captions
+
+
+def read_samples(
+    shards: list[str],
+    begin: Any = (0, 0),
+    *,
+    storage_options: dict[str, Any] | None = None,
+    on_error: str = "raise",
+) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
+    """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample (the
+    consecutive members that share a key) of ``shards``, from shard ``begin[0]`` and the member
+    header at byte ``begin[1]`` on; the position is where the sample's first member starts.
+
+    Each shard is one sequential stream (:func:`recipes.core.storage.open_stream`), never
+    extracted to disk: a member name that is absolute or climbs out with ``..`` is refused, links
+    and other non-file members are passed over (never followed), and a member over
+    ``MAX_MEMBER_BYTES`` is refused before it is read. A bad member or shard is a
+    :class:`DataError` naming it, or under ``on_error="skip"`` a warning (a bad shard: the rest of it).
+    """
+    for position in range(begin[0], len(shards)):
+        shard, offset = shards[position], begin[1] if position == begin[0] else 0
+        key, files, first, name = None, {}, None, shown(shard)
+        try:
+            with _tar_from(shard, offset, storage_options) as (tar, base):
+                for member in tar:
+                    if base + member.offset < offset or not member.isfile():
+                        continue  # before the resume point (a compressed shard read from its start), or not a file
+                    try:
+                        member_name = check_relative(member.name, source=f"{name}: member")
+                        if member.size > MAX_MEMBER_BYTES:
+                            raise DataError(
+                                f"{name}: member {member.name!r} holds {member.size:,} bytes, over the limit of "
+                                f"{MAX_MEMBER_BYTES:,} (tar_shards.MAX_MEMBER_BYTES)"
+                            )
+                    except DataError as error:
+                        skip_or_raise(error, on_error)
+                        continue
+                    stem, extension = split_key(member_name.removeprefix("./"))
+                    if stem != key:
+                        if files:
+                            yield [position, first], (shard, key, files)
+                        key, files, first = stem, {}, base + member.offset
+                    files[extension.lower()] = tar.extractfile(member).read()
+            if files:
+                yield [position, first], (shard, key, files)
+        except DataError as error:  # the storage gave up on a fault
+            skip_or_raise(error, on_error)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+            skip_or_raise(DataError(f"{name}: cannot read tar shard ({error})"), on_error)
+
+
+@contextlib.contextmanager
+def _tar_from(shard: str, offset: int, storage_options: dict[str, Any] | None) -> Iterator[tuple[tarfile.TarFile, int]]:
+    """``(a streamed tar, the byte offset it starts at)``: at ``offset`` when the shard is a plain
+    tar (a member header there starts a valid stream), else from its start."""
+    base = 0
+    if offset:
+        with open_stream(shard, storage_options=storage_options) as probe:
+            base = 0 if probe.read(6).startswith(COMPRESSED_MAGIC) else offset
+    with (
+        open_stream(shard, start=base, storage_options=storage_options) as stream,
+        tarfile.open(fileobj=stream, mode="r|*") as tar,  # a stream: sequential reads only
+    ):
+        yield tar, base

@@ -196,9 +196,10 @@ def multimodal_loader(
 
     A map-style dataset gets :func:`recipes.core.loader.build_loader`: shuffled per epoch when
     training, split across ranks, each sample seeded by ``(seed, epoch, index)`` (the random
-    caption included), and with ``stateful=True`` an exact mid-epoch resume. An iterable dataset
-    (tar shards) splits itself across ranks and workers; it gets the same device preset, with
-    no more workers than it has shards per rank. ``overrides`` are DataLoader keyword arguments
+    caption included). An iterable dataset (tar shards) splits itself across ranks and workers;
+    it gets the same device preset, with no more workers than it has shards per rank. Either
+    way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
+    workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
     ``dataset.pad_id``.
     """
@@ -207,12 +208,11 @@ def multimodal_loader(
         return build_loader(
             dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful, **overrides
         )
-    if stateful:
-        raise ValueError("stateful=True needs a map-style dataset (ImageTextDataset); tar shards resume by epoch only")
     workers = overrides.pop("num_workers", None)
     if workers is None and hasattr(dataset, "max_workers"):
         # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
         workers = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
     return build_loader(
-        dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, num_workers=workers, **overrides
+        dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful,
+        num_workers=workers, **overrides,
     )

@@ -11,9 +11,8 @@ The format open_clip and LAION use when a dataset outgrows one machine (see
 :mod:`recipes.core.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
 Shards are local paths or fsspec URLs (``s3://``, ``gs://``, ``https://``), read as one
 sequential stream each that survives transient faults (:mod:`recipes.core.storage`). Members are
-read in order from the stream, never extracted to disk: names that are absolute or
-contain ``..`` are refused, links and other non-file members passed over (never followed), and a
-member over ``MAX_MEMBER_BYTES`` refused before it is read.
+read in order from the stream, never extracted to disk (:func:`recipes.core.tar_shards.read_samples`:
+unsafe names refused, links never followed, oversized members refused before they are read).
 
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
 is dealt round-robin to ``world_size x num_workers`` reader slots, so every sample is read once
@@ -33,7 +32,6 @@ import glob
 import os
 import random
 import re
-import tarfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -45,18 +43,14 @@ from torch.utils.data import IterableDataset
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
-from recipes.core.paths import check_relative
 from recipes.core.seeding import epoch_generator, sample_seeds, seeded
-from recipes.core.storage import basename, filesystem, is_url, open_stream, shown
-from recipes.core.streams import buffer_shuffle, reader_slot
-from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, split_key
+from recipes.core.storage import basename, filesystem, is_url, shown
+from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 from recipes.core.tokens import load_tokenizer, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
-# A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
-# any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
-MAX_MEMBER_BYTES = 512 * 2**20
 
 
 def expand_shards(
@@ -131,23 +125,33 @@ class ImageTextShards(IterableDataset):
         self.captions, self.on_error = captions, check_on_error(on_error)
         # Read here, in the main process: a spawned worker has no process group to ask.
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.seed = shared_seed(seed)
-        self.epoch = 0
+        self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
         try:
             self.pad_id = pad_id_of(self.tokenizer)
         except ValueError:
             self.pad_id = 0  # no pad token (CLIP's BPE): padded positions are masked out anyway
 
+    @property
+    def seed(self) -> int:
+        return self.cursor.seed
+
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch`` for the next pass (it then advances by one per pass)."""
-        self.epoch = epoch
+        self.cursor.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Seed, epoch and this reader's position (see :class:`recipes.core.streams.StreamCursor`)."""
+        return self.cursor.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you."""
+        self.cursor.load_state_dict(state)
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a shard."""
         return len(self.shards) // self.world_size
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        epoch, self.epoch = self.epoch, self.epoch + 1
         slot, slots = reader_slot(self.rank, self.world_size)
         workers = slots // self.world_size
         if len(self.shards) < slots:
@@ -156,52 +160,36 @@ class ImageTextShards(IterableDataset):
                 f"readers (each reads whole shards): use num_workers <= {self.max_workers()} or write more, "
                 "smaller shards (write_shards(..., samples_per_shard=...))"
             )
-        order = list(range(len(self.shards)))
-        if self.shuffle_buffer:
-            order = torch.randperm(len(order), generator=epoch_generator(self.seed, epoch)).tolist()
-        samples = self._raw_samples([self.shards[i] for i in order[slot::slots]])
-        if self.shuffle_buffer > 1:
-            rng = random.Random(int(sample_seeds(self.seed, epoch, [slot])[0]))
-            samples = buffer_shuffle(samples, self.shuffle_buffer, rng)
-        for shard, key, files in samples:
-            yield from self._items(shard, key, files, epoch)
+        epoch, resume = self.cursor.begin(slots)
+        return self._pass(slot, slots, epoch, resume)
 
-    def _raw_samples(self, shards: list[str]) -> Iterator[tuple[str, str, dict[str, bytes]]]:
-        """``(shard, key, {extension: bytes})`` for consecutive tar members that share a key."""
-        for shard in shards:
-            key, files, name = None, {}, shown(shard)
-            try:
-                with (
-                    open_stream(shard, storage_options=self.storage_options) as stream,
-                    tarfile.open(fileobj=stream, mode="r|*") as tar,  # a stream: sequential reads only
-                ):
-                    for member in tar:
-                        if not member.isfile():
-                            continue  # directories, links, devices: nothing to read, nothing followed
-                        try:
-                            member_name = check_relative(member.name, source=f"{name}: member")
-                        except DataError as error:
-                            skip_or_raise(error, self.on_error)
-                            continue
-                        if member.size > MAX_MEMBER_BYTES:
-                            where = f"{name}: member {member.name!r}"
-                            skip_or_raise(DataError(
-                                f"{where} holds {member.size:,} bytes, over the limit of {MAX_MEMBER_BYTES:,} "
-                                "(shards.MAX_MEMBER_BYTES)"
-                            ), self.on_error)
-                            continue
-                        stem, extension = split_key(member_name.removeprefix("./"))
-                        if stem != key:
-                            if files:
-                                yield shard, key, files
-                            key, files = stem, {}
-                        files[extension.lower()] = tar.extractfile(member).read()
-                if files:
-                    yield shard, key, files
-            except DataError as error:  # the storage gave up on a fault
-                skip_or_raise(error, self.on_error)
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
-                skip_or_raise(DataError(f"{name}: cannot read tar shard ({error})"), self.on_error)
+    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[dict[str, Any]]:
+        """One epoch of this slot's shards, in blocks of ``shuffle_buffer`` shuffled samples."""
+        if resume == "end":
+            return
+        seed, order = self.cursor.seed, list(range(len(self.shards)))
+        if self.shuffle_buffer:
+            order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
+        first_block, begin, skip = resume if resume is not None else (0, (0, 0), 0)
+        rng_of_block = None
+        if self.shuffle_buffer > 1:
+
+            def rng_of_block(block: int) -> random.Random:
+                return random.Random(int(sample_seeds(seed, epoch, [block * slots + slot])[0]))
+
+        shards = [self.shards[i] for i in order[slot::slots]]
+        samples = read_samples(shards, begin, storage_options=self.storage_options, on_error=self.on_error)
+        blocks = shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block)
+        for block, start, block_samples in blocks:
+            taken = 0
+            for shard, key, files in block_samples:
+                for item in self._items(shard, key, files, epoch):
+                    taken += 1
+                    if block == first_block and taken <= skip:
+                        continue  # handed out before the state was saved
+                    self.cursor.advance(block, start, taken)
+                    yield item
+        self.cursor.finish()
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[dict[str, Any]]:
         where = f"{shown(shard)}:{key}"
@@ -219,7 +207,7 @@ class ImageTextShards(IterableDataset):
         choices = range(len(captions)) if self.captions == "all" else [None]
         for choice in choices:
             # A seed per sample (and caption): the augmentation does not depend on the worker.
-            with seeded(int(sample_seeds(self.seed, epoch, [zlib.crc32(f"{name}/{choice}".encode())])[0])):
+            with seeded(int(sample_seeds(self.cursor.seed, epoch, [zlib.crc32(f"{name}/{choice}".encode())])[0])):
                 if choice is None:
                     random_pick = self.captions == "random" and len(captions) > 1
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0

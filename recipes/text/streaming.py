@@ -43,7 +43,7 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.loader import build_loader
 from recipes.core.seeding import sample_seeds
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import buffer_shuffle, reader_slot
+from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 STREAM_FORMATS = (".txt", ".jsonl")
@@ -106,8 +106,11 @@ class StreamingTextDataset(IterableDataset):
         except ValueError:
             self._pad_id = None  # only padding needs it: the pad_id property raises on use
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.seed = shared_seed(seed)
-        self.epoch, self._passes = 0, 0
+        self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
+
+    @property
+    def seed(self) -> int:
+        return self.cursor.seed
 
     @property
     def pad_id(self) -> int:
@@ -120,33 +123,60 @@ class StreamingTextDataset(IterableDataset):
         """Use ``epoch`` for the next pass. Without calls the epoch advances by one each pass, in
         each worker copy (with ``persistent_workers``; non-persistent workers get a fresh copy
         from the main process every epoch, so call this there to reshuffle)."""
-        self.epoch, self._passes = epoch, 0
+        self.cursor.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Seed, epoch and this reader's position (see :class:`recipes.core.streams.StreamCursor`)."""
+        return self.cursor.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you."""
+        self.cursor.load_state_dict(state)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if get_worker_info() is not None:
             # the workers are the parallelism: one Rust thread pool per worker would oversubscribe
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         slot, slots = reader_slot(self.rank, self.world_size)
-        epoch = self.epoch + self._passes
-        self._passes += 1
-        items = self._items(self._lines(slot, slots))
-        if self.shuffle_buffer > 1:
-            rng = random.Random(int(sample_seeds(self.seed, epoch, [slot])[0]))
-            items = buffer_shuffle(items, self.shuffle_buffer, rng)
-        return items
+        epoch, resume = self.cursor.begin(slots)
+        return self._pass(slot, slots, epoch, resume)
 
-    def _lines(self, slot: int, slots: int) -> Iterator[tuple[int, str, bool, bytes]]:
-        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot."""
+    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[dict[str, Any]]:
+        """One epoch of this slot's lines, in blocks of ``shuffle_buffer`` shuffled lines."""
+        if resume == "end":
+            return
+        first_block, begin, skip = resume if resume is not None else (0, None, 0)
+        rng_of_block = None
+        if self.shuffle_buffer > 1:
+            seed = self.cursor.seed
+
+            def rng_of_block(block: int) -> random.Random:
+                return random.Random(int(sample_seeds(seed, epoch, [block * slots + slot])[0]))
+
+        rows = self._rows(self._lines(slot, slots, begin))
+        size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
+            taken = skip if block == first_block else 0  # a resumed block: its first items were taken
+            for item in self._encode(chunk[taken:]):
+                taken += 1
+                self.cursor.advance(block, start, taken)
+                yield item
+        self.cursor.finish()
+
+    def _lines(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, bool, bytes]]:
+        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot,
+        or from ``begin`` on, a global offset where one of its lines starts."""
         total = sum(self.sizes)
         low, high = slot * total // slots, (slot + 1) * total // slots
         base = 0
         for path, size in zip(self.paths, self.sizes):
-            start, stop = max(low, base) - base, min(high, base + size) - base
+            start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base
             if start < stop:
                 json_rows, name = suffix(path) == ".jsonl", shown(path)
-                with open_stream(path, start=max(start - 1, 0), storage_options=self.storage_options) as file:
-                    position = max(start - 1, 0)
-                    if start > 0:
+                line_start = begin is not None and begin >= base  # start is where a line begins
+                position = start if line_start else max(start - 1, 0)
+                with open_stream(path, start=position, storage_options=self.storage_options) as file:
+                    if start > 0 and not line_start:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
                         position += len(file.readline())
@@ -158,22 +188,20 @@ class StreamingTextDataset(IterableDataset):
                         position += len(raw)
             base += size
 
-    def _items(self, lines: Iterator[tuple[int, str, bool, bytes]]) -> Iterator[dict[str, Any]]:
-        chunk: list[tuple[int, str, Any]] = []
+    def _rows(self, lines: Iterator[tuple[int, str, bool, bytes]]) -> Iterator[tuple[int, tuple]]:
+        """``(offset, (offset, text, label))`` for each line that holds a sample."""
         for offset, where, json_row, raw in lines:
             try:
-                row = parse_line(raw, where, json_row=json_row, text_field=self.text_field, label_field=self.label_field)
+                row = parse_line(
+                    raw, where, json_row=json_row, text_field=self.text_field, label_field=self.label_field
+                )
                 if row is not None and self.label_field is not None and integer_label(row[1]) is None:
                     raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
             except DataError as error:
                 skip_or_raise(error, self.on_error)
                 continue
             if row is not None:
-                chunk.append((offset, *row))
-            if len(chunk) == CHUNK_LINES:
-                yield from self._encode(chunk)
-                chunk = []
-        yield from self._encode(chunk)
+                yield offset, (offset, *row)
 
     def _encode(self, chunk: list[tuple[int, str, Any]]) -> Iterator[dict[str, Any]]:
         if not chunk:
@@ -205,6 +233,7 @@ def streaming_loader(
     train: bool = True,
     device: str | torch.device | None = None,
     seed: int | None = None,
+    stateful: bool = False,
     collate_fn: Any = None,
     **overrides: Any,
 ) -> DataLoader:
@@ -215,9 +244,12 @@ def streaming_loader(
         batch_size: lines per batch (a worker's last batch may be short unless ``train``).
         train: drop each worker's last partial batch.
         device, seed: see :func:`recipes.core.loader.loader_kwargs`.
+        stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
+            same batches as an uninterrupted run, with the same ranks and workers.
         collate_fn: defaults to :func:`stream_collate` with ``dataset.pad_id``.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
     if collate_fn is None:
         collate_fn = partial(stream_collate, pad_id=dataset.pad_id)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed, **overrides)
+    options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
+    return build_loader(dataset, collate_fn, batch_size=batch_size, **options, **overrides)

@@ -1,4 +1,4 @@
-"""reader_slot + buffer_shuffle + build_loader on an IterableDataset: each item once per epoch."""
+"""reader_slot + shuffled_blocks + StreamCursor + build_loader on an IterableDataset: each item once per epoch."""
 
 import random
 
@@ -7,7 +7,7 @@ import torch
 from torch.utils.data import IterableDataset
 
 from recipes.core.loader import build_loader
-from recipes.core.streams import buffer_shuffle, reader_slot
+from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 
 
 class Numbers(IterableDataset):
@@ -18,8 +18,10 @@ class Numbers(IterableDataset):
 
     def __iter__(self):
         slot, slots = reader_slot(self.rank, self.world_size)
-        items = iter(range(slot, self.size, slots))
-        return buffer_shuffle(items, self.buffer, random.Random(slot)) if self.buffer else items
+        items = ((i, i) for i in range(slot, self.size, slots))
+        rng_of_block = (lambda block: random.Random(block * slots + slot)) if self.buffer else None
+        blocks = shuffled_blocks(items, max(self.buffer, 1), rng_of_block)
+        return (item for _, _, block in blocks for item in block)
 
 
 def _collate(batch):
@@ -38,15 +40,39 @@ def test_every_item_is_read_once_across_ranks_and_workers(workers):
 def test_training_drops_each_readers_partial_batch_and_refuses_sampler_options():
     loader = build_loader(Numbers(10), _collate, batch_size=4, train=True, device="cpu", num_workers=0)
     assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    with pytest.raises(ValueError, match=r"\['lengths', 'stateful'\] need a map-style dataset"):
+    with pytest.raises(ValueError, match=r"\['lengths', 'stateful'\] need a map-style dataset"):  # no state_dict
         build_loader(Numbers(10), _collate, batch_size=4, train=True, stateful=True, lengths=[1] * 10)
 
 
-def test_buffer_shuffle_is_a_seeded_permutation_that_moves_items_a_bounded_distance():
-    first = list(buffer_shuffle(range(1000), 10, random.Random(0)))
-    assert sorted(first) == list(range(1000)) and first != list(range(1000))
-    assert first == list(buffer_shuffle(range(1000), 10, random.Random(0)))
-    assert all(item - position <= 10 for position, item in enumerate(first))  # never more than 10 places early
+def test_shuffled_blocks_permute_each_block_by_its_index_alone():
+    blocks = list(shuffled_blocks(((i, i) for i in range(1000)), 10, lambda block: random.Random(block)))
+    flat = [item for _, _, block in blocks for item in block]
+    assert sorted(flat) == list(range(1000)) and flat != list(range(1000))
+    assert all(abs(item - position) < 10 for position, item in enumerate(flat))  # within its block
+    assert [(index, start) for index, start, _ in blocks[:3]] == [(0, 0), (1, 10), (2, 20)]
+    # read again from block 57's first position, numbered from 57: the same blocks
+    again = list(shuffled_blocks(((i, i) for i in range(570, 1000)), 10, lambda block: random.Random(block), 57))
+    assert again == blocks[57:]
+    assert [block for _, _, block in shuffled_blocks(((i, i) for i in range(5)), 2)] == [[0, 1], [2, 3], [4]]
+
+
+def test_stream_cursor_numbers_passes_and_resumes_one():
+    cursor = StreamCursor(seed=7)
+    assert cursor.state_dict() == {"seed": 7, "epoch": 0, "slots": None, "position": None}
+    assert cursor.begin(2) == (0, None)
+    cursor.advance(3, 120, 5)
+    saved = cursor.state_dict()
+    assert saved == {"seed": 7, "epoch": 0, "slots": 2, "position": [3, 120, 5]}
+    cursor.finish()
+    assert cursor.begin(2) == (1, None)  # the next pass is the next epoch
+    resumed = StreamCursor(seed=0)
+    resumed.load_state_dict(saved)
+    assert resumed.begin(2) == (0, [3, 120, 5]) and resumed.begin(2) == (1, None)
+    resumed.load_state_dict(saved)
+    with pytest.raises(ValueError, match="saved with 2 readers"):
+        resumed.begin(3)
+    resumed.set_epoch(5)
+    assert resumed.begin(3) == (5, None)
 
 
 def test_equal_steps_passes_batches_through_outside_a_process_group():

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from tokenizers import Tokenizer
 
-import recipes.multimodal.shards as shards_module
+import recipes.core.tar_shards as tar_shards
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader
 from tests.core.hostile import (
@@ -184,7 +184,7 @@ def write_shard(path, cases):
 @pytest.fixture()
 def small_members(monkeypatch):
     # 009's member is over this limit, which the others (the long caption too) stay under
-    monkeypatch.setattr(shards_module, "MAX_MEMBER_BYTES", SMALL_LIMIT)
+    monkeypatch.setattr(tar_shards, "MAX_MEMBER_BYTES", SMALL_LIMIT)
 
 
 def test_shards_skip_yields_exactly_the_good_samples_and_names_each_bad_one(folder, tokenizer, small_members):
