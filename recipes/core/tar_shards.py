@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipes.core.corpus_files import is_unicode
+from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative
 from recipes.core.storage import open_stream, shown
@@ -33,7 +34,7 @@ EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp"
 # A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
 # any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
 MAX_MEMBER_BYTES = 512 * 2**20
-COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")  # gzip, bzip2, xz: not to be entered midway
+COMPRESSED = (".gz", ".tgz", ".bz2", ".xz")  # shards that cannot be entered midway, only read from the start
 
 
 def split_key(name: str) -> tuple[str, str]:
@@ -84,6 +85,7 @@ def read_samples(
     *,
     storage_options: dict[str, Any] | None = None,
     on_error: str = "raise",
+    cache: DiskCache | None = None,
 ) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
     """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample (the
     consecutive members that share a key) of ``shards``, from shard ``begin[0]`` and the member
@@ -94,12 +96,13 @@ def read_samples(
     and other non-file members are passed over (never followed), and a member over
     ``MAX_MEMBER_BYTES`` is refused before it is read. A bad member or shard is a
     :class:`DataError` naming it, or under ``on_error="skip"`` a warning (a bad shard: the rest of it).
+    With a ``cache``, remote shards are read through it (:class:`recipes.core.disk_cache.DiskCache`).
     """
     for position in range(begin[0], len(shards)):
         shard, offset = shards[position], begin[1] if position == begin[0] else 0
         key, files, first, name = None, {}, None, shown(shard)
         try:
-            with _tar_from(shard, offset, storage_options) as (tar, base):
+            with _tar_from(shard, offset, storage_options, cache) as (tar, base):
                 for member in tar:
                     if base + member.offset < offset or not member.isfile():
                         continue  # before the resume point (a compressed shard read from its start), or not a file
@@ -128,15 +131,15 @@ def read_samples(
 
 
 @contextlib.contextmanager
-def _tar_from(shard: str, offset: int, storage_options: dict[str, Any] | None) -> Iterator[tuple[tarfile.TarFile, int]]:
+def _tar_from(
+    shard: str, offset: int, storage_options: dict[str, Any] | None, cache: DiskCache | None
+) -> Iterator[tuple[tarfile.TarFile, int]]:
     """``(a streamed tar, the byte offset it starts at)``: at ``offset`` when the shard is a plain
     tar (a member header there starts a valid stream), else from its start."""
-    base = 0
-    if offset:
-        with open_stream(shard, storage_options=storage_options) as probe:
-            base = 0 if probe.read(6).startswith(COMPRESSED_MAGIC) else offset
+    base = 0 if shard.lower().split("?")[0].endswith(COMPRESSED) else offset
+    opener = open_stream if cache is None else cache.open
     with (
-        open_stream(shard, start=base, storage_options=storage_options) as stream,
+        opener(shard, start=base, storage_options=storage_options) as stream,
         tarfile.open(fileobj=stream, mode="r|*") as tar,  # a stream: sequential reads only
     ):
         yield tar, base

@@ -40,6 +40,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import IterableDataset
 
+from recipes.core.disk_cache import DiskCache
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
@@ -97,6 +98,9 @@ class ImageTextShards(IterableDataset):
             sample (a bad shard: the rest of it) with a warning.
         rank, world_size: override what is read from ``torch.distributed`` at construction.
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
+        cache_dir: keep remote shards here once read whole, so later epochs read local disk;
+            ``cache_limit_bytes`` bounds it (least recently used out; see
+            :class:`recipes.core.disk_cache.DiskCache`).
     """
 
     def __init__(
@@ -113,6 +117,8 @@ class ImageTextShards(IterableDataset):
         rank: int | None = None,
         world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit_bytes: int = 64 * 2**30,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -120,6 +126,7 @@ class ImageTextShards(IterableDataset):
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shards = expand_shards(paths, storage_options)
         self.storage_options = storage_options
+        self.cache = DiskCache(cache_dir, cache_limit_bytes) if cache_dir is not None else None
         self.tokenizer = load_tokenizer(tokenizer)
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
@@ -178,7 +185,9 @@ class ImageTextShards(IterableDataset):
                 return random.Random(int(sample_seeds(seed, epoch, [block * slots + slot])[0]))
 
         shards = [self.shards[i] for i in order[slot::slots]]
-        samples = read_samples(shards, begin, storage_options=self.storage_options, on_error=self.on_error)
+        samples = read_samples(
+            shards, begin, storage_options=self.storage_options, on_error=self.on_error, cache=self.cache
+        )
         blocks = shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block)
         for block, start, block_samples in blocks:
             taken = 0

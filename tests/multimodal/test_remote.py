@@ -91,3 +91,17 @@ def test_a_caption_manifest_and_its_images_from_urls_equal_the_local_ones(fixtur
         pairs = [(remote[i], local[i]) for i in range(len(local))]
     assert server.faults["503"] > 0 and len(remote) == len(local)
     assert all(digest([a["image"], a["input_ids"]]) == digest([b["image"], b["input_ids"]]) for a, b in pairs)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_cached_url_shards_are_read_from_disk_in_later_epochs(shard_folder, tokenizer, tmp_path, workers):
+    options = dict(transform=RESIZE, captions="first", seed=0)
+    local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
+    with FaultyHTTPServer(shard_folder, cut_every=3) as server:
+        shards = ImageTextShards(server.url("shard-{000000..000003}.tar"), tokenizer, cache_dir=tmp_path, **options)
+        loader = multimodal_loader(shards, 4, train=False, device="cpu", num_workers=workers)
+        first = _by_key(list(loader))
+        fetched = server.gets
+        second = _by_key(list(loader))
+        assert server.gets == fetched  # the second epoch fetched no shard body
+    assert first == second == local and len(list(tmp_path.glob("*.tar"))) == 4
