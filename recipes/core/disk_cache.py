@@ -79,7 +79,7 @@ class DiskCache:
         except (OSError, ValueError, KeyError, TypeError):
             return False
 
-    def _evict(self, keep: Path) -> None:
+    def evict(self, keep: Path | None = None) -> None:
         """Delete the least recently used entries until the cache fits ``limit_bytes``."""
         entries = []
         for path in self.folder.iterdir():
@@ -148,7 +148,7 @@ class _Copying(io.RawIOBase):
         record.write_text(json.dumps({"size": self.size, "crc32": self.crc, "source": shown_name(self.entry)}))
         os.replace(self.partial, self.entry)  # atomic: readers see no file or the whole one
         os.replace(record, _record(self.entry))  # last: its presence says the entry is complete
-        self.cache._evict(keep=self.entry)
+        self.cache.evict(keep=self.entry)
 
 
 def shown_name(entry: Path) -> str:
