@@ -2,6 +2,8 @@ import os
 import warnings
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.paths import check_relative, resolve_under
@@ -65,3 +67,25 @@ def test_resolve_under_names_the_source_in_errors(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         resolve_under(tmp_path, "missing.jpg")  # a missing file is not a path error
+
+
+def _pathlib_verdict(name):
+    """The rule written with pathlib alone: what check_relative's fast path must agree with."""
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    if not name or "\x00" in name:
+        return False
+    posix, windows = PurePosixPath(name), PureWindowsPath(name)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive:
+        return False
+    return ".." not in posix.parts and ".." not in windows.parts
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab./\\:.. \x00C")), max_size=12))
+def test_the_fast_path_of_check_relative_agrees_with_pathlib(name):
+    try:
+        check_relative(name)
+        accepted = True
+    except DataError:
+        accepted = False
+    assert accepted == _pathlib_verdict(name), name
