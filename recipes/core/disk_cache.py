@@ -7,7 +7,8 @@
 An object is cached while it is read from its start: the bytes the caller reads are written to a
 temporary file beside the cache, and renamed into place with a record of their size and CRC-32
 once the last byte has arrived. A cached copy is used only if its size matches the object's and
-its CRC-32 its record; a partial, truncated or corrupt file is fetched again. The least recently
+its CRC-32 its record (checked once per process and file version); a partial, truncated or
+corrupt file is fetched again. The least recently
 used entries go once the cache holds more than ``limit_bytes``. Entries are named by a hash of the
 URL (plus its file name, for people), so one cache folder may serve several sources; nothing in
 it is executed or unpickled.
@@ -41,6 +42,7 @@ class DiskCache:
         if limit_bytes <= 0:
             raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
         self.folder, self.limit_bytes = Path(folder).expanduser(), int(limit_bytes)
+        self._checked: dict[Path, tuple[int, int]] = {}  # entries this process read whole: (size, mtime_ns)
 
     def entry(self, url: str) -> Path:
         """Where ``url``'s copy lives (it may not exist yet)."""
@@ -58,6 +60,7 @@ class DiskCache:
         entry = self.entry(path)
         if self._whole(entry, size):
             os.utime(entry)  # recently used: evicted last
+            self._checked[entry] = (size, entry.stat().st_mtime_ns)  # the touch is not a new version
             return open_stream(entry, start=start)
         remote = open_stream(path, start=start, storage_options=storage_options)
         if start:
@@ -66,18 +69,26 @@ class DiskCache:
         return io.BufferedReader(_Copying(remote, entry, size, self), buffer_size=CHUNK)
 
     def _whole(self, entry: Path, size: int) -> bool:
-        """Is ``entry`` a complete, intact copy of an object of ``size`` bytes?"""
+        """Is ``entry`` a complete, intact copy of an object of ``size`` bytes? The CRC-32 is
+        checked once per process and file version (size and modification time)."""
         try:
+            stat = entry.stat()
+            if stat.st_size != size:
+                return False
+            if self._checked.get(entry) == (size, stat.st_mtime_ns):
+                return True
             record = json.loads(_record(entry).read_text(encoding="utf-8"))
-            if record["size"] != size or entry.stat().st_size != size:
+            if record["size"] != size:
                 return False
             crc = 0
             with open(entry, "rb") as file:
                 while chunk := file.read(CHUNK):
                     crc = zlib.crc32(chunk, crc)
-            return crc == record["crc32"]
         except (OSError, ValueError, KeyError, TypeError):
             return False
+        if crc == record["crc32"]:
+            self._checked[entry] = (size, stat.st_mtime_ns)
+        return crc == record["crc32"]
 
     def evict(self, keep: Path | None = None) -> None:
         """Delete the least recently used entries until the cache fits ``limit_bytes``."""
