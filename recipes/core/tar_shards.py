@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tarfile
+import lzma
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from recipes.core.corpus_files import is_unicode
 from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative
 from recipes.core.storage import open_stream, shown
+from recipes.core.tar_stream import tar_members
 
 # The member extensions read as the sample's image, in order of preference.
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
@@ -102,9 +103,9 @@ def read_samples(
         shard, offset = shards[position], begin[1] if position == begin[0] else 0
         key, files, first, name = None, {}, None, shown(shard)
         try:
-            with _tar_from(shard, offset, storage_options, cache) as (tar, base):
-                for member in tar:
-                    if base + member.offset < offset or not member.isfile():
+            with _stream_from(shard, offset, storage_options, cache) as (stream, base):
+                for member in tar_members(stream, source=name):
+                    if base + member.offset < offset or not member.is_file:
                         continue  # before the resume point (a compressed shard read from its start), or not a file
                     try:
                         member_name = check_relative(member.name, source=f"{name}: member")
@@ -121,25 +122,22 @@ def read_samples(
                         if files:
                             yield [position, first], (shard, key, files)
                         key, files, first = stem, {}, base + member.offset
-                    files[extension.lower()] = tar.extractfile(member).read()
+                    files[extension.lower()] = member.read()
             if files:
                 yield [position, first], (shard, key, files)
-        except DataError as error:  # the storage gave up on a fault
+        except DataError as error:  # a damaged shard, or the storage gave up on a fault: both name it
             skip_or_raise(error, on_error)
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as error:
             skip_or_raise(DataError(f"{name}: cannot read tar shard ({error})"), on_error)
 
 
 @contextlib.contextmanager
-def _tar_from(
+def _stream_from(
     shard: str, offset: int, storage_options: dict[str, Any] | None, cache: DiskCache | None
-) -> Iterator[tuple[tarfile.TarFile, int]]:
-    """``(a streamed tar, the byte offset it starts at)``: at ``offset`` when the shard is a plain
-    tar (a member header there starts a valid stream), else from its start."""
+) -> Iterator[tuple[BinaryIO, int]]:
+    """``(the shard's bytes, the offset they start at)``: from ``offset`` when the shard is a plain
+    tar (a member header there starts a valid archive), else from its start."""
     base = 0 if shard.lower().split("?")[0].endswith(COMPRESSED) else offset
     opener = open_stream if cache is None else cache.open
-    with (
-        opener(shard, start=base, storage_options=storage_options) as stream,
-        tarfile.open(fileobj=stream, mode="r|*") as tar,  # a stream: sequential reads only
-    ):
-        yield tar, base
+    with opener(shard, start=base, storage_options=storage_options) as stream:
+        yield stream, base
