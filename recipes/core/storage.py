@@ -29,7 +29,7 @@ from recipes.core.errors import DataError
 
 RETRIES = 5  # faults in a row before giving up; each success resets the count
 BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
-BLOCK_BYTES = 4 * 2**20  # bytes fetched per request from object storage
+BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP server at ~0.4x the speed
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
 # Answers worth asking again: timeouts, throttling, server errors.
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -64,7 +64,8 @@ def basename(path: str | os.PathLike) -> str:
 
 
 def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    """``(fsspec filesystem, path within it)`` for ``url``, a fresh instance (safe after fork).
+    """``(fsspec filesystem, path within it)`` for ``url``. fsspec keeps one instance per process,
+    thread and options, so a forked worker makes its own and later calls reuse it.
 
     Raises:
         ImportError: the backend for the URL's scheme is missing; the message names the pip command.
@@ -72,7 +73,7 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     import fsspec
 
     try:
-        return fsspec.core.url_to_fs(url, skip_instance_cache=True, **(storage_options or {}))
+        return fsspec.core.url_to_fs(url, **(storage_options or {}))
     except ImportError as error:
         scheme = urlsplit(url).scheme
         extra = EXTRAS.get(scheme)
@@ -111,8 +112,8 @@ def open_stream(
         file = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
         file.seek(start)
         return file
-    size = stream_size(path, storage_options, retries=retries, backoff=backoff)  # FileNotFoundError if none
     fs, inner = filesystem(path, storage_options)
+    size = retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff)  # or FileNotFoundError
     reader = _ResumingReader(fs, inner, shown(path), start, size, retries, backoff)
     return io.BufferedReader(reader, buffer_size=2**20)
 

@@ -127,6 +127,8 @@ class ImageTextShards(IterableDataset):
         self.shards = expand_shards(paths, storage_options)
         self.storage_options = storage_options
         self.cache = DiskCache(cache_dir, cache_limit_bytes) if cache_dir is not None else None
+        if is_url(self.shards[0]):
+            filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
