@@ -44,6 +44,21 @@ def sample_seeds(seed: int, epoch: int, indices: np.ndarray | list[int]) -> np.n
     return _splitmix64(key ^ np.asarray(indices, dtype=np.uint64))
 
 
+def sample_seed(seed: int, epoch: int, index: int) -> int:
+    """``sample_seeds`` for one index, as a Python int: ~2 us, where numpy's calls on a one-element
+    array take ~30 (a stream seeds every sample on its own)."""
+    key = _mix(_mix(seed & _MASK64) ^ (epoch & _MASK64))
+    return _mix(key ^ (index & _MASK64))
+
+
+def _mix(x: int) -> int:
+    """:func:`_splitmix64` on one Python int."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
     """A torch.Generator for one epoch's shuffle, the same on every rank."""
     return torch.Generator().manual_seed(int(sample_seeds(seed, epoch, [_MASK64])[0]))

@@ -134,8 +134,10 @@ def _check_sum(header: bytes, source: str, position: int) -> None:
     stored = _number(header[148:156], source, position)
     counted = header[:148] + header[156:]
     unsigned = sum(counted) + 8 * 32  # the checksum field itself counts as eight spaces
+    if stored == unsigned:
+        return
     signed = unsigned - 256 * sum(1 for byte in counted if byte > 127)  # what some old writers summed
-    if stored not in (unsigned, signed):
+    if stored != signed:
         raise DataError(f"{source}: bad tar header checksum at byte {position} (not a tar file, or damaged)")
 
 

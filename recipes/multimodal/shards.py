@@ -44,7 +44,7 @@ from recipes.core.disk_cache import DiskCache
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
-from recipes.core.seeding import epoch_generator, sample_seeds, seeded
+from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, is_url, shown
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
@@ -184,7 +184,7 @@ class ImageTextShards(IterableDataset):
         if self.shuffle_buffer > 1:
 
             def rng_of_block(block: int) -> random.Random:
-                return random.Random(int(sample_seeds(seed, epoch, [block * slots + slot])[0]))
+                return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
         shards = [self.shards[i] for i in order[slot::slots]]
         samples = read_samples(
@@ -218,7 +218,7 @@ class ImageTextShards(IterableDataset):
         choices = range(len(captions)) if self.captions == "all" else [None]
         for choice in choices:
             # A seed per sample (and caption): the augmentation does not depend on the worker.
-            with seeded(int(sample_seeds(self.cursor.seed, epoch, [zlib.crc32(f"{name}/{choice}".encode())])[0])):
+            with seeded(sample_seed(self.cursor.seed, epoch, zlib.crc32(f"{name}/{choice}".encode()))):
                 if choice is None:
                     random_pick = self.captions == "random" and len(captions) > 1
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0

@@ -41,7 +41,7 @@ from recipes.core.corpus_files import check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
-from recipes.core.seeding import sample_seeds
+from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -151,7 +151,7 @@ class StreamingTextDataset(IterableDataset):
             seed = self.cursor.seed
 
             def rng_of_block(block: int) -> random.Random:
-                return random.Random(int(sample_seeds(seed, epoch, [block * slots + slot])[0]))
+                return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
         rows = self._rows(self._lines(slot, slots, begin))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES

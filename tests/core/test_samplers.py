@@ -177,3 +177,13 @@ def test_bad_arguments_raise_clear_errors(kwargs, message):
     options = {"batch_size": 2, **kwargs}
     with pytest.raises(ValueError, match=message):
         GroupedBatchSampler(5, options.pop("batch_size"), seed=0, **options)
+
+
+def test_one_sample_seed_equals_the_vectorised_seeds():
+    import random
+
+    from recipes.core.seeding import sample_seed, sample_seeds
+
+    rng = random.Random(0)
+    cases = [(rng.getrandbits(64), rng.getrandbits(20), rng.getrandbits(64)) for _ in range(500)] + [(0, 0, 0)]
+    assert [sample_seed(*case) for case in cases] == [int(sample_seeds(s, e, [i])[0]) for s, e, i in cases]
