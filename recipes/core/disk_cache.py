@@ -7,11 +7,11 @@
 An object is cached while it is read from its start: the bytes the caller reads are written to a
 temporary file beside the cache, and renamed into place with a record of their size and CRC-32
 once the last byte has arrived. A cached copy is used only if its size matches the object's and
-its CRC-32 its record (checked once per process and file version); a partial, truncated or
-corrupt file is fetched again. The least recently
-used entries go once the cache holds more than ``limit_bytes``. Entries are named by a hash of the
-URL (plus its file name, for people), so one cache folder may serve several sources; nothing in
-it is executed or unpickled.
+it is untouched since (its modification time as recorded) or its CRC-32 matches the record; a
+partial, truncated or rewritten file is fetched again. The least recently used entries (by
+access time, which each use sets) go once the cache holds more than ``limit_bytes``. Entries
+are named by a hash of the URL (plus its file name, for people), so one cache folder may serve
+several sources; nothing in it is executed or unpickled.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,6 @@ class DiskCache:
         if limit_bytes <= 0:
             raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
         self.folder, self.limit_bytes = Path(folder).expanduser(), int(limit_bytes)
-        self._checked: dict[Path, tuple[int, int]] = {}  # entries this process read whole: (size, mtime_ns)
 
     def entry(self, url: str) -> Path:
         """Where ``url``'s copy lives (it may not exist yet)."""
@@ -59,8 +59,8 @@ class DiskCache:
         size = stream_size(path, storage_options)
         entry = self.entry(path)
         if self._whole(entry, size):
-            os.utime(entry)  # recently used: evicted last
-            self._checked[entry] = (size, entry.stat().st_mtime_ns)  # the touch is not a new version
+            modified = entry.stat().st_mtime_ns
+            os.utime(entry, ns=(time.time_ns(), modified))  # recently used (the access time): evicted last
             return open_stream(entry, start=start)
         remote = open_stream(path, start=start, storage_options=storage_options)
         if start:
@@ -69,33 +69,31 @@ class DiskCache:
         return io.BufferedReader(_Copying(remote, entry, size, self), buffer_size=CHUNK)
 
     def _whole(self, entry: Path, size: int) -> bool:
-        """Is ``entry`` a complete, intact copy of an object of ``size`` bytes? The CRC-32 is
-        checked once per process and file version (size and modification time)."""
+        """Is ``entry`` a complete, intact copy of an object of ``size`` bytes? A file untouched
+        since it was published (its size and modification time as recorded) is; any other is
+        read through and checked against the recorded CRC-32."""
         try:
             stat = entry.stat()
-            if stat.st_size != size:
-                return False
-            if self._checked.get(entry) == (size, stat.st_mtime_ns):
-                return True
             record = json.loads(_record(entry).read_text(encoding="utf-8"))
-            if record["size"] != size:
+            if record["size"] != size or stat.st_size != size:
                 return False
+            if record.get("mtime_ns") == stat.st_mtime_ns:
+                return True
             crc = 0
             with open(entry, "rb") as file:
                 while chunk := file.read(CHUNK):
                     crc = zlib.crc32(chunk, crc)
+            return crc == record["crc32"]
         except (OSError, ValueError, KeyError, TypeError):
             return False
-        if crc == record["crc32"]:
-            self._checked[entry] = (size, stat.st_mtime_ns)
-        return crc == record["crc32"]
 
     def evict(self, keep: Path | None = None) -> None:
         """Delete the least recently used entries until the cache fits ``limit_bytes``."""
         entries = []
         for path in self.folder.iterdir():
             if path.suffix != ".tmp" and not path.name.endswith(".record.json") and path.is_file():
-                entries.append((path.stat().st_mtime, path.stat().st_size, path))
+                stat = path.stat()
+                entries.append((stat.st_atime, stat.st_size, path))
         total = sum(size for _, size, _ in entries)
         for _, size, path in sorted(entries):
             if total <= self.limit_bytes:
@@ -156,7 +154,9 @@ class _Copying(io.RawIOBase):
             self.partial.unlink(missing_ok=True)
             return
         record = self.partial.with_name(self.partial.name.removesuffix(".tmp") + ".record.tmp")
-        record.write_text(json.dumps({"size": self.size, "crc32": self.crc, "source": shown_name(self.entry)}))
+        modified = self.partial.stat().st_mtime_ns  # kept by the rename: the file's version
+        described = {"size": self.size, "crc32": self.crc, "mtime_ns": modified, "source": shown_name(self.entry)}
+        record.write_text(json.dumps(described))
         os.replace(self.partial, self.entry)  # atomic: readers see no file or the whole one
         os.replace(record, _record(self.entry))  # last: its presence says the entry is complete
         self.cache.evict(keep=self.entry)
