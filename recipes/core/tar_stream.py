@@ -52,10 +52,16 @@ class Member:
 def tar_members(stream: BinaryIO, *, source: str = "<tar>") -> Iterator[Member]:
     """Each member of the tar archive in ``stream`` (see the module docstring)."""
     stream = _decompressed(stream)
-    position = 0
+    position = pending = 0  # pending: bytes to pass over before the next header (a member's padding)
     first, long_name, pax = None, None, {}
     while True:
-        header = stream.read(BLOCK)
+        if pending > 64 * BLOCK:
+            _skip(stream, pending, f"{source}: the member before byte {position}")
+            pending = 0
+        chunk = stream.read(pending + BLOCK)  # the last member's padding and the next header in one call
+        if len(chunk) < pending:
+            raise DataError(f"{source}: the member before byte {position} is cut short")
+        header, pending = chunk[pending:], 0
         if not header or header == _ZEROS:
             return  # the end-of-archive block (or a stream that ends between members)
         if len(header) < BLOCK:
@@ -88,10 +94,7 @@ def tar_members(stream: BinaryIO, *, source: str = "<tar>") -> Iterator[Member]:
             kind, name = b"5", name.rstrip("/")
         member = Member(first, name, kind in FILE_TYPES, size, stream, source)
         yield member
-        if member.data is None:
-            _skip(stream, padded, f"{source}: member {name!r}")
-        else:
-            _skip(stream, padded - size, f"{source}: member {name!r}")
+        pending = padded if member.data is None else padded - size
         position += padded
         first, long_name, pax = None, None, {}
 
