@@ -23,7 +23,7 @@ caption are seeded by ``(seed, epoch, key)``, so they do not depend on the worke
 Each pass advances the epoch of the copy iterated (persistent workers keep theirs); with
 non-persistent workers, call ``set_epoch(epoch)`` before each pass.
 
-Why the standard library's ``tarfile`` and not the webdataset package: benchmarks/README.md.
+Why a tar walk of its own and not the webdataset package: benchmarks/README.md (streams).
 """
 
 from __future__ import annotations
