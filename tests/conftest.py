@@ -48,3 +48,11 @@ def fixtures() -> Path:
     from recipes.fixtures import fixtures_dir
 
     return fixtures_dir()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(fixtures: Path):
+    """The fixture BPE tokenizer (``fixtures/text/tokenizer.json``)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))

@@ -1,7 +1,6 @@
 """Tar shards over real servers (HTTP with injected faults, S3 through s3fs) give the local samples."""
 
 import pytest
-from tokenizers import Tokenizer
 from torchvision.transforms import v2
 
 from recipes.core.errors import DataError
@@ -11,10 +10,6 @@ from tests.servers import FaultyHTTPServer, s3_server, upload
 
 RESIZE = v2.Compose([v2.Resize(24, antialias=True), v2.CenterCrop(24)])
 
-
-@pytest.fixture(scope="module")
-def tokenizer(fixtures):
-    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")

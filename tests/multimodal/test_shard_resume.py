@@ -6,7 +6,6 @@ import gzip
 import json
 
 import pytest
-from tokenizers import Tokenizer
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
@@ -15,10 +14,6 @@ from tests.servers import FaultyHTTPServer
 
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
 
-
-@pytest.fixture(scope="module")
-def tokenizer(fixtures):
-    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +33,8 @@ def _make(pattern, tokenizer, workers):
 @pytest.fixture(scope="module")
 def references(shard_folder, tokenizer):
     pattern = str(shard_folder / "shard-{000000..000003}.tar")
-    return {workers: [list(loader) for _ in range(3)] for workers in (0, 2) for loader in [_make(pattern, tokenizer, workers)]}
+    loaders = {workers: _make(pattern, tokenizer, workers) for workers in (0, 2)}
+    return {workers: [list(loader) for _ in range(3)] for workers, loader in loaders.items()}
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])

@@ -3,15 +3,9 @@
 import json
 
 import pytest
-from tokenizers import Tokenizer
 
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_server, upload
-
-
-@pytest.fixture(scope="module")
-def tok(fixtures):
-    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")
@@ -34,39 +28,40 @@ def _items(stream, workers):
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, tok, workers):
+def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, tokenizer, workers):
     files = [folder / "a.txt", folder / "b.jsonl"]
-    local = _items(StreamingTextDataset(files, tok, shuffle_buffer=64, seed=0), workers)
+    local = _items(StreamingTextDataset(files, tokenizer, shuffle_buffer=64, seed=0), workers)
     with FaultyHTTPServer(folder, fail_every=3, cut_every=2) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        remote = _items(StreamingTextDataset(urls, tok, shuffle_buffer=64, seed=0), workers)
+        remote = _items(StreamingTextDataset(urls, tokenizer, shuffle_buffer=64, seed=0), workers)
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
     assert len(local) == 4000 and len({index for index, _ in local}) == 4000
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_s3_lines_through_s3fs_equal_the_local_lines(folder, tok, workers):
-    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tok, seed=0), workers)
+def test_s3_lines_through_s3fs_equal_the_local_lines(folder, tokenizer, workers):
+    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tokenizer, seed=0), workers)
     with s3_server() as (endpoint, options):
         upload(endpoint, folder)
-        stream = StreamingTextDataset(["s3://data/a.txt", "s3://data/b.jsonl"], tok, seed=0, storage_options=options)
+        urls = ["s3://data/a.txt", "s3://data/b.jsonl"]
+        stream = StreamingTextDataset(urls, tokenizer, seed=0, storage_options=options)
         remote = _items(stream, workers)
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
 
 
-def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tok, tmp_path):
+def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tokenizer, tmp_path):
     from recipes.text import TokenizedTextDataset
 
-    local = TokenizedTextDataset(folder / "b.jsonl", tok, label_field="label")
+    local = TokenizedTextDataset(folder / "b.jsonl", tokenizer, label_field="label")
     with FaultyHTTPServer(folder, fail_every=2) as server:
-        remote = TokenizedTextDataset(server.url("b.jsonl"), tok, label_field="label", cache_dir=tmp_path)
+        remote = TokenizedTextDataset(server.url("b.jsonl"), tokenizer, label_field="label", cache_dir=tmp_path)
     assert server.faults["503"] > 0 and len(remote) == len(local) == 2000
     assert all(remote[i]["input_ids"].tolist() == local[i]["input_ids"].tolist() for i in range(len(local)))
     assert (remote.labels == local.labels).all() and list(tmp_path.glob("b-*.json"))  # cached by the file's name
     with s3_server() as (endpoint, options):
         upload(endpoint, folder)
-        again = TokenizedTextDataset("s3://data/b.jsonl", tok, label_field="label", storage_options=options)
+        again = TokenizedTextDataset("s3://data/b.jsonl", tokenizer, label_field="label", storage_options=options)
         assert [again[i]["input_ids"].tolist() for i in range(5)] == [local[i]["input_ids"].tolist() for i in range(5)]
         with pytest.raises(FileNotFoundError, match="s3://data/missing.jsonl does not exist"):
-            TokenizedTextDataset("s3://data/missing.jsonl", tok, storage_options=options)
+            TokenizedTextDataset("s3://data/missing.jsonl", tokenizer, storage_options=options)

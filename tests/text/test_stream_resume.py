@@ -4,7 +4,6 @@ uninterrupted run would have, at every stop, with 0 and 2 workers, local files a
 import json
 
 import pytest
-from tokenizers import Tokenizer
 
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.harness import STOPS, check_resume
@@ -23,47 +22,44 @@ def files(tmp_path_factory, fixtures):
     return folder
 
 
-@pytest.fixture(scope="module")
-def tok(fixtures):
-    return Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
 
-
-def _make(paths, tok, workers, **options):
-    stream = StreamingTextDataset(paths, tok, shuffle_buffer=16, seed=3, **options)
+def _make(paths, tokenizer, workers, **options):
+    stream = StreamingTextDataset(paths, tokenizer, shuffle_buffer=16, seed=3, **options)
     return streaming_loader(stream, 8, device="cpu", seed=3, stateful=True, num_workers=workers)
 
 
 @pytest.fixture(scope="module")
-def references(files, tok):
+def references(files, tokenizer):
     """Three uninterrupted epochs per worker count (the workers read different slices)."""
     paths = [files / "a.txt", files / "b.jsonl"]
-    return {workers: [list(loader) for _ in range(3)] for workers in (0, 2) for loader in [_make(paths, tok, workers)]}
+    loaders = {workers: _make(paths, tokenizer, workers) for workers in (0, 2)}
+    return {workers: [list(loader) for _ in range(3)] for workers, loader in loaders.items()}
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
 @pytest.mark.parametrize("stop", STOPS)
-def test_a_resumed_stream_yields_exactly_the_batches_still_to_come(files, tok, references, workers, stop):
+def test_a_resumed_stream_yields_exactly_the_batches_still_to_come(files, tokenizer, references, workers, stop):
     paths = [files / "a.txt", files / "b.jsonl"]
     reference = references[workers]
-    check_resume(lambda: _make(paths, tok, workers), stop, len(reference[0]), reference)
+    check_resume(lambda: _make(paths, tokenizer, workers), stop, len(reference[0]), reference)
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
-def test_a_stream_over_http_resumes_exactly_through_faults(files, tok, references, workers):
+def test_a_stream_over_http_resumes_exactly_through_faults(files, tokenizer, references, workers):
     reference = references[workers]
     with FaultyHTTPServer(files, fail_every=5, cut_every=3) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        check_resume(lambda: _make(urls, tok, workers), "mid", len(reference[0]), reference)
+        check_resume(lambda: _make(urls, tokenizer, workers), "mid", len(reference[0]), reference)
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
 
 
-def test_the_state_holds_positions_not_samples(files, tok):
-    loader = _make([files / "a.txt", files / "b.jsonl"], tok, 0)
+def test_the_state_holds_positions_not_samples(files, tokenizer):
+    loader = _make([files / "a.txt", files / "b.jsonl"], tokenizer, 0)
     iterator = iter(loader)
     next(iterator)
     state = json.dumps(loader.state_dict())
     assert len(state) < 2000 and "input_ids" not in state
-    resumed = _make([files / "a.txt", files / "b.jsonl"], tok, 0, rank=1, world_size=2)  # another job size
+    resumed = _make([files / "a.txt", files / "b.jsonl"], tokenizer, 0, rank=1, world_size=2)  # another job size
     resumed.load_state_dict(json.loads(state))
     with pytest.raises(ValueError, match=r"saved with 1 readers \(ranks x workers\) and is resumed with 2"):
         list(resumed)
