@@ -6,9 +6,13 @@
 
 An object is cached while it is read from its start: the bytes the caller reads are written to a
 temporary file beside the cache, and renamed into place with a record of their size and CRC-32
-once the last byte has arrived. A cached copy is used only if its size matches the object's and
-it is untouched since (its modification time as recorded) or its CRC-32 matches the record; a
-partial, truncated or rewritten file is fetched again. The least recently used entries (by
+once the last byte has arrived. A cached copy is used, without a request to the remote, if its
+size is the recorded one and it is untouched since (its modification time as recorded) or its
+CRC-32 matches the record; a partial, truncated or damaged file is fetched again. Shards are
+written once and never changed in place (the convention of webdataset, litdata and Mosaic
+alike), so the remote is not asked whether its object changed: with ``revalidate=True`` each
+open first asks for the object's size (one HEAD request, ~1 ms a shard on a local network) and
+fetches it again when that differs. The least recently used entries (by
 access time, which each use sets) go once the cache holds more than ``limit_bytes``. Entries
 are named by a hash of the URL (plus its file name, for people), so one cache folder may serve
 several sources; nothing in it is executed or unpickled.
@@ -37,12 +41,15 @@ class DiskCache:
     Args:
         folder: where entries live (created if missing).
         limit_bytes: the most the entries may hold together; the least recently used go first.
+        revalidate: ask the remote for each object's size at every open, for sources whose
+            objects are rewritten in place (off: shards are immutable).
     """
 
-    def __init__(self, folder: str | os.PathLike, limit_bytes: int = 64 * 2**30) -> None:
+    def __init__(self, folder: str | os.PathLike, limit_bytes: int = 64 * 2**30, *, revalidate: bool = False) -> None:
         if limit_bytes <= 0:
             raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
         self.folder, self.limit_bytes = Path(folder).expanduser(), int(limit_bytes)
+        self.revalidate = revalidate
 
     def entry(self, url: str) -> Path:
         """Where ``url``'s copy lives (it may not exist yet)."""
@@ -56,9 +63,8 @@ class DiskCache:
         object (cached on the way when read from its start). Local paths are opened as they are."""
         if not is_url(path):
             return open_stream(path, start=start)
-        size = stream_size(path, storage_options)
         entry = self.entry(path)
-        if self._whole(entry, size):
+        if self._whole(entry, stream_size(path, storage_options) if self.revalidate else None):
             modified = entry.stat().st_mtime_ns
             os.utime(entry, ns=(time.time_ns(), modified))  # recently used (the access time): evicted last
             return open_stream(entry, start=start)
@@ -66,16 +72,17 @@ class DiskCache:
         if start:
             return remote  # a copy is made only from the first byte
         self.folder.mkdir(parents=True, exist_ok=True)
+        size = remote.raw.size  # the remote reader asked for it already
         return io.BufferedReader(_Copying(remote, entry, size, self), buffer_size=CHUNK)
 
-    def _whole(self, entry: Path, size: int) -> bool:
-        """Is ``entry`` a complete, intact copy of an object of ``size`` bytes? A file untouched
-        since it was published (its size and modification time as recorded) is; any other is
-        read through and checked against the recorded CRC-32."""
+    def _whole(self, entry: Path, size: int | None) -> bool:
+        """Is ``entry`` a complete, intact copy (of an object of ``size`` bytes, if given)? A file
+        untouched since it was published (its size and modification time as recorded) is; any
+        other is read through and checked against the recorded CRC-32."""
         try:
             stat = entry.stat()
             record = json.loads(_record(entry).read_text(encoding="utf-8"))
-            if record["size"] != size or stat.st_size != size:
+            if stat.st_size != record["size"] or (size is not None and size != record["size"]):
                 return False
             if record.get("mtime_ns") == stat.st_mtime_ns:
                 return True

@@ -32,8 +32,9 @@ def test_the_second_read_comes_from_disk_and_equals_the_object(folder):
         url = server.url("a.bin")
         first = _read(cache, url)
         fetched = _gets(server)
+        asked = server.requests
         second, middle = _read(cache, url), _read(cache, url, start=12345)
-        assert _gets(server) == fetched  # no body fetched again: only the size was asked
+        assert _gets(server) == fetched and server.requests == asked  # the remote is not even asked its size
     original = (folder / "remote" / "a.bin").read_bytes()
     assert first == second == original and middle == original[12345:]
     assert cache.entry(url).read_bytes() == original
@@ -81,3 +82,14 @@ def test_the_least_recently_used_entries_go_past_the_limit(folder):
         _read(cache, c)
     assert cache.entry(a).exists() and cache.entry(c).exists() and not cache.entry(b).exists()
     assert not cache.entry(b).with_name(cache.entry(b).name + ".record.json").exists()
+
+
+def test_revalidate_fetches_an_object_rewritten_in_place(folder):
+    cache, checking = DiskCache(folder / "cache"), DiskCache(folder / "cache", revalidate=True)
+    with FaultyHTTPServer(folder / "remote") as server:
+        url = server.url("c.bin")
+        _read(cache, url)
+        (folder / "remote" / "c.bin").write_bytes(b"rewritten")
+        assert _read(cache, url) != b"rewritten"  # immutable by default: the copy is trusted
+        assert _read(checking, url) == b"rewritten"  # the size changed: fetched again
+        assert _read(cache, url) == b"rewritten"  # and the copy replaced
