@@ -16,6 +16,7 @@
   manifests and COCO instances files; ``coco_index``: a checked COCO index of flat arrays;
   ``tar_shards``: the WebDataset sample layout.
 - ``streams``: reader slots, a shuffle buffer and equal steps for self-sharding IterableDatasets.
+- ``mixing``: :class:`MixedDataset` and :class:`MixedStream`, datasets mixed at chosen weights.
 """
 
 from recipes.core.arrays import StringArray, TokenArray
@@ -23,7 +24,8 @@ from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, n
 from recipes.core.distributed import distributed_rank_and_size, resolve_rank, shared_seed
 from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import MAX_PIXELS, decode_image, image_size, read_image
-from recipes.core.loader import build_loader, loader_kwargs, resolve_device, usable_cpus
+from recipes.core.loader import ResumableLoader, build_loader, loader_kwargs, resolve_device, usable_cpus
+from recipes.core.mixing import MixedDataset, MixedStream
 from recipes.core.paths import check_relative, resolve_under
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, sample_seeds, seeded
@@ -37,6 +39,9 @@ __all__ = [
     "DataError",
     "DevicePrefetcher",
     "GroupedBatchSampler",
+    "MixedDataset",
+    "MixedStream",
+    "ResumableLoader",
     "SeededDataset",
     "SkippedSampleWarning",
     "StringArray",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
+from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import distributed_rank_and_size, shared_seed
 from recipes.core.samplers import GroupedBatchSampler
@@ -157,8 +158,11 @@ def build_loader(
     ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...); a
     ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
     instead of replacing it.
-    ``stateful=True`` returns torchdata's ``StatefulDataLoader``, whose ``state_dict()`` resumes
-    mid-epoch with exactly the batches still to come.
+    ``stateful=True`` returns a :class:`ResumableLoader` (torchdata's ``StatefulDataLoader``), whose
+    ``state_dict()`` resumes mid-epoch with exactly the batches still to come, also on another
+    world size or ``num_workers`` (the sampler's elastic resume). A dataset with
+    ``epoch_indices`` (a :class:`recipes.core.mixing.MixedDataset`) draws each epoch's samples
+    through it.
 
     An ``IterableDataset`` orders and shards itself (see ``recipes.core.streams``): it gets the
     same preset with a plain ``batch_size`` and no sampler, so ``groups``, ``lengths``,
@@ -202,18 +206,57 @@ def build_loader(
         max_tokens=max_tokens,
         length_noise=length_noise,
         keyed=True,
+        epoch_indices=getattr(dataset, "epoch_indices", None),  # a mixture's draws (recipes.core.mixing)
     )
     return _make_loader(stateful, SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
 
 
 def _make_loader(stateful: bool, dataset: Dataset, **kwargs: Any) -> DataLoader:
-    """torchdata's ``StatefulDataLoader`` (resumable mid-epoch) if ``stateful``, else a DataLoader."""
+    """A :class:`ResumableLoader` (resumable mid-epoch) if ``stateful``, else a DataLoader."""
     if not stateful:
         return DataLoader(dataset, **kwargs)
-    from torchdata.stateful_dataloader import StatefulDataLoader
-
     with warnings.catch_warnings():
         # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
         # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
         warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
-        return StatefulDataLoader(dataset, **kwargs)
+        return ResumableLoader(dataset, **kwargs)
+
+
+class ResumableLoader(StatefulDataLoader):
+    """torchdata's ``StatefulDataLoader`` whose state also loads with another ``num_workers``.
+
+    torchdata keeps each worker's state and refuses a state saved with a different worker count.
+    A map-style recipe loader needs none of it: its workers only load the indices the batch
+    sampler (in this process) hands them, so the sampler's state is the whole position, and
+    :class:`recipes.core.samplers.GroupedBatchSampler` deals the rest of an epoch to any world
+    size. With the worker count unchanged, loading is torchdata's own. A stream (an
+    IterableDataset, whose workers read parts of the data themselves) loads with another worker
+    count only from a state taken at the end of a pass; mid-pass that is a ``ValueError`` that
+    says so.
+
+    The state's layout is torchdata's; ``tests/core/test_mixing.py`` pins the keys read here.
+    """
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        main = state_dict.get("_snapshot", {}).get("_main_snapshot", state_dict)
+        saved_workers = main.get("_num_workers", 0)
+        if saved_workers == self.num_workers:
+            super().load_state_dict(state_dict)
+            return
+        self.next_iter_state = None  # nothing of torchdata's own state is used: start fresh from ours
+        if isinstance(self.batch_sampler, GroupedBatchSampler):
+            sampler_state = dict(main["_index_sampler_state"])
+            sampler_state["yielded"] += state_dict.get("_steps_since_snapshot", 0)
+            self.batch_sampler.load_state_dict(sampler_state)
+            return
+        states = [worker["dataset_state"] for worker in state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()]
+        states = states or [state_dict.get("dataset_state")]
+        if not hasattr(self.dataset, "load_state_dict") or any(
+            state is None or state["position"] not in (None, "end") for state in states
+        ):
+            raise ValueError(
+                f"this stream's state was saved with num_workers={saved_workers} in the middle of a pass; its "
+                f"workers read their own shards, so it resumes mid-pass only with num_workers={saved_workers} "
+                "(and the same world size), or from a state taken at the end of a pass"
+            )
+        self.dataset.load_state_dict(states[0])

@@ -17,23 +17,34 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
   Trade-off figures: benchmarks/README.md (``python benchmarks/text.py``).
 - Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself at
   every new pass (``set_epoch`` still works, for code written for DistributedSampler).
-- Resume: ``state_dict()`` is ``{"seed", "epoch", "yielded"}``; after ``load_state_dict`` the next
-  pass yields exactly the batches that were still to come in the pass the state was taken from
-  (none, if taken after its last batch but before it ended; the next epoch, if taken after it
-  ended), as torchdata's StatefulDataLoader counts. That loader calls both for you.
+- Resume: ``state_dict()`` is ``{"seed", "epoch", "yielded", "world_size", "offset"}``; after
+  ``load_state_dict`` the next pass yields exactly the batches that were still to come in the
+  pass the state was taken from (none, if taken after its last batch but before it ended; the
+  next epoch, if taken after it ended), as torchdata's StatefulDataLoader counts. That loader
+  calls both for you.
 - Ranks: with an initialised ``torch.distributed`` process group (or explicit ``rank`` and
-  ``world_size``), training splits the epoch's *batches* across ranks and drops the few left
-  over, so every rank runs the same number of steps (a rank that runs one step fewer hangs the
-  others in all-reduce). Evaluation splits the samples into contiguous blocks: every sample is
-  seen exactly once, with no padding duplicates (``DistributedSampler`` repeats samples to make
-  the ranks even, which biases metrics); ranks may then differ by one batch.
+  ``world_size``), training deals the epoch's *batches* to the ranks: the epoch's global batch
+  order does not depend on the world size, and rank ``r`` of ``W`` takes every ``W``-th batch
+  from ``r``. The few left over (fewer than ``W``) are dropped, so every rank runs the same
+  number of steps (a rank that runs one step fewer hangs the others in all-reduce). Evaluation
+  splits the samples into contiguous blocks: every sample is seen exactly once, with no padding
+  duplicates (``DistributedSampler`` repeats samples to make the ranks even, which biases
+  metrics); ranks may then differ by one batch.
+- Elastic resume: a training state saved on ``W1`` ranks (any rank's: in step, they agree) loads
+  on ``W2``. The ``offset + yielded * W1`` global batches already taken stay taken; the rest of
+  the epoch is dealt to the ``W2`` ranks by the same rule, dropping at most ``W2 - 1`` batches.
+  No sample is seen twice and every rank runs the same number of steps. (An evaluation pass
+  resumes on the world size it was saved on.)
+- Mixtures: ``epoch_indices(seed, epoch)`` (:meth:`recipes.core.mixing.MixedDataset.epoch_indices`)
+  says which indices each epoch draws, repeats allowed; ``groups`` and ``lengths`` are still
+  per index. A drawn sample is seeded by its place in the epoch's draws.
 - Seeds: with ``keyed=True`` each index comes with its own seed, ``(index, seed)``, for
   :class:`recipes.core.seeding.SeededDataset`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +75,8 @@ class GroupedBatchSampler(Sampler[list[Any]]):
             ``DEFAULT_LENGTH_NOISE``, 0 = sorted exactly (equal lengths still in random order).
         keyed: yield ``(index, per-sample seed)`` pairs for SeededDataset.
         rank, world_size: override what is read from ``torch.distributed``.
+        epoch_indices: ``(seed, epoch) -> int array`` of the indices a training epoch draws
+            (a mixture's); None: each index once.
     """
 
     def __init__(
@@ -81,6 +94,7 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         keyed: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
+        epoch_indices: Callable[[int, int], np.ndarray] | None = None,
     ) -> None:
         if batch_size is None and max_tokens is None:
             raise ValueError("give batch_size, max_tokens, or both")
@@ -100,10 +114,12 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         self.lengths = self._per_sample(lengths, "lengths")
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
+        self.epoch_indices = epoch_indices
         self.epoch = 0
-        self._resume: tuple[int, int] | None = None  # (epoch, batches already yielded)
-        self._position: tuple[int, int] | None = None  # where the running pass stands
-        self._cache: tuple[int, list[np.ndarray]] | None = None
+        # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
+        self._resume: tuple[int, int, int, int] | None = None
+        self._position: tuple[int, int, int] | None = None
+        self._cache: tuple[int, np.ndarray | None, list[np.ndarray]] | None = None  # an epoch's draws and batches
 
     def _per_sample(self, values: Any, name: str) -> np.ndarray | None:
         if values is None:
@@ -121,90 +137,125 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         self._resume = None
 
     def state_dict(self) -> dict[str, int]:
-        """Where to resume: the epoch and how many of its batches this rank already yielded."""
+        """Where to resume: the epoch, the global batches taken before this rank's count began
+        (``offset``), how many this rank yielded since, and the world size they were dealt to."""
         if self._resume is not None:
-            epoch, yielded = self._resume
+            epoch, offset, yielded, world_size = self._resume
         elif self._position is not None:
             # A pass still running, even past its last batch: the rest of *this* pass is what
             # is still to come (nothing, then), as torchdata counts. Reporting the next epoch
             # here instead made a restored multi-worker loader skip a whole epoch: it runs the
             # restored pass out (prefetching) and then starts the one after.
-            epoch, yielded = self._position
+            (epoch, offset, yielded), world_size = self._position, self.world_size
         else:
-            epoch, yielded = self.epoch, 0
-        return {"seed": self.seed, "epoch": epoch, "yielded": yielded}
+            epoch, offset, yielded, world_size = self.epoch, 0, 0, self.world_size
+        return {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        """Make the next pass continue from ``state`` (see :meth:`state_dict`)."""
+        """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size."""
         self.seed = int(state["seed"])
         self.epoch = int(state["epoch"])
-        self._resume = (self.epoch, int(state["yielded"]))
+        world_size = int(state.get("world_size", self.world_size))
+        self._resume = (self.epoch, int(state.get("offset", 0)), int(state["yielded"]), world_size)
         self._position = None
+        if world_size != self.world_size and not self.shuffle:
+            raise ValueError(
+                f"this evaluation pass was saved on {world_size} ranks and cannot resume on {self.world_size}: "
+                "each rank reads its own block of samples; start the evaluation again"
+            )
 
     def __len__(self) -> int:
         epoch = self._resume[0] if self._resume is not None else self.epoch
-        return len(self.batches(epoch))
+        return len(self._rank_batches(epoch, 0))
 
     def __iter__(self) -> Iterator[list[Any]]:
-        epoch, start = self._resume if self._resume is not None else (self.epoch, 0)
-        self._resume = None
+        epoch, offset, start = self._start()
         self.epoch = epoch + 1  # the next pass moves on unless set_epoch/load_state_dict intervene
-        batches = self.batches(epoch)
+        batches, draws = self._rank_batches(epoch, offset), self._cache[1]
         for position in range(start, len(batches)):
-            self._position = (epoch, position + 1)
-            yield self._emit(batches[position], epoch)
+            self._position = (epoch, offset, position + 1)
+            yield self._emit(batches[position], draws, epoch)
         self._position = None  # the pass is over: what comes next is the next epoch
 
-    def _emit(self, batch: np.ndarray, epoch: int) -> list[Any]:
+    def _start(self) -> tuple[int, int, int]:
+        """``(epoch, global offset, batches of this rank's share to skip)`` of the next pass."""
+        resume, self._resume = self._resume, None
+        if resume is None:
+            return self.epoch, 0, 0
+        epoch, offset, yielded, world_size = resume
+        if world_size == self.world_size:
+            return epoch, offset, yielded
+        return epoch, offset + yielded * world_size, 0  # elastic: deal the rest of the epoch anew
+
+    def _emit(self, batch: np.ndarray, draws: np.ndarray | None, epoch: int) -> list[Any]:
+        """A batch of places in the epoch's draws -> indices, with seeds for their places."""
+        indices = batch if draws is None else draws[batch]
         if not self.keyed:
-            return batch.tolist()
-        return list(zip(batch.tolist(), sample_seeds(self.seed, epoch, batch).tolist()))
+            return indices.tolist()
+        return list(zip(indices.tolist(), sample_seeds(self.seed, epoch, batch).tolist()))
 
     # -- planning an epoch ---------------------------------------------------------------------
 
     def batches(self, epoch: int) -> list[np.ndarray]:
-        """This rank's batches for ``epoch``, as index arrays (cached for the latest epoch)."""
+        """This rank's batches of a whole pass of ``epoch``, as index arrays."""
+        draws = self._plan(epoch)[0]
+        return [batch if draws is None else draws[batch] for batch in self._rank_batches(epoch, 0)]
+
+    def _rank_batches(self, epoch: int, offset: int) -> list[np.ndarray]:
+        """This rank's share of the epoch's batches from global batch ``offset`` on (places in
+        the epoch's draws): every ``world_size``-th, the same number for every rank."""
+        if not self.shuffle:
+            return self._plan(epoch)[1]  # this rank's block of samples, in order
+        everyone = self._plan(epoch)[1][offset:]
+        per_rank = len(everyone) // self.world_size
+        return everyone[self.rank : per_rank * self.world_size : self.world_size]
+
+    def _plan(self, epoch: int) -> tuple[np.ndarray | None, list[np.ndarray]]:
+        """The epoch's draws (None: each index once) and its global batches, or this rank's in
+        order when not shuffling (cached for one epoch)."""
         if self._cache is None or self._cache[0] != epoch:
-            if self.shuffle:
-                everyone = self._shuffled_batches(epoch)
-                per_rank = len(everyone) // self.world_size
-                mine = everyone[self.rank : per_rank * self.world_size : self.world_size]
-            else:
-                mine = self._ordered_batches()
-            self._cache = (epoch, mine)
-        return self._cache[1]
+            draws = None
+            if self.epoch_indices is not None and self.shuffle:
+                draws = np.asarray(self.epoch_indices(self.seed, epoch), dtype=np.int64)
+            self._cache = (epoch, draws, self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches())
+        return self._cache[1], self._cache[2]
 
     def _ordered_batches(self) -> list[np.ndarray]:
         lo = self.rank * self.num_samples // self.world_size
         hi = (self.rank + 1) * self.num_samples // self.world_size
         return self._cut(np.arange(lo, hi))
 
-    def _shuffled_batches(self, epoch: int) -> list[np.ndarray]:
+    def _shuffled_batches(self, epoch: int, draws: np.ndarray | None) -> list[np.ndarray]:
+        """Batches of places in the epoch's draws (= indices, without draws), in batch order."""
         generator = epoch_generator(self.seed, epoch)
-        order = torch.randperm(self.num_samples, generator=generator).numpy()
+        order = torch.randperm(self.num_samples if draws is None else len(draws), generator=generator).numpy()
+        index = order if draws is None else draws[order]  # the sample at each place of order
         if self.groups is not None:
-            batches = [batch for group in np.unique(self.groups) for batch in self._cut(order[self.groups[order] == group])]
+            batches = [order[self.groups[index] == group] for group in np.unique(self.groups)]
+            batches = [batch for run in batches for batch in self._cut(run, draws)]
         elif self.lengths is not None:
             if self.drop_last and self.max_tokens is None:
                 # drop the leftover at random now: after sorting it would always be the shortest
                 order = order[: len(order) - len(order) % self.batch_size]
+                index = index[: len(order)]
             noise = torch.rand(len(order), generator=generator, dtype=torch.float64).numpy()
-            key = np.log(np.maximum(self.lengths[order], 1)) + self.length_noise * (2 * noise - 1)
+            key = np.log(np.maximum(self.lengths[index], 1)) + self.length_noise * (2 * noise - 1)
             # stable sort, longest first: with no noise, equal lengths keep their random order
-            batches = self._cut(order[np.argsort(-key, kind="stable")])
+            batches = self._cut(order[np.argsort(-key, kind="stable")], draws)
         else:
-            batches = self._cut(order)
+            batches = self._cut(order, draws)
         permutation = torch.randperm(len(batches), generator=generator).tolist()
         return [batches[i] for i in permutation]
 
-    def _cut(self, indices: np.ndarray) -> list[np.ndarray]:
-        """Cut a run of indices into consecutive batches by count or by token budget."""
+    def _cut(self, indices: np.ndarray, draws: np.ndarray | None = None) -> list[np.ndarray]:
+        """Cut a run of indices (places in ``draws``, if given) into consecutive batches by count
+        or by token budget."""
         if self.max_tokens is None:
             size = self.batch_size
             stop = len(indices) - len(indices) % size if self.drop_last else len(indices)
             return [indices[start : start + size] for start in range(0, stop, size)]
         batches, start, longest = [], 0, 0
-        for end, length in enumerate(self.lengths[indices].tolist()):
+        for end, length in enumerate(self.lengths[indices if draws is None else draws[indices]].tolist()):
             longest, count = max(longest, length), end - start + 1
             over_budget = count * longest > self.max_tokens
             if count > 1 and (over_budget or (self.batch_size is not None and count > self.batch_size)):

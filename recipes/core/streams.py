@@ -92,10 +92,11 @@ class StreamCursor:
         if self._begun:
             self.epoch += 1
         resume, self._resume = self._resume, None
-        if resume is not None and self.slots != slots:
+        if isinstance(resume, list) and self.slots != slots:  # mid-pass ("end" and None fit any readers)
             raise ValueError(
-                f"this stream's state was saved with {self.slots} readers (ranks x workers) and is "
-                f"resumed with {slots}: resume with the same world size and num_workers"
+                f"this stream's state was saved in the middle of a pass read by {self.slots} readers (ranks x "
+                f"workers) and is resumed with {slots}: each reader reads its own shards, so resume with the same "
+                "world size and num_workers, or from a state taken at the end of a pass"
             )
         self.slots, self.position, self._begun = slots, resume, True
         return self.epoch, resume
@@ -107,7 +108,9 @@ class StreamCursor:
         self.position = "end"
 
     def state_dict(self) -> dict[str, Any]:
-        return {"seed": self.seed, "epoch": self.epoch, "slots": self.slots, "position": self.position}
+        # a loaded state whose pass has not begun yet is still where the stream stands
+        position = self._resume if self._resume is not None else self.position
+        return {"seed": self.seed, "epoch": self.epoch, "slots": self.slots, "position": position}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.seed, self.epoch, self.slots = int(state["seed"]), int(state["epoch"]), state["slots"]

@@ -69,7 +69,7 @@ def test_stream_cursor_numbers_passes_and_resumes_one():
     resumed.load_state_dict(saved)
     assert resumed.begin(2) == (0, [3, 120, 5]) and resumed.begin(2) == (1, None)
     resumed.load_state_dict(saved)
-    with pytest.raises(ValueError, match="saved with 2 readers"):
+    with pytest.raises(ValueError, match="middle of a pass read by 2 readers"):
         resumed.begin(3)
     resumed.set_epoch(5)
     assert resumed.begin(3) == (5, None)

@@ -61,5 +61,5 @@ def test_the_state_holds_positions_not_samples(files, tokenizer):
     assert len(state) < 2000 and "input_ids" not in state
     resumed = _make([files / "a.txt", files / "b.jsonl"], tokenizer, 0, rank=1, world_size=2)  # another job size
     resumed.load_state_dict(json.loads(state))
-    with pytest.raises(ValueError, match=r"saved with 1 readers \(ranks x workers\) and is resumed with 2"):
+    with pytest.raises(ValueError, match=r"read by 1 readers \(ranks x workers\) and is resumed with 2"):
         list(resumed)

@@ -1,0 +1,282 @@
+"""Datasets of one domain mixed at chosen weights: deterministic and resumable.
+
+    code = TokenizedTextDataset("code.jsonl", tokenizer)
+    prose = TokenizedTextDataset("prose.txt", tokenizer)
+    mixed = MixedDataset([code, prose], weights=[1, 3], samples_per_epoch=40_000)
+    loader = text_loader(mixed, 32, seed=0, stateful=True)  # length grouping, resume, ranks: as for one
+    source, local = mixed.locate(index)                     # which sample a batch index is
+
+The rule, for epoch ``e`` (``S = samples_per_epoch``, default the sources' total length):
+
+- source ``k`` contributes ``round(S * w_k / sum(w))`` samples;
+- each source is read as one endless sequence of permutations of its samples, a fresh one
+  (drawn from ``(seed, k, cycle)``) each time it is used up, and epoch ``e`` takes the next
+  stretch of it. An up-weighted source repeats evenly (at any point of the run, two samples
+  have been drawn as often, or one more time), and a down-weighted one shows every sample
+  before any repeats, across epochs;
+- the sources' samples are interleaved at random from ``(seed, epoch)``.
+
+Indices are those of the sources laid end to end (``len(mixed)`` is the sources' total length, as
+in ``ConcatDataset``), so an index names one sample for good and ``mixed[i]`` is that sample
+(items that carry an ``"index"`` carry the mixture's: batches name their samples).
+Which indices an epoch draws is :meth:`MixedDataset.epoch_indices`, which the recipes' batch
+sampler (:class:`recipes.core.samplers.GroupedBatchSampler`, ``epoch_indices=``) asks for each
+epoch: every domain loader takes a mixture like any dataset. A sample drawn twice in an epoch is
+augmented twice with different seeds (seeded by its place in the epoch, not its index).
+
+:class:`MixedStream` applies the same rule to self-sharding streams (``ImageTextShards``,
+``StreamingTextDataset``), whose lengths are not known up front: ``samples_per_epoch`` is given,
+each reader slot (rank x worker) draws its share, a source used up starts its next pass, and
+``stateful=True`` resumes exactly through the sources' own stream positions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset
+
+from recipes.core.distributed import shared_seed
+from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
+from recipes.core.streams import StreamCursor, reader_slot
+
+# What a domain loader reads from a dataset: per-sample arrays, laid end to end for a mixture...
+PER_SAMPLE = ("lengths", "aspect_ratios")
+# ...and what decides how its samples are batched or labelled, which the sources must share.
+SHARED = ("pad_id", "classes", "class_to_idx", "label_names", "label_to_category")
+_CYCLE_KEY = 1 << 62  # the seeds of the sources' permutations live apart from the samples' seeds
+
+
+class MixedDataset(Dataset):
+    """Samples of ``datasets`` mixed at ``weights`` (see the module docstring).
+
+    Args:
+        datasets: map-style datasets of one domain, whose items batch together.
+        weights: one non-negative weight per dataset (their sum is normalised).
+        samples_per_epoch: samples an epoch draws in all; None: the datasets' total length.
+
+    Raises:
+        ValueError: datasets that cannot share a collate or a label space (different domains,
+            pad ids, classes or categories), an iterable dataset, or bad weights; the message says why.
+    """
+
+    def __init__(
+        self, datasets: Sequence[Dataset], weights: Sequence[float], *, samples_per_epoch: int | None = None
+    ) -> None:
+        self.datasets = list(datasets)
+        self.weights = _check_weights(self.datasets, weights)
+        _check_compatible(self.datasets, iterable=False)
+        self.sizes = [len(dataset) for dataset in self.datasets]
+        if any(size == 0 and weight > 0 for size, weight in zip(self.sizes, self.weights)):
+            raise ValueError(f"a dataset with weight > 0 is empty (sizes {self.sizes})")
+        self.offsets = np.cumsum([0, *self.sizes])
+        total = int(self.offsets[-1])
+        self.samples_per_epoch = total if samples_per_epoch is None else int(samples_per_epoch)
+        if self.samples_per_epoch < 1:
+            raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
+        self.draws = _shares(self.samples_per_epoch, self.weights)  # per epoch, per source
+        for name in PER_SAMPLE:
+            if all(hasattr(dataset, name) for dataset in self.datasets):
+                setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
+        for name in SHARED:
+            if hasattr(self.datasets[0], name):
+                setattr(self, name, getattr(self.datasets[0], name))
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def locate(self, index: int) -> tuple[int, int]:
+        """``(source, index within that source)`` of a mixture index."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} is out of range for a mixture of {len(self)} samples")
+        source = int(np.searchsorted(self.offsets, index, side="right")) - 1
+        return source, int(index - self.offsets[source])
+
+    def __getitem__(self, index: int) -> Any:
+        """The sample ``locate(index)`` names; a dict item's ``"index"`` becomes the mixture's."""
+        source, local = self.locate(index)
+        item = self.datasets[source][local]
+        if isinstance(item, dict) and "index" in item:
+            item = {**item, "index": index}
+        return item
+
+    def epoch_indices(self, seed: int, epoch: int) -> np.ndarray:
+        """The mixture indices epoch ``epoch`` draws (int64, ``sum(self.draws)`` of them), interleaved
+        at random from ``(seed, epoch)``; the same on every rank and in every process."""
+        parts = [self._stretch(seed, source, epoch) for source in range(len(self.datasets))]
+        indices = np.concatenate(parts)
+        order = torch.randperm(len(indices), generator=epoch_generator(seed, epoch)).numpy()
+        return indices[order]
+
+    def _stretch(self, seed: int, source: int, epoch: int) -> np.ndarray:
+        """Draws ``e*n .. (e+1)*n - 1`` of the source's endless sequence of permutations."""
+        count, size = self.draws[source], self.sizes[source]
+        first, stop = epoch * count, (epoch + 1) * count
+        pieces = []
+        for cycle in range(first // size, -(-stop // size)) if count else ():
+            key = int(sample_seeds(seed, cycle, [_CYCLE_KEY + source])[0])
+            permutation = torch.randperm(size, generator=torch.Generator().manual_seed(key)).numpy()
+            lo, hi = max(first, cycle * size) - cycle * size, min(stop, (cycle + 1) * size) - cycle * size
+            pieces.append(permutation[lo:hi])
+        local = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        return local.astype(np.int64) + self.offsets[source]
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{type(d).__name__}({n}) x {w:g}" for d, n, w in zip(self.datasets, self.sizes, self.weights))
+        return f"MixedDataset([{parts}], {self.samples_per_epoch} samples per epoch)"
+
+
+class MixedStream(IterableDataset):
+    """Self-sharding streams of one domain mixed at ``weights`` (see the module docstring).
+
+    Each reader slot (rank x DataLoader worker) draws its share of ``samples_per_epoch``, source
+    ``k`` contributing ``round(share * w_k / sum(w))`` items in an order drawn from ``(seed, epoch,
+    slot)``. Each source keeps its own pass going from one mixed epoch to the next, and starts its
+    next pass (its next epoch) when it runs out, so a small up-weighted source repeats and a
+    large one is read on where the last epoch left it (with ``persistent_workers``, as the presets
+    set; non-persistent workers start each epoch from the sources' state in the main process).
+
+    Args:
+        streams: IterableDatasets with ``state_dict``/``load_state_dict`` (``ImageTextShards``,
+            ``StreamingTextDataset``) of one domain, built for the same ranks.
+        weights: one non-negative weight per stream.
+        samples_per_epoch: items an epoch holds across all ranks and workers.
+        seed: the interleaving seed; None draws one shared by all ranks.
+    """
+
+    def __init__(
+        self, streams: Sequence[IterableDataset], weights: Sequence[float], *, samples_per_epoch: int,
+        seed: int | None = None,
+    ) -> None:
+        self.streams = list(streams)
+        self.weights = _check_weights(self.streams, weights)
+        _check_compatible(self.streams, iterable=True)
+        placements = {(getattr(s, "rank", 0), getattr(s, "world_size", 1)) for s in self.streams}
+        if len(placements) > 1:
+            raise ValueError(f"the streams were built for different ranks (rank, world size): {sorted(placements)}")
+        self.rank, self.world_size = placements.pop()
+        if samples_per_epoch < 1:
+            raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
+        self.samples_per_epoch = int(samples_per_epoch)
+        self.cursor = StreamCursor(shared_seed(seed))
+        for name in SHARED:
+            value = _attribute(self.streams[0], name)
+            if value is not None:
+                setattr(self, name, value)
+        self._passes: list[Iterator[Any] | None] = [None] * len(self.streams)  # each source's running pass
+
+    def max_workers(self) -> int:
+        """The most DataLoader workers per rank that every stream can feed."""
+        return min(stream.max_workers() for stream in self.streams if hasattr(stream, "max_workers"))
+
+    def set_epoch(self, epoch: int) -> None:
+        self.cursor.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The mixture's seed, epoch and draws taken, and each source's own stream state."""
+        return {**self.cursor.state_dict(), "sources": [stream.state_dict() for stream in self.streams]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.cursor.load_state_dict(state)
+        for stream, source_state in zip(self.streams, state["sources"]):
+            stream.load_state_dict(source_state)
+        self._passes = [None] * len(self.streams)  # resume each source from its state, not a running pass
+
+    def __iter__(self) -> Iterator[Any]:
+        slot, slots = reader_slot(self.rank, self.world_size)
+        epoch, resume = self.cursor.begin(slots)
+        return self._pass(slot, slots, epoch, resume)
+
+    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[Any]:
+        if resume == "end":
+            return
+        share = self.samples_per_epoch // slots + (slot < self.samples_per_epoch % slots)
+        order = [k for k, count in enumerate(_shares(share, self.weights)) for _ in range(count)]
+        random.Random(sample_seed(self.cursor.seed, epoch, slot)).shuffle(order)
+        taken = resume[2] if resume is not None else 0
+        for source in order[taken:]:
+            item = self._next_of(source)
+            taken += 1
+            self.cursor.advance(0, 0, taken)
+            yield item
+        self.cursor.finish()
+
+    def _next_of(self, source: int) -> Any:
+        """The next item of a source, starting its next pass when it runs out."""
+        for _ in range(3):  # a resumed pass that had ended is empty; so is an empty stream
+            if self._passes[source] is None:
+                self._passes[source] = iter(self.streams[source])
+            item = next(self._passes[source], _END)
+            if item is not _END:
+                return item
+            self._passes[source] = None
+        raise ValueError(f"stream {source} ({type(self.streams[source]).__name__}) yields nothing for this reader")
+
+
+_END = object()
+
+
+def _check_weights(datasets: list[Any], weights: Sequence[float]) -> list[float]:
+    if not datasets or len(weights) != len(datasets):
+        raise ValueError(f"give one weight per dataset: {len(datasets)} datasets, {len(weights)} weights")
+    values = [float(weight) for weight in weights]
+    if not all(np.isfinite(w) and w >= 0 for w in values) or sum(values) <= 0:
+        raise ValueError(f"weights must be finite, >= 0 and not all 0, got {list(weights)}")
+    return values
+
+
+def _shares(total: int, weights: list[float]) -> list[int]:
+    """``round(total * w_k / sum(w))`` for each weight."""
+    scale = total / sum(weights)
+    return [round(weight * scale) for weight in weights]
+
+
+def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
+    """Refuse sources whose items could not share a batch or a label space, saying why."""
+    for dataset in datasets:
+        if isinstance(dataset, IterableDataset) != iterable:
+            use = "MixedStream" if not iterable else "MixedDataset"
+            raise ValueError(f"{type(dataset).__name__} cannot be mixed here: use recipes.core.{use}")
+        if iterable and not hasattr(dataset, "state_dict"):
+            raise ValueError(f"{type(dataset).__name__} has no state_dict: a mixture of streams resumes through them")
+    domains = {_domain(dataset) for dataset in datasets} - {None}
+    if len(domains) > 1:
+        raise ValueError(
+            f"cannot mix datasets of different domains ({', '.join(sorted(domains))}): their items need "
+            "different collate functions"
+        )
+    for name in SHARED:
+        values = [_attribute(dataset, name) for dataset in datasets]
+        if any(not _equal(value, values[0]) for value in values[1:]):
+            why = "batches are padded with one pad id" if name == "pad_id" else "labels would mean different things"
+            raise ValueError(f"cannot mix datasets with different {name} ({_short(values)}): {why}")
+
+
+def _attribute(dataset: Any, name: str) -> Any:
+    """``dataset.name``, or None where it has none (a property may raise to say it has none)."""
+    try:
+        return getattr(dataset, name, None)
+    except ValueError:
+        return None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return a is not None and b is not None and np.array_equal(a, b)
+    return a == b
+
+
+def _domain(dataset: Dataset) -> str | None:
+    """``"text"`` for a dataset of ``recipes.text`` (through Subsets), None for a user's own class."""
+    while hasattr(dataset, "dataset") and hasattr(dataset, "indices"):  # a Subset
+        dataset = dataset.dataset
+    parts = type(dataset).__module__.split(".")
+    return parts[1] if parts[0] == "recipes" and len(parts) > 2 and parts[1] != "core" else None
+
+
+def _short(values: list[Any]) -> str:
+    return ", ".join(repr(value)[:40] for value in values)

@@ -1,0 +1,79 @@
+"""MixedStream over two StreamingTextDatasets: exact shares per reader, items equal to the
+sources' own, determinism, a small source cycling, and an exact resume with 0 and 2 workers."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from recipes.core import MixedStream
+from recipes.text import StreamingTextDataset, streaming_loader
+from tests.harness import check_resume
+
+EPOCH = 96  # samples an epoch: 3 parts of the small source to 1 of the big one
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, fixtures):
+    """``small.txt``: 20 lines that all start "This"; ``big.jsonl``: 200 lines that start "The"."""
+    folder = tmp_path_factory.mktemp("mixed")
+    corpus = [line for line in (fixtures / "text" / "corpus.txt").read_text(encoding="utf-8").split("\n") if line]
+    (folder / "small.txt").write_text("".join(f"This {line}\n" for line in corpus[:20]), encoding="utf-8")
+    rows = [json.dumps({"text": f"The {line}"}) + "\n" for line in (corpus * 9)[:200]]
+    (folder / "big.jsonl").write_text("".join(rows), encoding="utf-8")
+    return folder
+
+
+def _mixture(files, tokenizer, **options):
+    small = StreamingTextDataset(files / "small.txt", tokenizer, shuffle_buffer=8, seed=1, **options)
+    big = StreamingTextDataset(files / "big.jsonl", tokenizer, shuffle_buffer=8, seed=2, **options)
+    return MixedStream([small, big], [3, 1], samples_per_epoch=EPOCH, seed=5)
+
+
+def test_each_epoch_draws_the_exact_shares_and_the_small_source_cycles(files, tokenizer):
+    mixture = _mixture(files, tokenizer)
+    this = tokenizer.encode("This").ids[1]  # after [CLS]
+    small_lines = []
+    for _ in range(3):
+        items = list(mixture)
+        sources = Counter("small" if item["input_ids"][1] == this else "big" for item in items)
+        assert sources == {"small": 72, "big": 24}
+        small_lines += [item["index"] for item in items if item["input_ids"][1] == this]
+    counts = Counter(small_lines)  # 216 draws of 20 lines: the small source starts a new pass as it runs out
+    assert len(counts) == 20 and max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_items_are_the_sources_own_and_the_order_is_deterministic(files, tokenizer):
+    first, again = list(_mixture(files, tokenizer)), list(_mixture(files, tokenizer))
+    assert [item["index"] for item in first] == [item["index"] for item in again]
+    lines = (files / "small.txt").read_bytes()
+    this = tokenizer.encode("This").ids[1]  # after [CLS]
+    for item in first:
+        if item["input_ids"][1] == this:
+            text = lines[item["index"] :].split(b"\n", 1)[0].decode()
+            assert item["input_ids"].tolist() == tokenizer.encode(text).ids
+
+
+def test_streams_of_other_ranks_or_without_state_are_refused(files, tokenizer):
+    small = StreamingTextDataset(files / "small.txt", tokenizer, rank=0, world_size=2)
+    big = StreamingTextDataset(files / "big.jsonl", tokenizer, rank=1, world_size=2)
+    with pytest.raises(ValueError, match="different ranks"):
+        MixedStream([small, big], [1, 1], samples_per_epoch=10)
+
+
+def _make(files, tokenizer, workers):
+    return streaming_loader(_mixture(files, tokenizer), 8, device="cpu", seed=3, stateful=True, num_workers=workers)
+
+
+@pytest.fixture(scope="module")
+def references(files, tokenizer):
+    loaders = {workers: _make(files, tokenizer, workers) for workers in (0, 2)}
+    return {workers: [list(loader) for _ in range(3)] for workers, loader in loaders.items()}
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
+@pytest.mark.parametrize("stop", ["1", "mid", "finished", "next-epoch+1", "resumed-twice"])
+def test_a_resumed_mixture_yields_exactly_the_batches_still_to_come(files, tokenizer, references, workers, stop):
+    reference = references[workers]
+    assert len(reference[0]) == EPOCH // 8
+    check_resume(lambda: _make(files, tokenizer, workers), stop, len(reference[0]), reference)
