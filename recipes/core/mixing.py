@@ -186,6 +186,10 @@ class MixedStream(IterableDataset):
             stream.load_state_dict(source_state)
         self._passes = [None] * len(self.streams)  # resume each source from its state, not a running pass
 
+    def __getstate__(self) -> dict[str, Any]:
+        # running passes are generators, which do not pickle: a copy starts from the sources' state
+        return {**self.__dict__, "_passes": [None] * len(self.streams)}
+
     def __iter__(self) -> Iterator[Any]:
         slot, slots = reader_slot(self.rank, self.world_size)
         epoch, resume = self.cursor.begin(slots)

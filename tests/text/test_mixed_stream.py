@@ -77,3 +77,10 @@ def test_a_resumed_mixture_yields_exactly_the_batches_still_to_come(files, token
     reference = references[workers]
     assert len(reference[0]) == EPOCH // 8
     check_resume(lambda: _make(files, tokenizer, workers), stop, len(reference[0]), reference)
+
+
+def test_a_mixture_read_here_still_goes_to_spawned_workers(files, tokenizer):
+    mixture = _mixture(files, tokenizer)
+    next(iter(mixture))  # a running pass of a source: a generator, which does not pickle
+    loader = streaming_loader(mixture, 8, device="cpu", seed=3, num_workers=2, multiprocessing_context="spawn")
+    assert sum(len(batch["input_ids"]) for batch in loader) == EPOCH
