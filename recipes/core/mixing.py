@@ -32,6 +32,7 @@ each reader slot (rank x worker) draws its share, a source used up starts its ne
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -74,6 +75,7 @@ class MixedDataset(Dataset):
         if any(size == 0 and weight > 0 for size, weight in zip(self.sizes, self.weights)):
             raise ValueError(f"a dataset with weight > 0 is empty (sizes {self.sizes})")
         self.offsets = np.cumsum([0, *self.sizes])
+        self._starts = self.offsets.tolist()
         total = int(self.offsets[-1])
         self.samples_per_epoch = total if samples_per_epoch is None else int(samples_per_epoch)
         if self.samples_per_epoch < 1:
@@ -91,10 +93,10 @@ class MixedDataset(Dataset):
 
     def locate(self, index: int) -> tuple[int, int]:
         """``(source, index within that source)`` of a mixture index."""
-        if not 0 <= index < len(self):
+        if not 0 <= index < self._starts[-1]:
             raise IndexError(f"index {index} is out of range for a mixture of {len(self)} samples")
-        source = int(np.searchsorted(self.offsets, index, side="right")) - 1
-        return source, int(index - self.offsets[source])
+        source = bisect.bisect_right(self._starts, index) - 1  # on a list: ~0.2 us, numpy's ~1.5
+        return source, int(index) - self._starts[source]
 
     def __getitem__(self, index: int) -> Any:
         """The sample ``locate(index)`` names; a dict item's ``"index"`` becomes the mixture's."""
