@@ -73,12 +73,12 @@ def write_shards(
     root = image_root if image_root is not None else getattr(source, "image_root", None if first is None else Path(first).parent)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths, row = [], 0
+    paths, first = [], 0  # first: the manifest row of the shard's first sample
     while chunk := list(itertools.islice(rows, samples_per_shard)):
         path = out / f"{prefix}-{len(paths):06d}.tar"
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            for row, (where, name, data, captions) in enumerate(chunk, start=row):
+            for row, (where, name, data, captions) in enumerate(chunk, start=first):
                 try:
                     data = data if data is not None else _read(root, name, where)
                     kind = open_image(data, source=f"{where}: {name or 'embedded image'}").format
@@ -93,7 +93,7 @@ def write_shards(
                 _add(tar, f"{key}.{extension}", data)
                 caption_extension, caption = caption_member(captions)
                 _add(tar, f"{key}.{caption_extension}", caption)
-            row += 1
+        first += len(chunk)
         os.replace(partial, path)
         paths.append(path)
     return paths

@@ -32,7 +32,14 @@ from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.parquet_corpus import read_parquet_corpus
-from recipes.core.parquet_files import PARQUET_SUFFIX, entry_name, fingerprint, is_arrow_dataset, is_parquet, parquet_entries
+from recipes.core.parquet_files import (
+    PARQUET_SUFFIX,
+    entry_name,
+    fingerprint,
+    is_arrow_dataset,
+    is_parquet,
+    parquet_entries,
+)
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache

@@ -4,7 +4,6 @@ import io
 import json
 import shutil
 import tarfile
-import warnings
 
 import datasets
 import numpy as np
@@ -14,8 +13,9 @@ import pytest
 import torch
 from PIL import Image, ImageOps
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.errors import DataError
 from recipes.multimodal import ImageTextDataset, multimodal_loader, write_shards
+from tests.harness import with_skip_warnings
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -105,10 +105,7 @@ def test_unsafe_paths_and_empty_cells_name_the_row_or_are_skipped(folder, tokeni
     pq.write_table(table, folder / "bad.parquet", row_group_size=2)
     with pytest.raises(DataError, match=r"bad.parquet row 1: path '../secret.jpg' escapes"):
         ImageTextDataset(folder / "bad.parquet", tokenizer)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dataset = ImageTextDataset(folder / "bad.parquet", tokenizer, on_error="skip")
-    reasons = [str(w.message) for w in caught if w.category is SkippedSampleWarning]
+    dataset, reasons = with_skip_warnings(lambda: ImageTextDataset(folder / "bad.parquet", tokenizer, on_error="skip"))
     assert len(reasons) == 3 and "row 2: column 'image' holds no image" in reasons[1] and "row 3: empty caption" in reasons[2]
     assert len(dataset) == 1 and dataset.where(0).endswith("bad.parquet row 0")
 

@@ -1,15 +1,15 @@
 """Parquet sources for TokenizedTextDataset and StreamingTextDataset: the same items as the JSONL route."""
 
 import json
-import warnings
 
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from tests.harness import with_skip_warnings
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -77,13 +77,8 @@ def test_null_and_empty_texts_name_the_row_or_are_skipped(tmp_path, tokenizer):
     pq.write_table(table, tmp_path / "d.parquet", row_group_size=2)
     with pytest.raises(DataError, match=r"d.parquet row 1: column 'text' is null"):
         TokenizedTextDataset(tmp_path / "d.parquet", tokenizer)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dataset = TokenizedTextDataset(tmp_path / "d.parquet", tokenizer, on_error="skip")
-    assert sorted(str(w.message).split(": ")[1].split(" ", 1)[1] for w in caught if w.category is SkippedSampleWarning) == [
-        "row 1",
-        "row 3",
-    ]
+    dataset, reasons = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "d.parquet", tokenizer, on_error="skip"))
+    assert [reason.split("d.parquet ")[1].split(":")[0] for reason in reasons] == ["row 1", "row 3"]
     assert [dataset[i]["input_ids"].tolist() for i in range(3)] == [tokenizer.encode(t).ids for t in ("good one", "fine", "last")]
     assert dataset.line_numbers.tolist() == [0, 2, 4]
 
