@@ -363,3 +363,18 @@ def assert_imports_only_core(path: Path) -> None:
         for module in modules:
             inside = module == "recipes.core" or module.startswith("recipes.core.")
             assert inside or not (module == "recipes" or module.startswith("recipes.")), f"{path.name} imports {module}"
+
+
+# -- skipped samples -------------------------------------------------------------------------------
+
+
+def with_skip_warnings(make: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """``(make(), messages of the SkippedSampleWarnings it raised)``, every one recorded."""
+    import warnings
+
+    from recipes.core.errors import SkippedSampleWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = make()
+    return result, [str(w.message) for w in caught if w.category is SkippedSampleWarning]

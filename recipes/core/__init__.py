@@ -15,6 +15,9 @@
 - ``corpus_files``, ``caption_files``, ``coco_files``: readers for .txt/.jsonl/.csv corpora, caption
   manifests and COCO instances files; ``coco_index``: a checked COCO index of flat arrays;
   ``tar_shards``: the WebDataset sample layout.
+- ``parquet_files``, ``parquet_corpus``, ``parquet_captions``, ``blob_file``: Parquet sources (files,
+  globs, URLs, a Hugging Face Dataset) read by row group into numpy indexes; embedded images in
+  one memory-mapped file.
 - ``streams``: reader slots, a shuffle buffer and equal steps for self-sharding IterableDatasets.
 - ``mixing``: :class:`MixedDataset` and :class:`MixedStream`, datasets mixed at chosen weights.
 """

@@ -15,7 +15,7 @@ saves to ``.npy`` to be memory-mapped back (``recipes.core.token_cache``; nanoGP
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -70,3 +70,22 @@ class TokenArray:
     def tensor(self, index: int) -> torch.Tensor:
         """Sequence ``index`` as a fresh int64 tensor."""
         return torch.from_numpy(self[index].astype(np.int64))
+
+
+def concat_tokens(parts: Sequence[TokenArray], dtype: np.dtype) -> TokenArray:
+    """One TokenArray of ``parts`` in order (tokenised a chunk at a time); ids of ``dtype``."""
+    ids = np.concatenate([part.ids for part in parts]) if parts else np.zeros(0, dtype=dtype)
+    lengths = np.concatenate([part.lengths for part in parts]) if parts else np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return TokenArray(ids.astype(dtype, copy=False), offsets)
+
+
+def concat_strings(parts: Sequence[StringArray]) -> StringArray:
+    """One StringArray of ``parts`` in order, without turning them back into Python strings."""
+    out = StringArray([])
+    sizes = np.concatenate([np.diff(part.offsets) for part in parts]) if parts else np.zeros(0, dtype=np.int64)
+    out.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out.offsets[1:])
+    out.data = np.concatenate([part.data for part in parts]) if parts else np.zeros(0, dtype=np.uint8)
+    return out

@@ -134,7 +134,7 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
         raise DataError(f"{where}: expected an object with 'image' and 'caption', got {type(row).__name__}")
     if "image" not in row:
         raise DataError(f"{where}: no 'image' key (keys: {sorted(row)})")
-    image = _check_image(row["image"], where)
+    image = check_image_name(row["image"], where)
     if "captions" in row:
         captions = row["captions"]
         if not isinstance(captions, list) or not captions:
@@ -144,18 +144,20 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
     else:
         raise DataError(f"{where}: no 'caption' or 'captions' key (keys: {sorted(row)})")
     for caption in captions:
-        _check_caption(caption, where)
+        check_caption(caption, where)
     return image, list(captions)
 
 
-def _check_image(name: Any, where: str) -> str:
+def check_image_name(name: Any, where: str) -> str:
+    """A manifest's image name, checked lexically (:func:`recipes.core.paths.check_relative`) and as UTF-8."""
     name = check_relative(name, source=where)
     if not is_unicode(name):
         raise DataError(f"{where}: image name {name!r} is not valid UTF-8 text")
     return name
 
 
-def _check_caption(caption: Any, where: str) -> None:
+def check_caption(caption: Any, where: str) -> None:
+    """Raise a DataError naming ``where`` unless ``caption`` is a non-empty, encodable string."""
     if not isinstance(caption, str):
         raise DataError(f"{where}: caption must be a string, got {caption!r}")
     if not is_unicode(caption):
@@ -193,7 +195,7 @@ def _read_coco(path: Path | str, source: str, data: bytes, on_error: str) -> Cap
         try:
             if not _coco_id(image_id):
                 raise DataError(f"{source}: images[{position}] has id {image_id!r}; ids must be integers")
-            name = _check_image(image.get("file_name"), where)
+            name = check_image_name(image.get("file_name"), where)
             if image_id in row_of:
                 raise DataError(f"{where}: the id appears twice in 'images'")
         except DataError as error:
@@ -219,7 +221,7 @@ def _read_coco(path: Path | str, source: str, data: bytes, on_error: str) -> Cap
         try:
             if image_id not in row_of:
                 raise DataError(f"{where}: image_id {image_id!r} is not in 'images'")
-            _check_caption(annotation.get("caption"), where)
+            check_caption(annotation.get("caption"), where)
         except DataError as error:
             skip_or_raise(error, on_error)
             continue

@@ -9,7 +9,10 @@
 
 Manifests (see :mod:`recipes.core.caption_files`): JSONL or CSV rows with ``image`` plus ``caption``
 or a ``captions`` list, or a COCO captions json. Image names resolve under ``image_root``, which
-defaults to the manifest's folder, and may not escape it.
+defaults to the manifest's folder, and may not escape it. Parquet (Hub datasets, LAION metadata;
+:mod:`recipes.core.parquet_captions`): the ``image_field`` column holds a path, the bytes or a
+Hugging Face ``Image`` struct, the ``caption_field`` column a caption or a list; embedded bytes
+are copied once into a memory-mapped file that the workers share (:mod:`recipes.core.blob_file`).
 
 What the usual ``CsvDataset`` does per sample and this does once: every caption is tokenised at
 construction with ``encode_batch`` (Rust, all threads) into one flat token array plus per-image
@@ -42,8 +45,10 @@ from recipes.core.arrays import StringArray
 from recipes.core.batching import stack_images
 from recipes.core.caption_files import read_caption_manifest
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.images import read_image
+from recipes.core.images import decode_image, read_image
 from recipes.core.loader import build_loader, loader_kwargs
+from recipes.core.parquet_captions import index_caption_parquet
+from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet, parquet_entries
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -59,7 +64,8 @@ class ImageTextDataset(Dataset):
 
     Args:
         manifest: a ``.jsonl``, ``.csv``/``.tsv`` or COCO captions ``.json`` file, a local path
-            or an fsspec URL (``s3://``, ``https://``...).
+            or an fsspec URL (``s3://``, ``https://``...); or Parquet: a ``.parquet`` file, a list or
+            glob of them, or a Hugging Face ``datasets.Dataset`` (see the module docstring).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path. Ids equal
             ``tokenizer.encode(caption).ids[:max_length]``, special tokens included.
         image_root: folder (or URL) the image names are relative to; default: the manifest's.
@@ -71,11 +77,12 @@ class ImageTextDataset(Dataset):
             an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
             warning (bad rows leave the index at construction, bad images their batch).
         storage_options: passed to fsspec for URLs (endpoint, credentials); never shown.
+        image_field, caption_field: the Parquet columns of the image and the caption(s).
     """
 
     def __init__(
         self,
-        manifest: str | os.PathLike,
+        manifest: str | os.PathLike | list[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike,
         *,
         image_root: str | os.PathLike | None = None,
@@ -84,31 +91,42 @@ class ImageTextDataset(Dataset):
         captions: str = "random",
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
+        image_field: str = "image",
+        caption_field: str = "caption",
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
         self.on_error = check_on_error(on_error)
-        rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
-        if not len(rows):
-            raise DataError(f"{shown(rows.path)}: the manifest holds no usable image-caption row")
-        self.manifest, self.storage_options = rows.path, storage_options
+        self.transform, self.captions, self.max_length = transform, captions, max_length
+        self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
+        if is_parquet(manifest):
+            fields = {"image_field": image_field, "caption_field": caption_field}
+            index = index_caption_parquet(
+                manifest, tokenizer, max_length=max_length, on_error=on_error, storage_options=storage_options, **fields
+            )
+            self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
+            self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
+            self.manifest = entry_name(manifest) if is_arrow_dataset(manifest) else manifest
+            first = None if is_arrow_dataset(manifest) else parquet_entries(manifest, storage_options)[0]
+        else:
+            rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
+            self.images, self.blobs, self.manifest, first = StringArray(rows.images), None, rows.path, rows.path
+            self._sources, self._key_name, self._keys = [shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
+            self._source_of = np.zeros(len(rows), dtype=np.int32)
+            counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
+            flat = [caption for row in rows.captions for caption in row]
+            self.caption_tokens = encode_texts(tokenizer, flat, max_length=max_length, description="tokenizing captions")
+        if not len(self.images):
+            raise DataError(f"{self._sources[0]}: the manifest holds no usable image-caption row")
         if image_root is None:
-            self.image_root = parent(rows.path)
+            self.image_root = None if first is None else parent(first)
         else:
             self.image_root = image_root if is_url(image_root) else Path(image_root)
-        self.transform, self.captions, self.max_length = transform, captions, max_length
-        self.images = StringArray(rows.images)
-        self._where = (shown(rows.path), rows.key_name)
-        self._keys = np.asarray(rows.keys, dtype=np.int64)
-        counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
         # Captions of image i are caption_tokens[caption_offsets[i]:caption_offsets[i+1]].
         self.caption_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.caption_offsets[1:])
-        tokenizer = load_tokenizer(tokenizer)
-        flat = [caption for row in rows.captions for caption in row]
-        self.caption_tokens = encode_texts(tokenizer, flat, max_length=max_length, description="tokenizing captions")
         self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         self.pad_id = _pad_id(tokenizer)
 
@@ -117,8 +135,7 @@ class ImageTextDataset(Dataset):
 
     def where(self, row: int) -> str:
         """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
-        path, key_name = self._where
-        return f"{path} {key_name} {self._keys[row]}"
+        return f"{self._sources[self._source_of[row]]} {self._key_name} {self._keys[row]}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         if self.captions == "all":
@@ -134,8 +151,14 @@ class ImageTextDataset(Dataset):
         try:
             # With a transform, keep the decoder's channels-last layout: no copy, and an
             # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
-            path = resolve_under(self.image_root, self.images[row])
-            image = read_image(path, contiguous=self.transform is None, storage_options=self.storage_options)
+            data = self.blobs[row] if self.blobs is not None else None
+            if data:  # embedded in Parquet
+                image = decode_image(data, source="embedded image", contiguous=self.transform is None)
+            elif self.image_root is None:
+                raise DataError(f"image {self.images[row]!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
+            else:
+                path = resolve_under(self.image_root, self.images[row])
+                image = read_image(path, contiguous=self.transform is None, storage_options=self.storage_options)
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
         if self.transform is not None:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import os
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.core.caption_files import read_caption_manifest
+from recipes.core.caption_files import CaptionManifest, read_caption_manifest
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.images import open_image
+from recipes.core.parquet_captions import caption_rows
+from recipes.core.parquet_files import is_arrow_dataset, is_parquet, parquet_entries
 from recipes.core.paths import resolve_under
 from recipes.core.tar_shards import EXTENSION_OF_FORMAT, caption_member
 
@@ -37,17 +40,23 @@ def write_shards(
     image_root: str | os.PathLike | None = None,
     prefix: str = "shard",
     on_error: str = "raise",
+    image_field: str = "image",
+    caption_field: str = "caption",
+    storage_options: dict[str, Any] | None = None,
 ) -> list[Path]:
     """Write a manifest (or an ``ImageTextDataset``'s manifest) as WebDataset tar shards.
 
     Args:
-        source: a manifest path (see :mod:`recipes.core.caption_files`), or a dataset with
-            ``.manifest`` and ``.image_root``.
+        source: a manifest path (see :mod:`recipes.core.caption_files`); Parquet (a file, a list
+            or glob of them, or a ``datasets.Dataset``: :mod:`recipes.core.parquet_captions`);
+            or a dataset with ``.manifest`` and ``.image_root``.
         out_dir: folder for ``<prefix>-000000.tar``, ``<prefix>-000001.tar``, ...
         samples_per_shard: images per shard (the last shard may hold fewer).
         image_root: folder the image names are relative to; default: the dataset's root or
             the manifest's folder.
         on_error: ``"raise"`` on a bad row or an unreadable image header, or ``"skip"`` it.
+        image_field, caption_field: the Parquet columns of the image and the caption(s).
+        storage_options: passed to fsspec for a Parquet URL.
 
     Returns:
         The shard paths, in order.
@@ -55,33 +64,50 @@ def write_shards(
     if samples_per_shard < 1:
         raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
     manifest = getattr(source, "manifest", source)
-    root = image_root if image_root is not None else getattr(source, "image_root", Path(manifest).parent)
-    rows = read_caption_manifest(manifest, on_error=on_error)
+    if is_parquet(manifest):
+        fields = {"image_field": image_field, "caption_field": caption_field, "storage_options": storage_options}
+        rows = ((r.where, r.name, r.data, r.captions) for r in caption_rows(manifest, on_error=on_error, **fields))
+        first = None if is_arrow_dataset(manifest) else parquet_entries(manifest, storage_options)[0]
+    else:
+        rows, first = _manifest_rows(read_caption_manifest(manifest, on_error=on_error)), manifest
+    root = image_root if image_root is not None else getattr(source, "image_root", None if first is None else Path(first).parent)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number, start in enumerate(range(0, len(rows), samples_per_shard)):
-        path = out / f"{prefix}-{number:06d}.tar"
+    paths, first = [], 0  # first: the manifest row of the shard's first sample
+    while chunk := list(itertools.islice(rows, samples_per_shard)):
+        path = out / f"{prefix}-{len(paths):06d}.tar"
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            for row in range(start, min(start + samples_per_shard, len(rows))):
+            for row, (where, name, data, captions) in enumerate(chunk, start=first):
                 try:
-                    data = resolve_under(root, rows.images[row], source=rows.where(row)).read_bytes()
-                    kind = open_image(data, source=f"{rows.where(row)}: {rows.images[row]}").format
+                    data = data if data is not None else _read(root, name, where)
+                    kind = open_image(data, source=f"{where}: {name or 'embedded image'}").format
                 except DataError as error:
                     skip_or_raise(error, on_error)
                     continue
                 except OSError as error:
-                    skip_or_raise(DataError(f"{rows.where(row)}: cannot read {rows.images[row]} ({error})"), on_error)
+                    skip_or_raise(DataError(f"{where}: cannot read {name} ({error})"), on_error)
                     continue
                 key = f"{row:09d}"
-                extension = EXTENSION_OF_FORMAT.get(kind, Path(rows.images[row]).suffix.lower().lstrip("."))
+                extension = EXTENSION_OF_FORMAT.get(kind, Path(name).suffix.lower().lstrip(".") or "img")
                 _add(tar, f"{key}.{extension}", data)
-                caption_extension, caption = caption_member(rows.captions[row])
+                caption_extension, caption = caption_member(captions)
                 _add(tar, f"{key}.{caption_extension}", caption)
+        first += len(chunk)
         os.replace(partial, path)
         paths.append(path)
     return paths
+
+
+def _manifest_rows(rows: CaptionManifest) -> Iterator[tuple[str, str, None, list[str]]]:
+    for row in range(len(rows)):
+        yield rows.where(row), rows.images[row], None, rows.captions[row]
+
+
+def _read(root: str | os.PathLike | None, name: str, where: str) -> bytes:
+    if root is None:
+        raise DataError(f"{where}: image {name!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
+    return resolve_under(root, name, source=where).read_bytes()
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -93,7 +119,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """The command line: ``python shard_writer.py MANIFEST OUT_DIR [--samples-per-shard N] [--image-root DIR]``."""
     parser = argparse.ArgumentParser(description="Write an image-caption manifest as WebDataset tar shards.")
-    parser.add_argument("manifest", help=".jsonl, .csv/.tsv or COCO captions .json")
+    parser.add_argument("manifest", help=".jsonl, .csv/.tsv, COCO captions .json, or .parquet (a glob in quotes)")
     parser.add_argument("out_dir")
     parser.add_argument("--samples-per-shard", type=int, default=1000)
     parser.add_argument("--image-root", default=None, help="default: the manifest's folder")

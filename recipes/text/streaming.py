@@ -21,7 +21,9 @@ Lines follow :mod:`recipes.core.corpus_files`: blank lines are passed over, a ba
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a record
 starts. ``index`` is the line's byte offset in the concatenated files: unique, stable, and
-``f.seek(offset)`` finds the line.
+``f.seek(offset)`` finds the line. Parquet files (a list, a glob such as ``train-*.parquet``, or a
+Hugging Face ``datasets.Dataset``) are cut into equal slices of rows instead, each read a row
+group at a time; there ``index`` is the row, counted from 0 across the files.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from recipes.core.corpus_files import check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
+from recipes.core.parquet_corpus import check_record
+from recipes.core.parquet_files import check_columns, is_parquet, iter_rows, parquet_entries, row_counts
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
@@ -51,16 +55,17 @@ CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps mem
 
 
 class StreamingTextDataset(IterableDataset):
-    """Tokenised lines of one or more .txt / .jsonl files, sharded by rank x worker (see module doc).
+    """Tokenised lines of .txt / .jsonl files (or Parquet rows), sharded by rank x worker (see module doc).
 
     Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
     ``label_field`` (streaming cannot number string labels: they must be integers).
 
     Args:
         paths: a file or a list of files, read in this order: local paths or fsspec URLs
-            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`).
+            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
+            (files, a glob, a ``datasets.Dataset``).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
-        text_field, label_field: JSON fields for .jsonl files.
+        text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
         max_length: keep at most this many ids per line, as ``encode(text).ids[:max_length]``.
         shuffle_buffer: items held in a buffer and drawn from at random (0: file order). Bigger
             mixes further apart lines and costs memory; each slot has its own buffer.
@@ -73,7 +78,7 @@ class StreamingTextDataset(IterableDataset):
 
     def __init__(
         self,
-        paths: str | os.PathLike | Sequence[str | os.PathLike],
+        paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike,
         *,
         text_field: str = "text",
@@ -87,15 +92,21 @@ class StreamingTextDataset(IterableDataset):
         world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        self.paths = [path if is_url(path) else Path(path) for path in paths]
-        self.storage_options = storage_options
-        for path in self.paths:
-            if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
-                raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
-            if not is_url(path) and not path.is_file():
-                raise FileNotFoundError(f"text file {path} does not exist")
-        self.sizes = [stream_size(path, storage_options) for path in self.paths]
+        self.storage_options, self.parquet = storage_options, is_parquet(paths)
+        if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
+            self.paths = parquet_entries(paths, storage_options)
+            for entry in self.paths:
+                check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
+            self.sizes = row_counts(self.paths, storage_options)
+        else:
+            paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+            self.paths = [path if is_url(path) else Path(path) for path in paths]
+            for path in self.paths:
+                if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
+                    raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
+                if not is_url(path) and not path.is_file():
+                    raise FileNotFoundError(f"text file {path} does not exist")
+            self.sizes = [stream_size(path, storage_options) for path in self.paths]
         self.tokenizer = batch_safe_tokenizer(load_tokenizer(tokenizer))
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         if shuffle_buffer < 0:
@@ -153,7 +164,7 @@ class StreamingTextDataset(IterableDataset):
             def rng_of_block(block: int) -> random.Random:
                 return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
-        rows = self._rows(self._lines(slot, slots, begin))
+        rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
             taken = skip if block == first_block else 0  # a resumed block: its first items were taken
@@ -188,13 +199,25 @@ class StreamingTextDataset(IterableDataset):
                         position += len(raw)
             base += size
 
-    def _rows(self, lines: Iterator[tuple[int, str, bool, bytes]]) -> Iterator[tuple[int, tuple]]:
-        """``(offset, (offset, text, label))`` for each line that holds a sample."""
+    def _records(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, None, dict]]:
+        """Parquet: ``(global row, "path row N", None, record)`` for this slot's equal share of the
+        rows, or from row ``begin`` on; only the row groups holding them are read."""
+        total = sum(self.sizes)
+        low, high = slot * total // slots, (slot + 1) * total // slots
+        columns = [name for name in (self.text_field, self.label_field) if name is not None]
+        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options}
+        for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
+            yield row, where, None, record
+
+    def _rows(self, lines: Iterator[tuple[int, str, bool | None, Any]]) -> Iterator[tuple[int, tuple]]:
+        """``(offset, (offset, text, label))`` for each line (or Parquet record: json_row None) that holds a sample."""
+        fields = {"text_field": self.text_field, "label_field": self.label_field}
         for offset, where, json_row, raw in lines:
             try:
-                row = parse_line(
-                    raw, where, json_row=json_row, text_field=self.text_field, label_field=self.label_field
-                )
+                if json_row is None:
+                    row = check_record(raw, where, **fields)
+                else:
+                    row = parse_line(raw, where, json_row=json_row, **fields)
                 if row is not None and self.label_field is not None and integer_label(row[1]) is None:
                     raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
             except DataError as error:

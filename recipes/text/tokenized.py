@@ -28,9 +28,18 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
-from recipes.core.corpus_files import check_format, label_ids, read_rows
+from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
+from recipes.core.parquet_corpus import read_parquet_corpus
+from recipes.core.parquet_files import (
+    PARQUET_SUFFIX,
+    entry_name,
+    fingerprint,
+    is_arrow_dataset,
+    is_parquet,
+    parquet_entries,
+)
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
@@ -38,7 +47,7 @@ from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_
 
 
 class TokenizedTextDataset(Dataset):
-    """Samples of a ``.txt`` (a line a sample), ``.jsonl`` or ``.csv`` file, tokenised once.
+    """Samples of a ``.txt`` (a line a sample), ``.jsonl``, ``.csv`` or Parquet file, tokenised once.
 
     Item ``i`` is ``{"input_ids": int64 [L], "index": i}`` plus ``"label": int`` with a
     ``label_field``. ``input_ids`` equal ``tokenizer.encode(text).ids[:max_length]``: special
@@ -51,11 +60,16 @@ class TokenizedTextDataset(Dataset):
     with a warning). Integer labels (CSV digits too) are kept; string labels become their index
     in the sorted ``label_names``.
 
+    Parquet (:mod:`recipes.core.parquet_corpus`): ``path`` may be a ``.parquet`` file, a list or
+    a glob of them (``train-*.parquet``), or a Hugging Face ``datasets.Dataset``; rows are read a
+    row group at a time, the same rules apply per row, and ``line_numbers[i]`` is the row of
+    sample ``i`` counted from 0 across the files. A missing column lists the file's columns.
+
     Args:
         path: the data file, a local path or an fsspec URL (``s3://``, ``https://``...); its
-            suffix picks the format.
+            suffix picks the format. For Parquet also a list, a glob or a ``datasets.Dataset``.
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
-        text_field: the text's JSON field or CSV column (unused for .txt).
+        text_field: the text's JSON field or CSV / Parquet column (unused for .txt).
         label_field: the label's field or column; None for no labels.
         max_length: keep at most this many ids per sample (None: all).
         cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
@@ -67,7 +81,7 @@ class TokenizedTextDataset(Dataset):
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike | list[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike,
         *,
         text_field: str = "text",
@@ -78,10 +92,17 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.path = path if is_url(path) else Path(path)
-        suffix, tokenizer = check_format(self.path), load_tokenizer(tokenizer)
-        if not is_url(path) and not self.path.is_file():
-            raise FileNotFoundError(f"text file {self.path} does not exist")
+        parquet = is_parquet(path)
+        if parquet:  # a .parquet file, a list or glob of them, or a Hugging Face Dataset
+            entries = parquet_entries(path, storage_options)
+            self.path, suffix = (entry_name(path) if is_arrow_dataset(path) else path), PARQUET_SUFFIX
+        else:
+            self.path = path if is_url(path) else Path(path)
+            suffix = check_format(self.path, (*ROW_FORMATS, PARQUET_SUFFIX))  # the message lists .parquet too
+            if not is_url(path) and not self.path.is_file():
+                raise FileNotFoundError(f"text file {self.path} does not exist")
+        self._name = shown(path) if isinstance(path, (str, os.PathLike)) else entry_name(entries[0])  # for messages
+        tokenizer = load_tokenizer(tokenizer)
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
         check_on_error(on_error)
@@ -89,17 +110,26 @@ class TokenizedTextDataset(Dataset):
             self._pad_id: int | None = pad_id_of(tokenizer, pad_id)
         except ValueError:
             self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
-        data = read_bytes(self.path, storage_options)
+        fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
+        if parquet:
+            key_path = "dataset.parquet" if is_arrow_dataset(path) else entries[0]
+            data = fingerprint(entries, storage_options) if cache_dir is not None else b""
+        else:
+            key_path, data = self.path, read_bytes(self.path, storage_options)
         options = [suffix, text_field, label_field, max_length, on_error]
-        self._cache = None if cache_dir is None else cache_prefix(cache_dir, self.path, data, tokenizer, options)
+        self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, options)
         if self._cache is not None and is_cached(self._cache):
             self._load_cache()
             return
-        rows = read_rows(self.path, text_field=text_field, label_field=label_field, on_error=on_error, data=data)
-        description = f"tokenizing {basename(self.path)}"
-        tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=description)
-        labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-        lines = np.asarray(rows.lines, dtype=np.int64)
+        if parquet:
+            corpus = read_parquet_corpus(entries, tokenizer, max_length=max_length, storage_options=storage_options, **fields)
+            tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
+        else:
+            rows = read_rows(self.path, data=data, **fields)
+            description = f"tokenizing {basename(self.path)}"
+            tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=description)
+            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+            lines = np.asarray(rows.lines, dtype=np.int64)
         if self._cache is not None:
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)
@@ -117,7 +147,7 @@ class TokenizedTextDataset(Dataset):
         """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
         if self._pad_id is None:
             raise ValueError(
-                f"the tokenizer for {shown(self.path)} has no padding config and no pad token; "
+                f"the tokenizer for {self._name} has no padding config and no pad token; "
                 "pass TokenizedTextDataset(..., pad_id=...) (any id: padded positions are masked)"
             )
         return self._pad_id
@@ -130,7 +160,7 @@ class TokenizedTextDataset(Dataset):
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
-            raise IndexError(f"index {index} is out of range for {len(self)} samples of {shown(self.path)}")
+            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self._name}")
         item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
         if self.labels is not None:
             item["label"] = int(self.labels[index])

@@ -17,7 +17,7 @@ import pytest
 import recipes
 
 PACKAGE = Path(recipes.__file__).parent
-LIBRARIES = ("torch", "torchvision", "torchdata", "torchcodec", "tokenizers", "pycocotools")
+LIBRARIES = ("torch", "torchvision", "torchdata", "torchcodec", "tokenizers", "pycocotools", "pyarrow", "datasets")
 PUBLIC_UNDERSCORED = {"_fields", "_replace", "_asdict", "_make"}  # namedtuple's documented API
 
 

@@ -314,7 +314,7 @@ def test_unknown_options_list_the_choices(fixtures, tokenizer):
     with pytest.raises(ValueError, match="on_error"):
         ImageTextDataset(manifest, tokenizer, on_error="ignore")
     with pytest.raises(ValueError, match="unknown manifest format"):
-        ImageTextDataset(manifest.with_suffix(".parquet"), tokenizer)
+        ImageTextDataset(manifest.with_suffix(".xlsx"), tokenizer)
 
 
 RECIPE_FILES = ["pairs.py", "shards.py", "shard_writer.py"]

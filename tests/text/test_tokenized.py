@@ -179,9 +179,9 @@ def test_string_labels_are_numbered_by_their_sorted_names(tmp_path, tok):
 
 
 def test_unknown_format_missing_file_and_bad_options_are_refused(tmp_path, fixtures, tok):
-    (tmp_path / "d.parquet").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"\.parquet.*\['\.txt', '\.jsonl', '\.csv'\]"):
-        TokenizedTextDataset(tmp_path / "d.parquet", tok)
+    (tmp_path / "d.xlsx").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"\.xlsx.*\['\.txt', '\.jsonl', '\.csv', '\.parquet'\]"):
+        TokenizedTextDataset(tmp_path / "d.xlsx", tok)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         TokenizedTextDataset(tmp_path / "nope.txt", tok)
     with pytest.raises(ValueError, match="on_error"):

@@ -1,0 +1,106 @@
+"""Tokenise the text column of Parquet files (or a Hugging Face Dataset) a chunk of rows at a time.
+
+    corpus = read_parquet_corpus("train-*.parquet", tokenizer, text_field="text", label_field="label")
+    corpus.tokens[0], corpus.labels[0], corpus.rows[0]      # ids, 3, 0
+
+The rules are the JSONL route's (:func:`recipes.core.corpus_files.check_fields`): a null, empty
+or non-string text, a null or non-scalar label is a :class:`DataError` naming the file and row
+(``on_error="skip"``: the row is dropped with a warning), and the labels are numbered as
+:func:`recipes.core.corpus_files.label_ids` numbers them (integers kept, strings by their place
+in the sorted names). Texts become Python strings one chunk at a time, for ``encode_batch``; what
+is kept is numpy only: the ids, the labels and each sample's row number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from recipes.core.arrays import TokenArray, concat_tokens
+from recipes.core.corpus_files import check_fields, integer_label
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.parquet_files import check_columns, iter_rows, row_counts
+from recipes.core.tokens import encode_texts, token_dtype
+
+CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
+
+
+@dataclass
+class ParquetCorpus:
+    """Token ids, int64 labels (None without a label field) with their names, and row numbers."""
+
+    tokens: TokenArray
+    labels: np.ndarray | None
+    label_names: list[str] | None
+    rows: np.ndarray  # int64: each sample's row, counted from 0 across the entries in order
+
+
+def check_record(record: dict[str, Any], where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:
+    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing."""
+    for option, name in (("text_field", text_field), ("label_field", label_field)):
+        if name is not None and record[name] is None:
+            raise DataError(f"{where}: column {name!r} is null; drop the row or pass on_error='skip'")
+    return check_fields(record, where, text_field=text_field, label_field=label_field)
+
+
+def read_parquet_corpus(
+    entries: list[Any],
+    tokenizer: Tokenizer,
+    *,
+    text_field: str = "text",
+    label_field: str | None = None,
+    max_length: int | None = None,
+    on_error: str = "raise",
+    storage_options: dict[str, Any] | None = None,
+) -> ParquetCorpus:
+    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
+    check_on_error(on_error)
+    for entry in entries:
+        check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
+    columns = [text_field] if label_field is None else [text_field, label_field]
+    parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
+
+    def flush() -> None:
+        parts.append(encode_texts(tokenizer, texts, max_length=max_length, progress=False))
+        row_parts.append(np.asarray(rows, dtype=np.int64))
+        if label_field is not None:
+            label_parts.append(_label_array(labels))
+        for chunk in (texts, labels, rows):
+            chunk.clear()
+
+    sizes = row_counts(entries, storage_options)
+    for row, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
+        try:
+            text, label = check_record(record, where, text_field=text_field, label_field=label_field)
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            continue
+        texts.append(text)
+        labels.append(label)
+        rows.append(row)
+        if len(texts) == CHUNK_ROWS:
+            flush()
+    if texts:
+        flush()
+    label_ids, names = _number_labels(label_parts) if label_field is not None else (None, None)
+    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
+    return ParquetCorpus(concat_tokens(parts, token_dtype(tokenizer)), label_ids, names, rows)
+
+
+def _label_array(labels: list[Any]) -> np.ndarray:
+    """One chunk's labels: int64 if every one is an integer (or integer text), else text."""
+    as_ints = [integer_label(label) for label in labels]
+    if None not in as_ints:
+        return np.asarray(as_ints, dtype=np.int64)
+    return np.asarray([str(label) for label in labels], dtype=str)
+
+
+def _number_labels(parts: list[np.ndarray]) -> tuple[np.ndarray, list[str] | None]:
+    """The chunks' labels as ``label_ids`` numbers them: integers kept, else sorted names."""
+    if all(part.dtype == np.int64 for part in parts):
+        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), None
+    names, ids = np.unique(np.concatenate([part.astype(str) for part in parts]), return_inverse=True)
+    return ids.astype(np.int64).reshape(-1), [str(name) for name in names]

@@ -1,0 +1,227 @@
+"""Parquet sources read row group by row group with pyarrow: files, lists, globs, URLs, or a Hugging Face Dataset.
+
+    entries = parquet_entries("data/train-*.parquet")          # Hub-style shards, in name order
+    sizes = row_counts(entries)                                 # from the footers, nothing decoded
+    for row, where, record in iter_rows(entries, ["text", "label"], sizes):
+        record["text"], where                                   # 'Great pan.', 'train-00000-of-00002.parquet row 0'
+
+A source is a ``.parquet`` path or fsspec URL, a glob of them (``*``, ``?``, ``[``), a list of
+those, or a Hugging Face ``datasets.Dataset``. A Dataset is read through its public Arrow view
+(``with_format("arrow")``), in batches, never row by row, and ``datasets`` is never imported here.
+Rows are numbered from 0, across the entries in order (``row``); messages name the file and
+the row within it. Only one row group's values are Python objects at a time, so a file of any
+size reads in flat memory. A column that a file lacks is a :class:`DataError` naming the file
+and listing the columns it has.
+
+pyarrow is an extra: ``pip install "recipes[parquet]"``; without it the first Parquet read says so.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from recipes.core.errors import DataError
+from recipes.core.storage import filesystem, is_url, open_stream, shown, suffix
+
+PARQUET_SUFFIX = ".parquet"
+TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
+_GLOB = ("*", "?", "[")
+
+
+def require_pyarrow() -> Any:
+    """``pyarrow.parquet``, or an ImportError that names the pip command."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ImportError(f'reading Parquet needs pyarrow, which is missing ({error}): pip install "recipes[parquet]"') from None
+    return pq
+
+
+def is_arrow_dataset(source: Any) -> bool:
+    """A Hugging Face ``datasets.Dataset`` (Arrow-backed), recognised without importing ``datasets``."""
+    return type(source).__module__.split(".")[0] == "datasets" and callable(getattr(source, "with_format", None))
+
+
+def is_parquet(source: Any) -> bool:
+    """True for a ``.parquet`` path, URL or glob, a non-empty list of them, or a ``datasets.Dataset``."""
+    if is_arrow_dataset(source):
+        return True
+    if isinstance(source, (str, os.PathLike)):
+        return suffix(source) == PARQUET_SUFFIX
+    return isinstance(source, (list, tuple)) and bool(source) and all(is_parquet(item) for item in source)
+
+
+def parquet_entries(source: Any, storage_options: dict[str, Any] | None = None) -> list[Any]:
+    """The files of ``source`` in order (globs expanded and sorted), or ``[dataset]`` for a Dataset.
+
+    Raises:
+        FileNotFoundError: a local file is missing, or a glob matches nothing.
+    """
+    if is_arrow_dataset(source):
+        return [source]
+    items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    entries: list[Any] = []
+    for item in items:
+        if is_arrow_dataset(item):
+            entries.append(item)
+        elif any(mark in os.fspath(item) for mark in _GLOB):
+            entries.extend(_expand_glob(os.fspath(item), storage_options))
+        elif is_url(item):
+            entries.append(item)
+        elif not Path(item).is_file():
+            raise FileNotFoundError(f"Parquet file {item} does not exist")
+        else:
+            entries.append(Path(item))
+    return entries
+
+
+def _expand_glob(pattern: str, storage_options: dict[str, Any] | None) -> list[Any]:
+    if is_url(pattern):
+        fs, inner = filesystem(pattern, storage_options)
+        scheme = pattern.split("://", 1)[0]
+        found = [f"{scheme}://{name}" for name in sorted(fs.glob(inner))]
+    else:
+        found = [Path(name) for name in sorted(glob.glob(os.path.expanduser(pattern)))]
+    if not found:
+        raise FileNotFoundError(f"no Parquet file matches {shown(pattern)}")
+    return found
+
+
+def entry_name(entry: Any) -> str:
+    """What messages call ``entry``: the file (without credentials), or the Dataset."""
+    return f"datasets.Dataset ({entry.num_rows} rows)" if is_arrow_dataset(entry) else shown(entry)
+
+
+@contextmanager
+def parquet_file(entry: Any, storage_options: dict[str, Any] | None = None) -> Iterator[Any]:
+    """A ``pyarrow.parquet.ParquetFile`` of a local path (memory-mapped) or an fsspec URL, closed after."""
+    pq = require_pyarrow()
+    with ExitStack() as stack:
+        try:
+            if is_url(entry):
+                fs, inner = filesystem(entry, storage_options)
+                raw = stack.enter_context(fs.open(inner, "rb"))
+                file = stack.enter_context(pq.ParquetFile(raw))
+            else:
+                file = stack.enter_context(pq.ParquetFile(entry, memory_map=True))
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            if isinstance(error, FileNotFoundError):
+                raise FileNotFoundError(f"Parquet file {shown(entry)} does not exist") from None
+            raise DataError(f"{shown(entry)}: not a readable Parquet file ({type(error).__name__}: {error})") from None
+        yield file
+
+
+def _table(dataset: Any) -> Any:
+    # the Dataset's public Arrow view: its rows (after select/shuffle/filter), as a pyarrow Table
+    return dataset.with_format("arrow")[:]
+
+
+def columns_of(entry: Any, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """The column names of a Parquet file (from its footer) or a Dataset."""
+    if is_arrow_dataset(entry):
+        return list(entry.column_names)
+    with parquet_file(entry, storage_options) as file:
+        return list(file.schema_arrow.names)
+
+
+def check_columns(entry: Any, wanted: dict[str, str | None], storage_options: dict[str, Any] | None = None) -> None:
+    """Raise a DataError naming the file and its columns unless it has every ``{option: column}`` wanted."""
+    present = columns_of(entry, storage_options)
+    missing = {option: name for option, name in wanted.items() if name is not None and name not in present}
+    if missing:
+        raise DataError(
+            f"{entry_name(entry)}: no column {sorted(missing.values())} (columns: {present}); "
+            f"pass {' / '.join(f'{option}=...' for option in missing)} naming existing columns"
+        )
+
+
+def row_counts(entries: Sequence[Any], storage_options: dict[str, Any] | None = None) -> list[int]:
+    """Rows of each entry, read from the Parquet footers (or the Dataset's length)."""
+    counts = []
+    for entry in entries:
+        if is_arrow_dataset(entry):
+            counts.append(entry.num_rows)
+        else:
+            with parquet_file(entry, storage_options) as file:
+                counts.append(file.metadata.num_rows)
+    return counts
+
+
+def iter_rows(
+    entries: Sequence[Any],
+    columns: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """``(row, "file row N", {column: value})`` for the rows ``start <= row < stop`` of ``entries``.
+
+    ``sizes`` are the entries' row counts (:func:`row_counts`); only the row groups that hold
+    wanted rows are read, and only the named ``columns`` of them. Values are Python objects
+    (``str``, ``bytes``, ``list``, ``dict`` for a struct such as Hugging Face's Image).
+    """
+    stop = sum(sizes) if stop is None else stop
+    base = 0
+    for entry, size in zip(entries, sizes):
+        low, high = max(start, base) - base, min(stop, base + size) - base
+        if low < high:
+            name = entry_name(entry)
+            for first, batch in _batches(entry, list(columns), low, high, storage_options):
+                values = batch.to_pydict()  # one row group at a time: memory stays flat
+                for offset in range(batch.num_rows):
+                    row = first + offset
+                    yield base + row, f"{name} row {row}", {column: values[column][offset] for column in columns}
+        base += size
+
+
+def _batches(
+    entry: Any, columns: list[str], low: int, high: int, storage_options: dict[str, Any] | None
+) -> Iterator[tuple[int, Any]]:
+    """``(first row, Table or RecordBatch)`` covering rows ``low:high`` of one entry, a row group at a time."""
+    if is_arrow_dataset(entry):
+        table = _table(entry).select(columns).slice(low, high - low)
+        for batch in table.to_batches(max_chunksize=TABLE_BATCH_ROWS):
+            yield low, batch
+            low += batch.num_rows
+        return
+    with parquet_file(entry, storage_options) as file:
+        first = 0
+        for group in range(file.metadata.num_row_groups):
+            count = file.metadata.row_group(group).num_rows
+            if first + count > low and first < high:
+                try:
+                    table = file.read_row_group(group, columns=columns)
+                except (OSError, ValueError) as error:  # a corrupt page (ArrowInvalid is a ValueError)
+                    raise DataError(f"{entry_name(entry)}: cannot read row group {group} ({type(error).__name__}: {error})") from None
+                cut = max(low - first, 0)
+                table = table.slice(cut, min(high, first + count) - first - cut)
+                yield first + cut, table
+            first += count
+            if first >= high:
+                return
+
+
+def fingerprint(entries: Sequence[Any], storage_options: dict[str, Any] | None = None) -> bytes:
+    """A digest of the entries' content, for cache keys: file bytes (read in blocks), or a
+    Dataset's Arrow buffers. Any change to a byte is a new digest."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        if is_arrow_dataset(entry):
+            for batch in _table(entry).to_batches():
+                for column in batch.columns:
+                    digest.update(repr((column.type, column.offset, len(column))).encode())
+                    for buffer in column.buffers():
+                        digest.update(b"-" if buffer is None else memoryview(buffer))
+            continue
+        with open_stream(entry, storage_options=storage_options) as file:
+            while block := file.read(2**20):
+                digest.update(block)
+    return digest.digest()

@@ -1,0 +1,118 @@
+"""Parquet sources for TokenizedTextDataset and StreamingTextDataset: the same items as the JSONL route."""
+
+import json
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from recipes.core.errors import DataError
+from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from tests.harness import with_skip_warnings
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quiet_datasets():
+    datasets.disable_progress_bars()
+
+
+@pytest.fixture(scope="module")
+def rows(fixtures):
+    return [json.loads(line) for line in (fixtures / "text" / "labeled.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _items(dataset):
+    return [(item["input_ids"].tolist(), item["index"], item.get("label")) for item in dataset]
+
+
+def _same_as_jsonl(dataset, reference):
+    assert len(dataset) == len(reference)
+    assert [_items([dataset[i]])[0] for i in range(len(dataset))] == [_items([reference[i]])[0] for i in range(len(reference))]
+
+
+@pytest.mark.parametrize("max_length", [None, 6])
+def test_pyarrow_file_of_small_row_groups_gives_the_jsonl_items(tmp_path, fixtures, tokenizer, rows, max_length):
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
+    assert pq.ParquetFile(tmp_path / "labeled.parquet").metadata.num_row_groups == 14
+    dataset = TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, label_field="label", max_length=max_length)
+    reference = TokenizedTextDataset(fixtures / "text" / "labeled.jsonl", tokenizer, label_field="label", max_length=max_length)
+    _same_as_jsonl(dataset, reference)
+    assert dataset[5]["input_ids"].tolist() == tokenizer.encode(rows[5]["text"]).ids[:max_length]
+    assert dataset.line_numbers.tolist() == list(range(len(rows)))
+
+
+def test_datasets_written_shards_read_as_a_glob_equal_the_jsonl_rows(tmp_path, tokenizer, rows):
+    named = [{"text": row["text"], "label": ["neg", "pos", "neutral"][row["label"] % 3]} for row in rows]
+    (tmp_path / "named.jsonl").write_text("".join(json.dumps(row) + "\n" for row in named), encoding="utf-8")
+    for shard, part in enumerate((named[:70], named[70:])):
+        datasets.Dataset.from_list(part).to_parquet(tmp_path / f"train-0000{shard}-of-00002.parquet", batch_size=16)
+    dataset = TokenizedTextDataset(str(tmp_path / "train-*.parquet"), tokenizer, label_field="label")
+    reference = TokenizedTextDataset(tmp_path / "named.jsonl", tokenizer, label_field="label")
+    _same_as_jsonl(dataset, reference)
+    assert dataset.label_names == reference.label_names == ["neg", "neutral", "pos"]
+    listed = TokenizedTextDataset(sorted(tmp_path.glob("train-*.parquet")), tokenizer, label_field="label")
+    _same_as_jsonl(listed, reference)
+
+
+def test_a_datasets_object_is_read_through_arrow_in_its_own_row_order(tokenizer, rows):
+    data = datasets.Dataset.from_list(rows).shuffle(seed=3).select(range(40))
+    dataset = TokenizedTextDataset(data, tokenizer, label_field="label")
+    assert len(dataset) == 40
+    for i, row in enumerate(data):
+        assert dataset[i]["input_ids"].tolist() == tokenizer.encode(row["text"]).ids
+        assert dataset[i]["label"] == row["label"]
+
+
+def test_a_missing_column_lists_the_columns_the_file_has(tmp_path, tokenizer, rows):
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
+    with pytest.raises(DataError, match=r"d.parquet: no column \['body'\] \(columns: \['label', 'text'\]\)"):
+        TokenizedTextDataset(tmp_path / "d.parquet", tokenizer, text_field="body")
+    with pytest.raises(DataError, match=r"no column \['stars'\].*label_field="):
+        StreamingTextDataset(tmp_path / "d.parquet", tokenizer, label_field="stars")
+
+
+def test_null_and_empty_texts_name_the_row_or_are_skipped(tmp_path, tokenizer):
+    table = pa.table({"text": ["good one", None, "fine", "   ", "last"]})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=2)
+    with pytest.raises(DataError, match=r"d.parquet row 1: column 'text' is null"):
+        TokenizedTextDataset(tmp_path / "d.parquet", tokenizer)
+    dataset, reasons = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "d.parquet", tokenizer, on_error="skip"))
+    assert [reason.split("d.parquet ")[1].split(":")[0] for reason in reasons] == ["row 1", "row 3"]
+    assert [dataset[i]["input_ids"].tolist() for i in range(3)] == [tokenizer.encode(t).ids for t in ("good one", "fine", "last")]
+    assert dataset.line_numbers.tolist() == [0, 2, 4]
+
+
+def test_the_token_cache_keys_parquet_by_content(tmp_path, tokenizer, rows):
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=50)
+    first = TokenizedTextDataset(path, tokenizer, label_field="label", cache_dir=tmp_path / "cache")
+    again = TokenizedTextDataset(path, tokenizer, label_field="label", cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    _same_as_jsonl(again, first)
+    pq.write_table(pa.Table.from_pylist(rows[:10]), path)
+    assert len(TokenizedTextDataset(path, tokenizer, label_field="label", cache_dir=tmp_path / "cache")) == 10
+
+
+def test_a_parquet_stream_yields_the_jsonl_stream_ids_with_rows_as_index(tmp_path, fixtures, tokenizer, rows):
+    table = pa.Table.from_pylist(rows)
+    pq.write_table(table.slice(0, 50), tmp_path / "s-0.parquet", row_group_size=8)
+    pq.write_table(table.slice(50), tmp_path / "s-1.parquet", row_group_size=11)
+    stream = StreamingTextDataset(str(tmp_path / "s-*.parquet"), tokenizer, label_field="label", max_length=12)
+    reference = StreamingTextDataset(fixtures / "text" / "labeled.jsonl", tokenizer, label_field="label", max_length=12)
+    got, expected = list(stream), list(reference)
+    assert [item["input_ids"].tolist() for item in got] == [item["input_ids"].tolist() for item in expected]
+    assert [item["label"] for item in got] == [row["label"] for row in rows]
+    assert [item["index"] for item in got] == list(range(len(rows)))
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_parquet_stream_slots_read_every_row_once(tmp_path, tokenizer, rows, world_size):
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "s.parquet", row_group_size=7)
+    data = datasets.Dataset.from_list(rows)
+    for source in (tmp_path / "s.parquet", data):
+        seen = []
+        for rank in range(world_size):
+            stream = StreamingTextDataset(source, tokenizer, rank=rank, world_size=world_size, shuffle_buffer=5, seed=1)
+            seen += [item["index"] for item in stream]
+        assert sorted(seen) == list(range(len(rows)))
