@@ -249,14 +249,17 @@ class ResumableLoader(StatefulDataLoader):
             sampler_state["yielded"] += state_dict.get("_steps_since_snapshot", 0)
             self.batch_sampler.load_state_dict(sampler_state)
             return
-        states = [worker["dataset_state"] for worker in state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()]
-        states = states or [state_dict.get("dataset_state")]
-        if not hasattr(self.dataset, "load_state_dict") or any(
-            state is None or state["position"] not in (None, "end") for state in states
+        workers = state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()
+        states = [state for state in [w["dataset_state"] for w in workers] or [state_dict.get("dataset_state")] if state]
+        ended = state_dict.get("_iterator_finished", False)  # every reader got to the end of its part
+        if not states:
+            return  # taken before the first pass: nothing to restore
+        if not hasattr(self.dataset, "load_state_dict") or not (
+            ended or all(state["position"] in (None, "end") for state in states)
         ):
             raise ValueError(
                 f"this stream's state was saved with num_workers={saved_workers} in the middle of a pass; its "
                 f"workers read their own shards, so it resumes mid-pass only with num_workers={saved_workers} "
                 "(and the same world size), or from a state taken at the end of a pass"
             )
-        self.dataset.load_state_dict(states[0])
+        self.dataset.load_state_dict({**states[0], "position": "end"} if ended else states[0])

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
-from tests.harness import STOPS, check_resume
+from tests.harness import STOPS, assert_same_batches, check_resume
 from tests.servers import FaultyHTTPServer
 
 
@@ -63,3 +63,19 @@ def test_the_state_holds_positions_not_samples(files, tokenizer):
     resumed.load_state_dict(json.loads(state))
     with pytest.raises(ValueError, match=r"read by 1 readers \(ranks x workers\) and is resumed with 2"):
         list(resumed)
+
+
+def test_another_worker_count_resumes_from_the_end_of_a_pass_and_refuses_mid_pass(files, tokenizer, references):
+    paths = [files / "a.txt", files / "b.jsonl"]
+    loader = _make(paths, tokenizer, 2)
+    list(loader)
+    ended = loader.state_dict()  # after the first pass: the next is epoch 1, whatever reads it
+    resumed = _make(paths, tokenizer, 0)
+    resumed.load_state_dict(json.loads(json.dumps(ended)))
+    assert list(resumed) == []  # the rest of pass 0
+    assert_same_batches(list(resumed), references[0][1])  # then epoch 1, as 0 workers read it
+    iterator = iter(loader)
+    next(iterator)
+    middle = loader.state_dict()
+    with pytest.raises(ValueError, match="saved with num_workers=2 in the middle of a pass"):
+        _make(paths, tokenizer, 0).load_state_dict(middle)
