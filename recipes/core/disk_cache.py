@@ -27,7 +27,7 @@ import os
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from recipes.core.storage import basename, is_url, open_stream, stream_size
 
@@ -58,16 +58,19 @@ class DiskCache:
 
     def open(
         self, path: str | os.PathLike, *, start: int = 0, storage_options: dict[str, Any] | None = None
-    ) -> io.BufferedReader:
-        """A reader of ``path`` from byte ``start``: the local copy if it is whole, else the remote
-        object (cached on the way when read from its start). Local paths are opened as they are."""
+    ) -> BinaryIO:
+        """A reader of ``path`` from byte ``start``: the local copy if it is whole (unbuffered: one
+        system call a read), else the remote object (cached on the way when read from its start).
+        Local paths are opened as they are."""
         if not is_url(path):
             return open_stream(path, start=start)
         entry = self.entry(path)
         if self._whole(entry, stream_size(path, storage_options) if self.revalidate else None):
             modified = entry.stat().st_mtime_ns
             os.utime(entry, ns=(time.time_ns(), modified))  # recently used (the access time): evicted last
-            return open_stream(entry, start=start)
+            file = open(entry, "rb", buffering=0)  # noqa: SIM115 - the caller closes it; unbuffered as a tar walk wants
+            file.seek(start)
+            return file
         remote = open_stream(path, start=start, storage_options=storage_options)
         if start:
             return remote  # a copy is made only from the first byte

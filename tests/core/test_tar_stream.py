@@ -101,3 +101,29 @@ def test_an_unread_member_cut_short_is_named_too():
     assert next(members).name == "a.jpg"  # passed over, not read
     with pytest.raises(DataError, match="t.tar: the member before byte 2560 is cut short"):
         next(members)
+
+
+class _Trickle(io.RawIOBase):
+    """An unbuffered stream that hands out at most 700 bytes a read, as a pipe or a signal may."""
+
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        count = min(len(buffer), 700, len(self.data) - self.at)
+        buffer[:count] = self.data[self.at : self.at + count]
+        self.at += count
+        return count
+
+
+@pytest.mark.parametrize("kind", ["trickle", "unbuffered file"])
+def test_short_reads_of_an_unbuffered_stream_are_read_on(kind, tmp_path):
+    raw = _archive(tarfile.PAX_FORMAT, _entries(random.Random(5), long_names=True) + [("big.bin", "file", os.urandom(9000))])
+    (tmp_path / "a.tar").write_bytes(raw)
+    stream = _Trickle(raw) if kind == "trickle" else open(tmp_path / "a.tar", "rb", buffering=0)
+    with stream:
+        members = [(m.offset, m.name, m.is_file, m.read() if m.is_file else None) for m in tar_members(stream)]
+    assert members == _by_tarfile(raw)
