@@ -152,6 +152,13 @@ def check_resume(make: Callable[[], Any], stop: str, epoch_batches: int, referen
     assert_same_batches(taken + rest + following, flat[: len(taken) + len(rest) + len(following)])
 
 
+def check_resume_mid_epoch(make: Callable[[], Any]) -> None:
+    """:func:`check_resume` at ``"mid"``, against three epochs of an uninterrupted ``make()`` loader."""
+    loader = make()
+    reference = [list(loader) for _ in range(3)]
+    check_resume(make, "mid", len(reference[0]), reference)
+
+
 def resume_suite(epoch_batches: int) -> tuple[Any, Any]:
     """``(reference fixture, test)`` for a test module that defines a ``make_loader`` fixture,
     ``make_loader(workers)`` -> a fresh stateful loader: the reference is three epochs without

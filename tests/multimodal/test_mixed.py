@@ -7,7 +7,7 @@ from torchvision.transforms import v2
 
 from recipes.core import MixedDataset, MixedStream
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
-from tests.harness import check_resume
+from tests.harness import check_resume, check_resume_mid_epoch
 
 RESIZE = v2.Resize((24, 24), antialias=True)
 
@@ -31,12 +31,7 @@ def test_batches_name_mixture_indices_with_the_sources_captions(mixed):
 
 
 def test_a_mixture_resumes_exactly(mixed):
-    def make():
-        return multimodal_loader(mixed, 4, device="cpu", seed=2, stateful=True, num_workers=2)
-
-    loader = make()
-    reference = [list(loader) for _ in range(3)]
-    check_resume(make, "mid", len(reference[0]), reference)
+    check_resume_mid_epoch(lambda: multimodal_loader(mixed, 4, device="cpu", seed=2, stateful=True, num_workers=2))
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import torch
 
 from recipes.core import MixedDataset
 from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
-from tests.harness import check_resume
+from tests.harness import check_resume_mid_epoch
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +37,7 @@ def test_folders_with_other_classes_are_refused(fixtures, tmp_path):
 
 
 def test_a_mixture_resumes_exactly(mixed):
-    def make():
-        return vision_loader(mixed, 4, device="cpu", seed=2, stateful=True, num_workers=2)
-
-    loader = make()
-    reference = [list(loader) for _ in range(3)]
-    check_resume(make, "mid", len(reference[0]), reference)
+    check_resume_mid_epoch(lambda: vision_loader(mixed, 4, device="cpu", seed=2, stateful=True, num_workers=2))
 
 
 def test_a_mixture_goes_to_spawned_workers(mixed):
