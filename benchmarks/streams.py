@@ -34,7 +34,7 @@ Each is read through a DataLoader with 2 workers, two ways:
 (c) the raw reads of (a) in this process, no DataLoader: each reader's own cost per sample,
     without the hand-over from a worker (pickling ~80 KB through a pipe), which is alike for all.
 
-(a) and (b) also run from a local HTTP server (a stdlib ``ThreadingHTTPServer`` with HEAD and
+(a) and (b) also run from a local HTTP server (the tests' ``FaultyHTTPServer``, faults off: HEAD and
 byte ranges, in a child process so that its threads take no turns on the loader's interpreter
 lock): recipes through fsspec (``http://127.0.0.1:PORT/tars/shard-{000000..000015}.tar``),
 uncached and with ``cache_dir=`` warm; webdataset through its ``curl`` pipe. litdata and Mosaic
@@ -63,18 +63,16 @@ import importlib
 import json
 import multiprocessing
 import os
-import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import torch
@@ -102,7 +100,6 @@ warnings.filterwarnings("ignore", message="The given buffer is not writable")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BATCH, WORKERS, SIZE, CONTEXT = 32, 2, 224, 77
-_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 
 # ---------------------------------------------------------------- data, in each library's format
@@ -163,66 +160,24 @@ def write_mosaic(manifest: Path, out: Path) -> None:
 # ---------------------------------------------------------------- the local HTTP server
 
 
-class RangeHandler(BaseHTTPRequestHandler):
-    """GET and HEAD of the files under ``root``, with single ``Range: bytes=a-b`` requests
-    (fsspec's HTTP reader asks for blocks), sent with ``sendfile``; keep-alive (HTTP/1.1)."""
+def _serve(root: Path, url: Any) -> None:
+    from tests.servers import FaultyHTTPServer  # the tests' server, without faults
 
-    protocol_version = "HTTP/1.1"
-    root = Path(".")
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-    def _answer(self, body: bool) -> None:
-        path = (self.root / unquote(urlsplit(self.path).path).lstrip("/")).resolve()
-        if not path.is_relative_to(self.root) or not path.is_file():
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        size = path.stat().st_size
-        start, stop, status = 0, size, 200
-        match = _RANGE.fullmatch(self.headers.get("Range", ""))
-        if match:
-            start = int(match[1])
-            stop, status = (min(size, int(match[2]) + 1) if match[2] else size), 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(max(0, stop - start)))
-        self.send_header("Accept-Ranges", "bytes")
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
-        self.end_headers()  # the handler's wfile is unbuffered: the headers are sent now
-        if body and stop > start:
-            with open(path, "rb") as file:
-                try:
-                    self.connection.sendfile(file, start, stop - start)
-                except OSError:  # the client hung up (webdataset's curl at the end of a shard)
-                    self.close_connection = True
-
-
-def _serve(root: Path, port: Any) -> None:
-    RangeHandler.root = root.resolve()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
-    server.daemon_threads = True
-    port.send(server.server_address[1])
-    server.serve_forever()
+    with FaultyHTTPServer(root) as server:
+        url.send(server.url("").rstrip("/"))
+        threading.Event().wait()  # until terminated
 
 
 class HTTPServer:
-    """``RangeHandler`` serving ``root`` on 127.0.0.1, a free port, in a child process."""
+    """``tests.servers.FaultyHTTPServer`` (HEAD, GET, byte ranges) serving ``root`` on 127.0.0.1,
+    a free port, in a child process, so that its threads take no turns on this interpreter's lock."""
 
     def __init__(self, root: Path) -> None:
         context = multiprocessing.get_context("fork")
         receive, send = context.Pipe(duplex=False)
         self.process = context.Process(target=_serve, args=(root, send), daemon=True)
         self.process.start()
-        self.url = f"http://127.0.0.1:{receive.recv()}"
+        self.url = receive.recv()
 
     def close(self) -> None:
         self.process.terminate()

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
@@ -33,7 +34,8 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class FaultyHTTPServer:
-    """Serves ``folder`` over HTTP/1.1 with HEAD, GET and single byte ranges.
+    """Serves ``folder`` over HTTP/1.1 with HEAD, GET and single byte ranges (bodies sent with
+    ``sendfile``; benchmarks/streams.py serves its data with it too, in a child process).
 
     Faults, counted in ``faults``: every ``fail_every``-th request answers 503; every
     ``cut_every``-th GET (counting GETs only) that is not failed sends its headers and half its
@@ -94,38 +96,39 @@ class FaultyHTTPServer:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                path = server.folder / self.path.lstrip("/").split("?")[0]
-                if not path.is_file():
+                path = (server.folder / unquote(self.path.lstrip("/").split("?")[0])).resolve()
+                if not path.is_relative_to(server.folder.resolve()) or not path.is_file():
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                data = path.read_bytes()
-                start, stop, status = 0, len(data), 200
+                size = path.stat().st_size
+                start, stop, status = 0, size, 200
                 match = _RANGE.match(self.headers.get("Range", ""))
                 if match:
                     start = int(match[1])
-                    stop = min(len(data), int(match[2]) + 1) if match[2] else len(data)
+                    stop = min(size, int(match[2]) + 1) if match[2] else size
                     status = 206
-                part = data[start:stop]
                 self.send_response(status)
-                self.send_header("Content-Length", str(len(part)))
+                self.send_header("Content-Length", str(max(0, stop - start)))
                 self.send_header("Accept-Ranges", "bytes")
                 if status == 206:
-                    self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{len(data)}")
+                    self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
                 self.end_headers()
-                if not body:
+                if not body or stop <= start:
                     return
-                if fault == "cut" and len(part) > 1:
-                    self.close_connection = True
+                with open(path, "rb") as file:
                     try:
-                        self.wfile.write(part[: len(part) // 2])
-                        self.wfile.flush()
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:  # the client hung up first
-                        pass
-                    return
-                self.wfile.write(part)
+                        if fault == "cut" and stop - start > 1:
+                            self.close_connection = True
+                            file.seek(start)
+                            self.wfile.write(file.read((stop - start) // 2))
+                            self.wfile.flush()
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        else:
+                            self.connection.sendfile(file, start, stop - start)
+                    except OSError:  # the client hung up first (curl at the end of a shard)
+                        self.close_connection = True
 
         return Handler
 
