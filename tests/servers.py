@@ -13,6 +13,7 @@ Both bind a free port and stop when the block ends; nothing else on the network 
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -61,6 +62,8 @@ class FaultyHTTPServer:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+        if os.environ.get("SHOW_FAULTS"):  # SHOW_FAULTS=1 pytest -s ...: what each server injected
+            print(f"\n[FaultyHTTPServer] {self.requests} requests ({self.gets} GET): {dict(self.faults)}")
 
     def _fault(self, method: str) -> str | None:
         with self._lock:
