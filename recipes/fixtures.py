@@ -22,7 +22,8 @@ sorted JSON, single-threaded tokenizer training). Layout written by `generate(ou
                        with accents and one emoji line, no empty lines
       labeled.jsonl    120 rows {"label": 0..2, "text": ...}
       labeled.csv      header text,label; 80 rows, some texts hold commas and double quotes
-      tokenizer.json   BPE, NFKC, Whitespace pre-tokenizer, [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
+      tokenizer.json   BPE, NFKC, Metaspace + Punctuation pre-tokenizer with the Metaspace decoder
+                       (decode gives the text back), [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
                        "[CLS] $A [SEP]" template, no padding/truncation
     detection/
       instances.json   COCO instances; file_name relative to detection/images/ (image_root)
@@ -256,12 +257,15 @@ def _write_text(root: Path) -> None:
 
 
 def _train_tokenizer(texts: list[str]) -> str:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.NFKC()  # keeps accents: "café" != "cafe"
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    # "▁" marks a word's first piece, so the decoder knows where the spaces were (a bare
+    # Whitespace pre-tokenizer drops them: "Ready" came back as "Re ad y"); punctuation is its own piece
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
+    tok.decoder = decoders.Metaspace()
     tok.train_from_iterator(texts, trainers.BpeTrainer(
         vocab_size=800, min_frequency=2, special_tokens=specials, show_progress=False))
     tok.post_processor = processors.TemplateProcessing(

@@ -9,6 +9,8 @@ One module per command, each with a ``run(args)`` that the argparse entry point 
 - ``check``: validate a dataset without training on it (``check_files`` decodes every image
   in worker processes; ``check_data`` reads annotations, text and caption manifests).
 - ``show``: render one batch to a PNG to catch a wrong label map or a flipped box.
+  ``drawing`` (font, enlarging, labels kept inside the image), ``token_text`` (ids back to
+  readable text) and ``token_rows`` (the text picture) draw it.
 
 ``datasets`` turns the command-line description of a dataset (domain, path, tokenizer, image
 root, size) into the domain's dataset and loader, for ``bench`` and ``show``.

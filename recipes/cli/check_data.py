@@ -137,7 +137,7 @@ def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None
     captions = [caption for row in manifest.captions for caption in row]
     report.summary["rows"] = len(manifest)
     report.summary["captions"] = f"{len(captions)} ({_spread([len(row) for row in manifest.captions])} per image)"
-    items, where = [], {}
+    items, where, missing = [], {}, []
     for row, name in enumerate(manifest.images):
         try:
             file = resolve_under(root, name, source=manifest.where(row))
@@ -145,10 +145,15 @@ def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None
             report.add_error(error, path)
             continue
         if not file.is_file():
-            report.add(path, f"image {name!r} does not exist under {root}", manifest.where(row).removeprefix(f"{path} "))
+            missing.append((name, manifest.where(row).removeprefix(f"{path} ")))
             continue
         items.append((str(file), None))
         where[str(file)] = manifest.where(row).removeprefix(f"{path} ")
+    if missing and not items:  # a wrong root: said once, not once per image (as check_coco does)
+        raise FileNotFoundError(f"none of the {len(missing)} images named in {path} is under the image root {root}; "
+                                "pass --image-root DIR, the folder the image names are relative to")
+    for name, line in missing:
+        report.add(path, f"image {name!r} does not exist under {root}", line)
     summarize_images(report, inspect_images(items, workers=workers, progress=progress), where=where)
     _lengths_section(report, captions, tokenizer, max_length, default=COMMON_LENGTHS)
     return report

@@ -46,6 +46,18 @@ class DataOptions:
             raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
         self.path = Path(self.path).expanduser()
 
+    def missing(self) -> str | None:
+        """What does not exist of PATH, ``--image-root`` and ``--tokenizer``, in one line; None if all do."""
+        if not self.path.exists():
+            return f"{self.path} does not exist"
+        root = self.image_root
+        if root is not None and self.domain in ("detection", "multimodal") and not Path(root).expanduser().is_dir():
+            state = "is not a folder" if Path(root).expanduser().exists() else "does not exist"
+            return f"image root {root} {state}; pass --image-root DIR, the folder the image names are relative to"
+        if self.tokenizer is not None and self.domain in ("text", "multimodal") and not Path(self.tokenizer).expanduser().is_file():
+            return f"tokenizer file {self.tokenizer} does not exist (expected a tokenizer.json)"
+        return None
+
     def tokenizer_path(self) -> Path:
         """``--tokenizer``, else ``tokenizer.json`` next to PATH; a clear error if neither."""
         if self.tokenizer is not None:

@@ -4,10 +4,14 @@
     report.summary["images"] = 1281167
     report.add("data/train/n01/x.JPEG", "cannot decode image (truncated)")
     print(report.render())          # or json.dumps(report.to_json())
+
+The text lists ``MAX_PER_KIND`` problems of each kind, then how many more there are (one bad
+export can repeat one problem for every image); the JSON lists every one.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +19,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from recipes.core.errors import DataError, SkippedSampleWarning
+
+MAX_PER_KIND = 20  # problems of one kind printed; a broken export repeats one problem thousands of times
+KIND_PARTICULARS = re.compile(  # quoted names, [lists], paths, hex bytes, numbers, nan / inf
+    r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\S*/\S*|0x[0-9a-fA-F]+|[-+]?\d[\d.,e+-]*|\bnan\b|\binf\b")
 
 
 @dataclass
@@ -63,11 +71,30 @@ class Report:
         for key, value in self.summary.items():
             lines.extend(_render_value(key.ljust(width), value))
         if self.problems:
-            lines.append(f"\n{len(self.problems)} problem(s):")
-            lines.extend(f"  {problem}" for problem in self.problems)
+            lines.append(f"\n{len(self.problems):,} problem(s):")
+            lines.extend(capped(self.problems))
         else:
             lines.append("\nno problems found")
         return "\n".join(lines)
+
+
+def problem_kind(problem: Problem) -> str:
+    """The reason with its particulars (quoted names, numbers, lists, paths) blanked out:
+    "bbox [1, 2, 0, 4] has a non-positive width" and "bbox [5, 5, 0, 1] ..." are one kind."""
+    return KIND_PARTICULARS.sub("#", problem.reason)
+
+
+def capped(problems: list[Problem], most: int = MAX_PER_KIND) -> list[str]:
+    """The problems grouped by kind (first seen first), ``most`` of each, then how many more."""
+    kinds: dict[str, list[Problem]] = {}
+    for problem in problems:
+        kinds.setdefault(problem_kind(problem), []).append(problem)
+    lines = []
+    for members in kinds.values():
+        lines.extend(f"  {problem}" for problem in members[:most])
+        if len(members) > most:
+            lines.append(f"  ... and {len(members) - most:,} more of this kind (--json lists every one)")
+    return lines
 
 
 def parse_message(message: str, path: str) -> Problem:

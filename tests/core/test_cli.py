@@ -76,3 +76,50 @@ def test_python_dash_m_returns_the_check_exit_status(fixtures):
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert (hostile.returncode, clean.returncode) == (1, 0), hostile.stderr + clean.stderr
     assert "line 3: not valid UTF-8" in hostile.stdout and "no problems found" in clean.stdout
+
+
+# (domain, PATH under fixtures, options): every command that takes a dataset, every domain
+DATASETS = [
+    pytest.param("vision", "vision", [], id="images"),
+    pytest.param("text", "text/labeled.jsonl", ["--tokenizer", "text/tokenizer.json"], id="tokens"),
+    pytest.param("detection", "detection/instances.json", [], id="boxes"),
+    pytest.param("multimodal", "multimodal/manifest.jsonl", ["--tokenizer", "text/tokenizer.json"], id="captions"),
+]
+COMMANDS = {"bench": ["--seconds", "1", "--device", "cpu"], "check": [], "show": ["-o", "{tmp}/x.png"]}
+
+
+def _refused(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    return err
+
+
+def _argv(command, domain, path, options, fixtures, tmp_path):
+    options = [str(fixtures / o) if o.startswith("text/") else o for o in options]
+    extra = [o.format(tmp=tmp_path) for o in COMMANDS[command]]
+    return [command, domain, str(path), *options, *extra]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("domain, relative, options", DATASETS)
+def test_a_missing_dataset_is_one_line_and_exit_status_2(command, domain, relative, options, fixtures, tmp_path, capsys):
+    err = _refused(_argv(command, domain, tmp_path / "nowhere" / relative, options, fixtures, tmp_path), capsys)
+    assert f"recipes {command}: error: {tmp_path / 'nowhere' / relative} does not exist" in err
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("boxes", "captions")])
+def test_a_missing_image_root_is_one_line_and_exit_status_2(command, domain, relative, options, fixtures, tmp_path, capsys):
+    argv = _argv(command, domain, fixtures / relative, options, fixtures, tmp_path)
+    err = _refused([*argv, "--image-root", str(tmp_path / "nowhere")], capsys)
+    assert f"image root {tmp_path / 'nowhere'} does not exist" in err and "--image-root" in err
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("tokens", "captions")])
+def test_a_missing_tokenizer_is_one_line_and_exit_status_2(command, domain, relative, options, fixtures, tmp_path, capsys):
+    argv = _argv(command, domain, fixtures / relative, [], fixtures, tmp_path)
+    err = _refused([*argv, "--tokenizer", str(tmp_path / "tokenizer.json")], capsys)
+    assert f"tokenizer file {tmp_path / 'tokenizer.json'} does not exist" in err

@@ -77,3 +77,15 @@ def _train_tokenizer(tmp_path, lines):
                                   trainers.WordLevelTrainer(special_tokens=["[PAD]", "[UNK]"]))
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     return tmp_path / "tokenizer.json"
+
+
+def test_data_wait_is_measured_around_a_realistic_step_unless_told_otherwise(fixtures, capsys):
+    from recipes.__main__ import STEP_MS, build_parser
+
+    assert build_parser().parse_args(["bench", "text", "x"]).step_ms == STEP_MS == 50
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert "default 50: the order of one training step" in " ".join(capsys.readouterr().out.split())
+    out, _, _ = _bench(["text", fixtures / "text/labeled.jsonl", "--batch-size", 16, "--seconds", 1,
+                        "--max-workers", 0, "--device", "cpu", "--step-ms", 0], capsys)
+    assert "nearly 100% by construction with --step-ms 0" in out

@@ -218,3 +218,17 @@ def test_a_misspelled_key_is_named_and_an_image_info_file_is_clean(fixtures, tmp
     report = check(DataOptions("detection", info, **options), workers=1, progress=False)
     assert [(p.where, p.reason) for p in report.problems] == [(f"category {doc['categories'][0]['id']}", "has no 'name'")]
     assert report.summary["annotations"].startswith("0 (0 crowd)") and report.summary["decoded"] == "10 of 10 images"
+
+
+def test_repeated_problems_of_one_kind_are_capped_with_a_count(tmp_path, capsys):
+    rows = [{"body": f"no text {k}"} for k in range(1234)] + [{"text": "fine"}, "not an object"]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["check", "text", str(path)]) == 1
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if "no 'text' field" in line]
+    assert "1,235 problem(s):" in out and len(listed) == 20 and "line 1:" in listed[0]
+    assert "  ... and 1,214 more of this kind (--json lists every one)" in out
+    assert "line 1236:" in out  # the other kind is still listed
+    assert main(["check", "text", str(path), "--json"]) == 1
+    assert len(json.loads(capsys.readouterr().out)["problems"]) == 1235

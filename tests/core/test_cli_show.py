@@ -1,4 +1,5 @@
-"""`recipes show` writes a PNG of the expected size whose pixels are the batch: tiles, boxes, tokens."""
+"""`recipes show` writes a PNG a person can read: enlarged tiles, boxes with labels inside the image,
+captions and token rows as the tokenizer's decoder gives them, padding shaded."""
 
 import json
 
@@ -9,21 +10,16 @@ from PIL import Image
 from tokenizers import Tokenizer
 
 from recipes.__main__ import main
-from recipes.cli.show import (
-    COLUMNS,
-    HEATMAP_MARGIN,
-    LINE_HEIGHT,
-    PAD_COLOUR,
-    PADDING,
-    category_colour,
-    heatmap_cell,
-)
+from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, fit, place_labels, text_width, upscale_factor, wrap
+from recipes.cli.show import PADDING, category_colour, grid_columns
+from recipes.cli.token_rows import HEADER, MARGIN, PAD_COLOUR, layout_row, render_tokens, row_height
+from recipes.cli.token_text import SEPARATOR, caption_text, token_pieces
 
 
 def tile_origin(position, tile_size, count):
     """Top-left ``(x, y)`` of tile ``position`` in make_grid's grid of ``count`` tiles of ``(width, height)``."""
-    columns = min(COLUMNS, count)
     width, height = tile_size
+    columns = grid_columns(width, count)
     return PADDING + (position % columns) * (width + PADDING), PADDING + (position // columns) * (height + PADDING)
 
 
@@ -35,12 +31,30 @@ def _show(args, tmp_path, capsys):
         return np.array(picture.convert("RGB"))
 
 
-def test_image_grid_tiles_are_the_evaluation_images_in_order(fixtures, tmp_path, capsys):
+@pytest.fixture
+def bare_tokenizer(tokenizer):
+    """The fixture tokenizer without its decoder."""
+    bare = Tokenizer.from_str(tokenizer.to_str())
+    bare.decoder = None
+    return bare
+
+
+@pytest.mark.parametrize("side", [1, 7, 40, 64, 96, 150, 199, 200, 224, 640])
+def test_small_images_are_enlarged_to_the_readable_side_by_a_whole_factor(side):
+    factor = upscale_factor(side, max(1, side // 2))
+    assert side * factor >= READABLE_SIDE
+    assert factor == 1 or side * (factor - 1) < READABLE_SIDE  # the smallest factor that reaches it
+
+
+def test_image_grid_tiles_are_the_evaluation_images_in_order_enlarged(fixtures, tmp_path, capsys):
     from torchvision.transforms import v2
 
     picture = _show(["vision", fixtures / "vision", "--size", 40, "--batch-size", 6], tmp_path, capsys)
-    # 6 tiles of 40x40 in one row, each over one line of text, make_grid padding around all
-    assert picture.shape == (40 + LINE_HEIGHT + 2 * PADDING, 6 * (40 + PADDING) + PADDING, 3)
+    factor = upscale_factor(40, 40)
+    side = 40 * factor
+    assert side >= READABLE_SIDE
+    # 6 enlarged tiles in one row, each over one line of text, make_grid padding around all
+    assert picture.shape == (side + LINE_HEIGHT + 2 * PADDING, 6 * (side + PADDING) + PADDING, 3)
     files = sorted((fixtures / "vision" / "bird").iterdir())[:5] + [min((fixtures / "vision" / "cat").iterdir())]
     resize = v2.Compose([v2.Resize(round(40 * 256 / 224), antialias=True), v2.CenterCrop(40)])
     for position, file in enumerate(files):  # the oracle: PIL decode + the same v2 resize
@@ -48,8 +62,8 @@ def test_image_grid_tiles_are_the_evaluation_images_in_order(fixtures, tmp_path,
             continue  # PIL's convert("RGB") clips 16-bit to white; tests/core/test_images covers it
         with Image.open(file) as original:
             expected = resize(torch.from_numpy(np.array(original.convert("RGB"))).permute(2, 0, 1))
-        x, y = tile_origin(position, (40, 40 + LINE_HEIGHT), 6)
-        tile = torch.from_numpy(picture[y : y + 40, x : x + 40]).permute(2, 0, 1)
+        x, y = tile_origin(position, (side, side + LINE_HEIGHT), 6)
+        tile = torch.from_numpy(picture[y : y + side : factor, x : x + side : factor]).permute(2, 0, 1)
         assert (tile.int() - expected.int()).abs().float().mean() < 3, file.name
 
 
@@ -71,14 +85,17 @@ def _one_box_coco(tmp_path):
     return path, annotations
 
 
-def test_boxes_land_where_the_annotations_say(tmp_path, capsys):
+def test_boxes_land_where_the_annotations_say_on_the_enlarged_image(tmp_path, capsys):
     path, annotations = _one_box_coco(tmp_path)
     picture = _show(["detection", path], tmp_path, capsys)
-    assert picture.shape == (40 + LINE_HEIGHT + 2 * PADDING, 2 * (60 + PADDING) + PADDING, 3)
+    k = upscale_factor(40, 60)
+    width, height = 60 * k, 40 * k
+    assert height >= READABLE_SIDE or width >= READABLE_SIDE
+    assert picture.shape == (height + LINE_HEIGHT + 2 * PADDING, 2 * (width + PADDING) + PADDING, 3)
     grey = (128, 128, 128)
     for position, annotation in enumerate(annotations):
-        x0, y0 = tile_origin(position, (60, 40 + LINE_HEIGHT), 2)
-        x, y, w, h = annotation["bbox"]
+        x0, y0 = tile_origin(position, (width, height + LINE_HEIGHT), 2)
+        x, y, w, h = (k * v for v in annotation["bbox"])
         colour = category_colour(annotation["category_id"])
         middle = y + h // 2
         # left and right edges at mid height, bottom edge at mid width: the box colour
@@ -87,43 +104,110 @@ def test_boxes_land_where_the_annotations_say(tmp_path, capsys):
         assert tuple(picture[y0 + y + h, x0 + x + w // 2]) == colour
         # just outside the box, and at the mirrored position, the untouched grey image
         assert tuple(picture[y0 + middle, x0 + x - 2]) == grey
-        assert tuple(picture[y0 + middle, x0 + 60 - 1 - x]) == grey
+        assert tuple(picture[y0 + middle, x0 + width - 1 - x]) == grey
+        # the category name on a box of the category's colour, where place_labels put it
+        (label,) = place_labels([(x, y, x + w, y + h)], [["car", "dog"][position]], (width, height))
+        assert tuple(picture[y0 + label[1], x0 + label[0]]) == colour
 
 
-def test_caption_tiles_show_the_images_over_their_decoded_captions(fixtures, tmp_path, capsys):
+@pytest.mark.parametrize("box", [
+    (0, 0, 10, 10),            # top-left corner: no room above
+    (50, 30, 60, 40),          # bottom-right corner
+    (-20, -20, 90, 70),        # larger than the image
+    (58, 0, 60, 2),            # a sliver at the right edge
+], ids=["corner", "far-corner", "oversized", "sliver"])
+def test_every_label_lies_inside_the_image(box):
+    texts = ["a category name far wider than the image", "person", "x"]
+    for placed, text in zip(place_labels([box] * 3, texts, (60, 40)), texts):
+        x0, y0, x1, y1 = placed
+        assert 0 <= x0 < x1 <= 60 and 0 <= y0 < y1 <= 40, (placed, text)
+
+
+def test_labels_of_neighbouring_boxes_do_not_cover_each_other():
+    boxes = [(40, 60, 100, 120), (44, 64, 104, 124), (48, 68, 108, 128)]
+    placed = place_labels(boxes, ["person", "person", "person"], (300, 200))
+    for i, a in enumerate(placed):
+        for b in placed[i + 1 :]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), placed
+
+
+def test_words_are_cut_or_wrapped_to_the_width_never_past_it():
+    assert text_width(fit("a category name far wider than the image", 60)) <= 60
+    for line in wrap("supercalifragilisticexpialidocious and some shorter words after it", 80, 10):
+        assert text_width(line) <= 80 - 4, line
+    assert wrap("one two three four five six seven eight", 60, 2)[-1].endswith("…")
+
+
+def test_captions_and_token_rows_read_what_the_decoder_gives(tokenizer):
+    ids = tokenizer.encode("Ready but she and the café, during?").ids
+    assert caption_text(tokenizer, ids) == tokenizer.decode(ids, skip_special_tokens=True) == (
+        "Ready but she and the café, during?")
+    pieces = token_pieces(tokenizer, ids)
+    assert len(pieces) == len(ids) and "".join(pieces) == tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def test_a_tokenizer_without_a_decoder_shows_its_pieces_joined(bare_tokenizer):
+    ids = bare_tokenizer.encode("Ready but she").ids
+    pieces = [bare_tokenizer.id_to_token(i) for i in ids]
+    assert token_pieces(bare_tokenizer, ids) == pieces
+    assert caption_text(bare_tokenizer, ids) == SEPARATOR.join(pieces[1:-1])  # [CLS] and [SEP] left out
+
+
+def test_caption_tiles_show_the_enlarged_images_over_their_decoded_captions(fixtures, tmp_path, capsys):
     picture = _show(["multimodal", fixtures / "multimodal/manifest.jsonl", "--tokenizer",
                      fixtures / "text/tokenizer.json", "--size", 48, "--batch-size", 4], tmp_path, capsys)
-    assert picture.shape[1] == 4 * (48 + PADDING) + PADDING
-    lines = (picture.shape[0] - 2 * PADDING - 48) / LINE_HEIGHT
+    side = 48 * upscale_factor(48, 48)
+    assert picture.shape[1] == 4 * (side + PADDING) + PADDING
+    lines = (picture.shape[0] - 2 * PADDING - side) / LINE_HEIGHT
     assert lines == int(lines) and 1 <= lines <= 4
-    # the band under each image holds dark text pixels; the padding row between is white
+    # the band under each image holds dark text pixels
     for position in range(4):
-        x, y = tile_origin(position, (48, picture.shape[0] - 2 * PADDING), 4)
-        band = picture[y + 48 : y + 48 + LINE_HEIGHT, x : x + 48]
+        x, y = tile_origin(position, (side, picture.shape[0] - 2 * PADDING), 4)
+        band = picture[y + side : y + side + LINE_HEIGHT, x : x + side]
         assert (band.min(axis=2) < 100).any(), position
 
 
-def test_token_heatmap_marks_exactly_the_padded_positions(fixtures, tmp_path, capsys):
-    path, tokenizer = fixtures / "text/labeled.jsonl", fixtures / "text/tokenizer.json"
-    picture = _show(["text", path, "--batch-size", 5, "--max-length", 40], tmp_path, capsys)
-    encoder = Tokenizer.from_file(str(tokenizer))
+def test_token_rows_hold_the_decoded_tokens_and_shade_exactly_the_padded_rows(fixtures, tokenizer, tmp_path, capsys):
+    path = fixtures / "text/labeled.jsonl"
+    picture = _show(["text", path, "--batch-size", 5, "--max-length", 40, "--label-field", "label"], tmp_path, capsys)
     rows = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()[:5]]
-    lengths = [min(40, len(encoder.encode(text).ids)) for text in rows]  # evaluation: file order
-    longest = max(lengths)
-    width, height = heatmap_cell(longest)
-    assert picture.shape == (LINE_HEIGHT + 5 * height, HEATMAP_MARGIN + longest * width, 3)
-    def cell(row, k):  # the colour at the centre of token k of row
-        return tuple(picture[LINE_HEIGHT + row * height + height // 2, HEATMAP_MARGIN + k * width + width // 2])
+    encoded = [tokenizer.encode(text).ids[:40] for text in rows]  # evaluation: file order
+    longest = max(map(len, encoded))
+    top = HEADER
+    for ids in encoded:
+        chips = layout_row(tokenizer, ids, longest - len(ids))
+        tokens = [chip for chip in chips if chip.kind == "token"]
+        assert [chip.token_id for chip in tokens] == ids
+        assert "".join(chip.text for chip in tokens) == tokenizer.decode(ids, skip_special_tokens=False)
+        assert sum(chip.width for chip in chips if chip.kind == "pad") == 6 * (longest - len(ids))
+        band = picture[top : top + row_height(chips), MARGIN:]
+        shaded = (band == PAD_COLOUR).all(axis=2).any()
+        assert shaded == (len(ids) < longest)
+        assert (picture[top + 4 : top + LINE_HEIGHT, :MARGIN].min(axis=2) < 100).any()  # the label column
+        top += row_height(chips)
+    assert picture.shape[0] == top
 
-    for row, length in enumerate(lengths):
-        assert cell(row, length - 1) != PAD_COLOUR
-        if length < longest:
-            assert cell(row, length) == PAD_COLOUR and cell(row, longest - 1) == PAD_COLOUR
+
+def test_a_long_sample_ends_in_an_ellipsis_within_its_lines(tokenizer, bare_tokenizer):
+    ids = tokenizer.encode(" ".join(["interesting words"] * 200)).ids
+    for tok in (tokenizer, bare_tokenizer):
+        chips = layout_row(tok, ids, 0, width=400, max_lines=2)
+        assert chips[-1].kind == "more" and max(chip.line for chip in chips) == 1
+        assert all(chip.x + chip.width <= 400 for chip in chips)
+
+
+def test_the_token_picture_of_a_tokenizer_without_a_decoder_renders(fixtures, bare_tokenizer):
+    from recipes.text import TokenizedTextDataset, text_collate
+
+    dataset = TokenizedTextDataset(fixtures / "text/labeled.jsonl", bare_tokenizer)
+    picture = render_tokens(text_collate([dataset[i] for i in range(3)]), bare_tokenizer)
+    assert picture.width > MARGIN and picture.height > HEADER
 
 
 def test_a_training_batch_can_be_shown_too(fixtures, tmp_path, capsys):
     picture = _show(["vision", fixtures / "vision", "--size", 32, "--batch-size", 4, "--train"], tmp_path, capsys)
-    assert picture.shape == (32 + LINE_HEIGHT + 2 * PADDING, 4 * (32 + PADDING) + PADDING, 3)
+    side = 32 * upscale_factor(32, 32)
+    assert picture.shape == (side + LINE_HEIGHT + 2 * PADDING, 4 * (side + PADDING) + PADDING, 3)
 
 
 def test_bad_data_stops_show_with_a_message_naming_the_file(fixtures, tmp_path, capsys):

@@ -164,8 +164,9 @@ def test_tokenizer_has_specials_template_and_no_padding() -> None:
     ids = [tok.token_to_id(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]")]
     assert ids == [0, 1, 2, 3] and 600 <= tok.get_vocab_size() <= 1000
     assert tok.padding is None and tok.truncation is None
-    enc = tok.encode("the café")
-    assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]" and "café" in enc.tokens
+    enc = tok.encode("the café, too.")
+    assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]" and "▁café" in enc.tokens
+    assert tok.decode(enc.ids) == "the café, too."  # the decoder puts the spaces back
     assert tok.encode("a", "b").type_ids == [0, 0, 0, 1, 1]
 
 
