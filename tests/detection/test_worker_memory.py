@@ -22,11 +22,21 @@ from recipes.detection import CocoDataset, detection_loader
 
 if sys.argv[2] == "unfrozen":  # the counterfactual: workers not frozen
     recipes.core.loader.freeze_inherited_objects = lambda worker_id, then=None: None
-# A long run holds many full collections; this brings them into a short pass. Each full
+# A long run holds many full collections; this brings them into a short pass (a low threshold
+# alone does not: whether a full collection runs depends on the heap's history). Each full
 # collection writes to every object it visits, so what it visits is copied into the worker.
-gc.set_threshold(100, 5, 5)
+class CollectSometimes:
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, image, target):
+        self.count += 1
+        if self.count % 200 == 0:
+            gc.collect()
+        return image, target
+
 folder = Path(sys.argv[1])
-dataset = CocoDataset(folder / "images", folder / "instances.json")
+dataset = CocoDataset(folder / "images", folder / "instances.json", transforms=CollectSometimes())
 loader = detection_loader(dataset, 16, train=False, device="cpu", num_workers=2, multiprocessing_context="fork")
 iterator = iter(loader)
 workers = [psutil.Process(worker.pid) for worker in iterator._workers]

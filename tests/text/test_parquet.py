@@ -116,3 +116,17 @@ def test_parquet_stream_slots_read_every_row_once(tmp_path, tokenizer, rows, wor
             stream = StreamingTextDataset(source, tokenizer, rank=rank, world_size=world_size, shuffle_buffer=5, seed=1)
             seen += [item["index"] for item in stream]
         assert sorted(seen) == list(range(len(rows)))
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
+def test_a_parquet_stream_resumes_mid_epoch_exactly(tmp_path, tokenizer, rows, workers):
+    from recipes.text import streaming_loader
+    from tests.harness import check_resume_mid_epoch
+
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
+
+    def make():
+        stream = StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, label_field="label", shuffle_buffer=10, seed=1)
+        return streaming_loader(stream, 8, device="cpu", seed=1, stateful=True, num_workers=workers)
+
+    check_resume_mid_epoch(make)
