@@ -335,8 +335,9 @@ def device_decodable(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[int, in
         if marker == _JPEG_ADOBE or (marker == _JPEG_APP1 and data[start : start + 6] == b"Exif\x00\x00"):
             if marker == _JPEG_ADOBE or _turn(_ifd_orientation(data[start + 6 : end])) != 1:
                 return None
-        elif marker in _JPEG_FRAMES and (marker not in _DEVICE_FRAMES or data[start] != 8 or data[start + 5] not in (1, 3)):
-            return None
+        elif marker in _JPEG_FRAMES:
+            if marker not in _DEVICE_FRAMES or data[start] != 8 or data[start + 5] not in (1, 3):
+                return None
     if _orientation_needs_pil(data, "JPEG") or not _jpeg_has_end(data):
         return None
     return size[0], size[1]

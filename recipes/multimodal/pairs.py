@@ -247,7 +247,8 @@ def multimodal_loader(
     collate = functools.partial(multimodal_collate, pad_id=getattr(dataset, "pad_id", 0))
     if not isinstance(dataset, IterableDataset) or decode != "worker":
         return build_loader(
-            with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful, **overrides
+            with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
+            stateful=stateful, **overrides,
         )
     workers = overrides.pop("num_workers", None)
     if workers is None and hasattr(dataset, "max_workers"):

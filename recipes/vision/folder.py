@@ -129,7 +129,8 @@ class ImageFolderDataset(Dataset):
         ``self[index]`` would draw them, or, for a file the device cannot decode, ``self[index]``'s image."""
         path = self.path(index)
         try:
-            image = encode_image(read_file(path), path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size)
+            data = read_file(path)
+            image = encode_image(data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         return image, int(self.labels[index])

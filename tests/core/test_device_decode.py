@@ -87,7 +87,8 @@ def test_a_file_no_decoder_takes_raises_naming_it_or_is_dropped_from_every_field
     bad[len(bad) // 2 : len(bad) // 2 + 400] = b"\xff\xd0" * 200  # entropy data wrecked, header and end intact
     params = (0, 0, 40, 60, 8, 8, 0, 0, 8, 8, 0)
     for on_error in ("raise", "skip"):
-        items = [EncodedImage(good, params, "good.jpg", on_error), EncodedImage(bytes(bad), params, "bad.jpg", on_error)]
+        items = [EncodedImage(good, params, "good.jpg", on_error),
+                 EncodedImage(bytes(bad), params, "bad.jpg", on_error)]
         raw = (pack_images(items, caller="test", fix="-"), torch.tensor([10, 11]), ["a", "b"])
         try:
             batch = next(iter(DevicePrefetcher([raw], "cpu", normalize=False)))
@@ -111,7 +112,8 @@ def test_a_skipped_sample_leaves_the_labels_too(monkeypatch):
 
     monkeypatch.setattr(device_augment, "decode_jpegs", refuse_one)
     monkeypatch.setattr(device_augment, "decode_image", lambda data, source: refuse_one([], "cpu", [source]))
-    raw = {"pixel_values": pack_images(items, caller="test", fix="-"), "index": torch.tensor([0, 1, 2]), "key": ["x", "y", "z"]}
+    pixels = pack_images(items, caller="test", fix="-")
+    raw = {"pixel_values": pixels, "index": torch.tensor([0, 1, 2]), "key": ["x", "y", "z"]}
     with pytest.warns(SkippedSampleWarning, match="1.jpg"):
         batch = next(iter(DevicePrefetcher([raw], "cpu", normalize=False)))
     assert batch["index"].tolist() == [0, 2] and batch["key"] == ["x", "z"] and len(batch["pixel_values"]) == 2

@@ -1,6 +1,9 @@
 """decode="device" for image folders: on the CPU, the batches of decode="worker" for the same seed."""
 
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,7 +36,8 @@ def test_cpu_batches_equal_the_worker_path_with_fallbacks_in_the_same_batch(fixt
     # draft_size=None: a worker's reduced-scale JPEG decode is the one intended difference
     dataset = ImageFolderDataset(_folder(fixtures, tmp_path), PRESETS[preset](), draft_size=None)
     raw = list(vision_loader(dataset, 5, device="cpu", seed=3, decode="device", num_workers=0))
-    assert any(isinstance(images, EncodedBatch) and not images.on_device.all() for images, _ in raw)  # mixed batches ran
+    # batches mixing device and worker decoding ran
+    assert any(isinstance(images, EncodedBatch) and not images.on_device.all() for images, _ in raw)
     for epoch in range(2):
         worker, device = (_batches(dataset, decode, train=preset == "train") for decode in ("worker", "device"))
         assert len(worker) == len(device) > 0
@@ -47,7 +51,8 @@ def test_a_spawned_two_worker_loader_gives_the_same_batches(fixtures):
     spawned = vision_loader(dataset, 4, device="cpu", seed=1, decode="device", num_workers=2,
                             multiprocessing_context="spawn", persistent_workers=False)
     local = vision_loader(dataset, 4, device="cpu", seed=1, num_workers=0)
-    for (a, labels_a), (b, labels_b) in zip(DevicePrefetcher(spawned, "cpu"), DevicePrefetcher(local, "cpu"), strict=True):
+    pairs = zip(DevicePrefetcher(spawned, "cpu"), DevicePrefetcher(local, "cpu"), strict=True)
+    for (a, labels_a), (b, labels_b) in pairs:
         assert torch.equal(labels_a, labels_b) and torch.equal(a, b)
 
 
@@ -82,3 +87,14 @@ def test_cuda_batches_are_within_a_grey_level_of_the_cpu(fixtures, tmp_path, pre
     for (a, labels_a), (b, labels_b) in zip(cpu, cuda, strict=True):
         assert b.is_cuda and torch.equal(labels_a, labels_b.cpu())
         assert (b.cpu() - a).abs().mean() * 0.226 * 255 < 1.0  # normalised: one grey level is ~1/(0.226*255)
+
+
+@pytest.mark.slow
+def test_the_gpu_feed_benchmark_runs_its_cpu_smoke_run_and_exits_cleanly_without_cuda():
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_feed.py"
+    run = subprocess.run([sys.executable, str(script), "--device", "cpu", "--quick"], capture_output=True, text=True,
+                         timeout=300, check=True)
+    assert "(b) recipes decode='worker'" in run.stdout and "(c) recipes decode='device'" in run.stdout
+    if not torch.cuda.is_available():
+        bare = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+        assert "needs a CUDA GPU" in bare.stdout
