@@ -9,6 +9,10 @@ prefetcher copies batch k+1 on a side stream while the model works on batch k, t
 it there. On CPU it does the same conversion synchronously, once per batch, into new memory: a
 batch it has handed out is never written again, whatever the caller keeps of it.
 
+With ``decode="device"`` loaders, the raw batch holds encoded JPEGs and per-sample crop and flip
+parameters (:mod:`recipes.core.device_decode`); the prefetcher decodes and augments them on its
+device first (:mod:`recipes.core.device_augment`), on the side stream, then goes on as above.
+
 What counts as an image: a ``tv_tensors.Image`` of dtype uint8, or a plain uint8 tensor shaped
 ``[B, C, H, W]`` with C = len(mean). Masks (``tv_tensors.Mask``), token ids and labels are moved
 but not converted.
@@ -23,6 +27,7 @@ from typing import Any
 import torch
 from torchvision import tv_tensors
 
+from recipes.core.device_augment import decode_encoded
 from recipes.core.nested import map_tensors, tensors_in
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -179,6 +184,7 @@ class DevicePrefetcher:
         self.loader.load_state_dict(state)
 
     def _prepare(self, batch: Any) -> Any:
+        batch = decode_encoded(batch, self.device)  # decode="device": decode, crop, resize, flip here
         batch = to_device(batch, self.device)
         return normalize_images(batch, self.mean, self.std, self.dtype) if self.normalize else batch
 

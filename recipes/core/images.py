@@ -56,19 +56,23 @@ def read_image(
     A URL (``s3://``, ``https://``...) is fetched through :mod:`recipes.core.storage`, with
     ``storage_options`` for fsspec.
     """
+    data = read_file(path, storage_options)
+    return decode_image(
+        data, source=shown(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous
+    )
+
+
+def read_file(path: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> bytearray:
+    """The bytes of a file or URL, undecoded; a :class:`DataError` naming it if it cannot be read."""
     try:
         if is_url(path):
-            data = bytearray(read_bytes(path, storage_options))
-        else:
-            with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
-                data = bytearray(file.read())  # writable: torch.frombuffer needs no second copy
+            return bytearray(read_bytes(path, storage_options))
+        with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
+            return bytearray(file.read())  # writable: torch.frombuffer needs no second copy
     except OSError as error:
         raise DataError(f"{shown(path)}: cannot read file ({error.strerror or error})") from None
     except ValueError as error:  # a NUL byte, or a name the file system cannot encode
         raise DataError(f"{path!r}: cannot read file ({error})") from None
-    return decode_image(
-        data, source=shown(path), max_pixels=max_pixels, draft_size=draft_size, contiguous=contiguous
-    )
 
 
 def decode_image(
@@ -289,26 +293,71 @@ def _draft(image: Image.Image, size: tuple[int, int]) -> bool:
 
 
 def _decode_with_torchcodec(data: bytes, kind: str, source: str, device: str | torch.device = "cpu") -> torch.Tensor:
-    """Decode a JPEG or PNG with TorchCodec on ``device``: the one call site of the decoder.
+    """Decode a JPEG or PNG with TorchCodec on ``device``: the call site of the PNG decoder; JPEGs go
+    through :func:`decode_jpegs`, the call site of the JPEG decoder, single or batched.
 
     TorchCodec applies EXIF orientation, converts CMYK, palette, gray and alpha to RGB as PIL
     does, and refuses a cut file. On the CPU the result is a ``[3,H,W]`` view of ``[H,W,3]``
     memory (a turned view for EXIF 5-8). ``device="cuda"`` decodes a JPEG with nvJPEG.
     """
     encoded = torch.frombuffer(data if isinstance(data, bytearray) else bytearray(data), dtype=torch.uint8)
-    try:
-        if kind == "JPEG":
-            image = decoders.decode_jpeg(encoded, mode="RGB", device=device)
-        else:  # "auto" keeps 16 bits: libpng's own 8-bit scaling rounds instead of truncating
-            image = decoders.decode_png(encoded, mode="RGB", output_dtype="auto").to(device)  # CPU only
+    if kind == "JPEG":
+        return decode_jpegs([encoded], device, [source])[0]
+    try:  # "auto" keeps 16 bits: libpng's own 8-bit scaling rounds instead of truncating
+        image = decoders.decode_png(encoded, mode="RGB", output_dtype="auto").to(device)  # CPU only
     except (RuntimeError, ValueError) as error:
-        # "decode_rows, /path/DecodeJpeg.cpp:287, Image is incomplete or truncated." -> the reason
-        reason = re.sub(r"^\w+, \S+:\d+, ", "", str(error).strip().splitlines()[-1])
-        raise DataError(f"{source}: cannot decode image ({reason})") from None
+        raise DataError(f"{source}: cannot decode image ({_reason(error)})") from None
     if image.dtype == torch.uint16:
         # 16-bit PNG: keep the top 8 bits, the faithful 8-bit rendering of the same picture.
         image = (image.to(torch.int32) >> 8).to(torch.uint8)
     return image
+
+
+# What a batched device decode (nvJPEG) is given: 8-bit baseline or extended Huffman JPEGs, gray
+# or YCbCr. Progressive (C2), arithmetic-coded, 12-bit and CMYK/Adobe files decode in the worker.
+_DEVICE_FRAMES = (0xC0, 0xC1)
+_JPEG_ADOBE = 0xEE
+
+
+def device_decodable(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[int, int] | None:
+    """``(width, height)`` if :func:`decode_jpegs` on any device gives exactly what
+    :func:`decode_image` gives for these bytes, else None (the worker decodes them).
+
+    From the header alone (a few microseconds): a whole 8-bit baseline JPEG with 1 or 3
+    components, no Adobe colour transform, no EXIF turn (nor metadata TorchCodec and PIL read
+    differently), within ``max_pixels``. Everything else, including every file that
+    :func:`decode_image` would refuse, goes back to it, so errors stay the worker's.
+    """
+    size = header_size(data)
+    if size is None or size[2] != "JPEG" or not 0 < size[0] * size[1] <= max_pixels:
+        return None
+    for marker, start, end in _jpeg_segments(data):
+        if marker == _JPEG_ADOBE or (marker == _JPEG_APP1 and data[start : start + 6] == b"Exif\x00\x00"):
+            if marker == _JPEG_ADOBE or _turn(_ifd_orientation(data[start + 6 : end])) != 1:
+                return None
+        elif marker in _JPEG_FRAMES:
+            if marker not in _DEVICE_FRAMES or data[start] != 8 or data[start + 5] not in (1, 3):
+                return None
+    if _orientation_needs_pil(data, "JPEG") or not _jpeg_has_end(data):
+        return None
+    return size[0], size[1]
+
+
+def decode_jpegs(encoded: list[torch.Tensor], device: str | torch.device, sources: list[str]) -> list[torch.Tensor]:
+    """Decode JPEGs (1-D uint8 CPU tensors) into ``uint8 [3,H,W]`` RGB on ``device``, in one call.
+
+    On CUDA that is one batched nvJPEG call. For files :func:`device_decodable` accepts, the CPU
+    result equals :func:`decode_image`'s. A failure raises :class:`DataError` naming ``sources``.
+    """
+    try:
+        return decoders.decode_jpeg(encoded, mode="RGB", device=device)
+    except (RuntimeError, ValueError) as error:
+        raise DataError(f"{', '.join(sources)}: cannot decode image ({_reason(error)})") from None
+
+
+def _reason(error: Exception) -> str:
+    """"decode_rows, /path/DecodeJpeg.cpp:287, Image is incomplete or truncated." -> the reason."""
+    return re.sub(r"^\w+, \S+:\d+, ", "", str(error).strip().splitlines()[-1])
 
 
 def _decode_with_pil(image: Image.Image, source: str) -> torch.Tensor:

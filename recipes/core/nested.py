@@ -20,7 +20,12 @@ import torch
 
 def map_tensors(batch: Any, function: Callable[[torch.Tensor], Any]) -> Any:
     """``batch`` rebuilt with ``function(tensor)`` in place of every tensor; other leaves kept."""
-    return _walk(batch, "", lambda _, leaf: function(leaf) if isinstance(leaf, torch.Tensor) else leaf)
+    return map_leaves(batch, lambda leaf: function(leaf) if isinstance(leaf, torch.Tensor) else leaf)
+
+
+def map_leaves(batch: Any, function: Callable[[Any], Any]) -> Any:
+    """``batch`` rebuilt with ``function(leaf)`` in place of every leaf, tensor or not."""
+    return _walk(batch, "", lambda _, leaf: function(leaf))
 
 
 def tensors_in(batch: Any) -> list[torch.Tensor]:

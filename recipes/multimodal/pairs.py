@@ -42,10 +42,10 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.arrays import StringArray
-from recipes.core.batching import stack_images
 from recipes.core.caption_files import read_caption_manifest
+from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.images import decode_image, read_image
+from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.parquet_captions import index_caption_parquet
 from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet, parquet_entries
@@ -138,6 +138,12 @@ class ImageTextDataset(Dataset):
         return f"{self._sources[self._source_of[row]]} {self._key_name} {self._keys[row]}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
+        return self.encoded_item(index, None)
+
+    def encoded_item(self, index: int, plan: ImagePlan | None) -> dict[str, Any] | None:
+        """``self[index]``; with a ``plan`` (``decode="device"``), ``"image"`` is the file's bytes and
+        crop/flip parameters drawn as ``self[index]`` draws them (an :class:`EncodedImage`), or, for a
+        file the device cannot decode, ``self[index]``'s image."""
         if self.captions == "all":
             caption = index
             row = int(self.caption_image[index])
@@ -149,19 +155,23 @@ class ImageTextDataset(Dataset):
                 # torch's global generator: under the loader it is seeded by (seed, epoch, index)
                 caption = first + int(torch.randint(stop - first, ()))
         try:
-            # With a transform, keep the decoder's channels-last layout: no copy, and an
-            # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
             data = self.blobs[row] if self.blobs is not None else None
             if data:  # embedded in Parquet
-                image = decode_image(data, source="embedded image", contiguous=self.transform is None)
+                source = "embedded image"
             elif self.image_root is None:
                 raise DataError(f"image {self.images[row]!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
             else:
                 path = resolve_under(self.image_root, self.images[row])
-                image = read_image(path, contiguous=self.transform is None, storage_options=self.storage_options)
+                data, source = read_file(path, self.storage_options), shown(path)
+            if plan is not None:
+                image = encode_image(bytearray(data), source, plan, self.transform, on_error=self.on_error)
+            else:
+                # With a transform, keep the decoder's channels-last layout: no copy, and an
+                # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
+                image = decode_image(data, source=source, contiguous=self.transform is None)
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
-        if self.transform is not None:
+        if plan is None and self.transform is not None:
             image = self.transform(image)
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 
@@ -189,7 +199,7 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
     batch = drop_skipped(batch)
     input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
     out = {
-        "pixel_values": stack_images(
+        "pixel_values": pack_images(
             [item["image"] for item in batch],
             caller="multimodal_collate",
             fix="add a resize + crop transform, e.g. transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)])",
@@ -213,6 +223,7 @@ def multimodal_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
+    decode: str = "worker",
     **overrides: Any,
 ) -> DataLoader:
     """A DataLoader preset for :class:`ImageTextDataset` (or :class:`ImageTextShards`).
@@ -225,11 +236,19 @@ def multimodal_loader(
     workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
     ``dataset.pad_id``.
+
+    ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):
+    workers ship each JPEG's bytes and its crop and flip drawn from the sample's seed;
+    ``DevicePrefetcher`` decodes and augments the batch on its device, and on the CPU gives the
+    batches of ``decode="worker"``; files it cannot take (PNG, CMYK, progressive, EXIF-turned) are
+    decoded in the worker, in the same batch (recipes.core.device_decode). Iterate it through the
+    prefetcher: the raw batches hold encoded bytes.
     """
     collate = functools.partial(multimodal_collate, pad_id=getattr(dataset, "pad_id", 0))
-    if not isinstance(dataset, IterableDataset):
+    if not isinstance(dataset, IterableDataset) or decode != "worker":
         return build_loader(
-            dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful, **overrides
+            with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
+            stateful=stateful, **overrides,
         )
     workers = overrides.pop("num_workers", None)
     if workers is None and hasattr(dataset, "max_workers"):

@@ -37,9 +37,9 @@ from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
-from recipes.core.batching import stack_images
+from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.images import read_image
+from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
 
 
@@ -124,6 +124,17 @@ class ImageFolderDataset(Dataset):
             image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
         return image, int(self.labels[index])
 
+    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, int] | None:
+        """``decode="device"``'s item: the file's bytes and crop/flip parameters drawn as
+        ``self[index]`` would draw them, or, for a file the device cannot decode, ``self[index]``'s image."""
+        path = self.path(index)
+        try:
+            data = read_file(path)
+            image = encode_image(data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size)
+        except DataError as error:
+            return skip_or_raise(error, self.on_error)
+        return image, int(self.labels[index])
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}({self.root!r}, {len(self)} images, {len(self.classes)} classes, "
@@ -181,18 +192,19 @@ def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[li
     return classes, relative, labels
 
 
-def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor, torch.Tensor]:
+def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:
     """Stack ``(image, label)`` samples: ``(uint8 [B,3,H,W], int64 [B])``.
 
     Images are copied once into a batch tensor allocated up front (timm's ``fast_collate``),
     in shared memory inside a worker so the trip to the main process copies nothing more.
     Skipped samples (``None``) are dropped; if all were, the batch is empty (B = 0).
+    With ``decode="device"`` the images are an :class:`EncodedBatch` for ``DevicePrefetcher``.
 
     Raises:
         ValueError: images of different sizes or dtypes; the message says which and the fix.
     """
     samples = drop_skipped(batch)
-    images = stack_images(
+    images = pack_images(
         [image for image, _ in samples],
         caller="image_collate",
         fix="add a resize/crop transform to the dataset (train_transform(224) or eval_transform(224))",
@@ -209,10 +221,18 @@ def vision_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
+    decode: str = "worker",
     **overrides: Any,
 ) -> DataLoader:
     """The DataLoader preset for :class:`ImageFolderDataset`: :func:`recipes.core.loader.build_loader`
     with :func:`image_collate`.
+
+    ``decode="device"`` (``train_transform``/``eval_transform`` datasets): workers ship each JPEG's
+    bytes and its crop box and flip, drawn from the sample's seed as the worker path draws them;
+    ``DevicePrefetcher(loader, device)`` decodes (nvJPEG on CUDA), crops, resizes, flips and
+    normalises the batch there, and on the CPU gives the batches of ``decode="worker"``. Files it
+    cannot take (PNG, CMYK, progressive, EXIF-turned) are decoded in the worker, in the same batch.
+    Iterate it through the prefetcher: the raw batches hold encoded bytes (recipes.core.device_decode).
 
     Training shuffles every epoch and drops the last incomplete batch; evaluation keeps dataset
     order and every sample. Batches are split across the ranks of an initialised process group,
@@ -222,5 +242,6 @@ def vision_loader(
     Normalise on the device: ``DevicePrefetcher(loader, device)``.
     """
     return build_loader(
-        dataset, image_collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful, **overrides
+        with_decode(dataset, decode), image_collate, batch_size=batch_size, train=train, device=device, seed=seed,
+        stateful=stateful, **overrides,
     )

@@ -55,13 +55,17 @@ class RandomResizedCrop(v2.RandomResizedCrop):
     def forward(self, *inputs: Any) -> Any:
         if _lone_image(inputs):  # v2's sample bookkeeping would decide nothing here
             image = inputs[0]
-            return self.transform(image, self._draw_box(*image.shape[-2:]))
+            return self.transform(image, self.draw_box(*image.shape[-2:]))
         return super().forward(*inputs)
 
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
-        return self._draw_box(*v2.query_size(flat_inputs))
+        return self.draw_box(*v2.query_size(flat_inputs))
 
-    def _draw_box(self, height: int, width: int) -> dict[str, int]:
+    def draw_box(self, height: int, width: int) -> dict[str, int]:
+        """The crop box for a ``height x width`` image: ``top``, ``left``, ``height``, ``width`` (v2's rule).
+
+        Public so that ``decode="device"`` draws exactly the box this transform would (recipes.core.device_decode).
+        """
         area = height * width
         log_low, log_high = math.log(self.ratio[0]), math.log(self.ratio[1])
         for _ in range(10):

@@ -1,0 +1,142 @@
+"""``decode="device"``, the device side: decode, crop, resize and flip a batch where it will be used.
+
+    pixels, keep = decode_batch(encoded_batch, "cuda")   # uint8 [B,3,H,W], channels-last, on the GPU
+
+:class:`recipes.core.device.DevicePrefetcher` calls :func:`decode_encoded` on every raw batch,
+on its side stream, before it normalises: the result is the uint8 batch the worker path's
+collate would have made, now on the device, so normalisation, dtypes and layouts are the same.
+
+Per sample, in the worker path's order: the crop box (a view), an antialiased bilinear resize,
+the crop after it (a view), the flip. On the CPU the resize is torch's uint8 kernel, the one
+the worker path runs, so batches equal ``decode="worker"`` exactly. CUDA has no uint8
+antialiased kernel: the crop is resized in float32 and rounded, as torchvision's own
+``v2.Resize`` does on a CUDA tensor (within one grey level of the CPU's fixed-point kernel).
+The parameters are host tensors read with ``tolist()``: nothing waits on the device per sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from recipes.core.device_decode import EncodedBatch
+from recipes.core.errors import DataError, skip_or_raise
+from recipes.core.images import decode_image, decode_jpegs
+from recipes.core.nested import leaves, map_leaves
+
+
+def decode_encoded(batch: Any, device: str | torch.device) -> Any:
+    """``batch`` with every :class:`EncodedBatch` replaced by its decoded uint8 images on ``device``.
+
+    Samples dropped under ``on_error="skip"`` (a file the header passed but no decoder takes)
+    leave every per-sample field of the batch: each tensor or list as long as the batch.
+    """
+    if not any(isinstance(leaf, EncodedBatch) for _, leaf in leaves(batch)):
+        return batch
+    kept: list[list[bool]] = []
+
+    def decode(leaf: Any) -> Any:
+        if not isinstance(leaf, EncodedBatch):
+            return leaf
+        pixels, keep = decode_batch(leaf, device)
+        kept.append(keep)
+        return pixels
+
+    size = next(len(leaf) for _, leaf in leaves(batch) if isinstance(leaf, EncodedBatch))
+    batch = map_leaves(batch, decode)
+    keep = [all(flags) for flags in zip(*kept)]
+    if all(keep):
+        return batch
+    return _rows(batch, torch.tensor(keep), size)
+
+
+def _rows(batch: Any, keep: torch.Tensor, size: int) -> Any:
+    """``batch`` with only the kept rows of each per-sample field: a tensor or a list ``size`` long."""
+    if isinstance(batch, torch.Tensor):
+        return batch[keep.to(batch.device)] if batch.ndim and len(batch) == size else batch
+    if isinstance(batch, list) and len(batch) == size:
+        return [item for item, kept in zip(batch, keep.tolist()) if kept]
+    if isinstance(batch, dict):
+        return {key: _rows(value, keep, size) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        fields = [_rows(value, keep, size) for value in batch]
+        return type(batch)(*fields) if hasattr(batch, "_fields") else type(batch)(fields)
+    return batch
+
+
+def decode_batch(batch: EncodedBatch, device: str | torch.device) -> tuple[torch.Tensor, list[bool]]:
+    """Decode and augment one :class:`EncodedBatch` on ``device``.
+
+    Returns:
+        uint8 [B',3,H,W] (channels-last memory) of the samples kept, and one flag per sample:
+        False for one dropped under ``on_error="skip"``.
+    """
+    device = torch.device(device)
+    params = batch.params.tolist()
+    images = _decode_all(batch, device)
+    on_device = batch.on_device.tolist()
+    height, width = (params[0][8:10]) if params else batch.decoded.shape[-2:]
+    out = torch.empty((len(on_device), 3, height, width), dtype=torch.uint8, device=device)
+    out = out.contiguous(memory_format=torch.channels_last)
+    decoded = batch.decoded.to(device, non_blocking=batch.decoded.is_pinned())
+    keep, encoded, worker = [], iter(zip(images, params)), iter(decoded)
+    for row, from_device in enumerate(on_device):
+        if not from_device:
+            out[row].copy_(next(worker))
+            keep.append(True)
+            continue
+        image, sample = next(encoded)
+        keep.append(image is not None)
+        if image is not None:
+            out[row].copy_(augment(image, sample))
+    return (out if all(keep) else out[torch.tensor(keep, device=device)]), keep
+
+
+def augment(image: torch.Tensor, params: list[int]) -> torch.Tensor:
+    """One decoded ``uint8 [3,H,W]`` image through its 11 parameters (crop, resize, crop, flip)."""
+    top, left, height, width, new_height, new_width, top2, left2, height2, width2, flip = params
+    image = image[:, top : top + height, left : left + width]
+    if (new_height, new_width) != (height, width):
+        image = resize(image, (new_height, new_width))
+    image = image[:, top2 : top2 + height2, left2 : left2 + width2]
+    return image.flip(-1) if flip else image
+
+
+def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None = None) -> torch.Tensor:
+    """Antialiased bilinear resize of a uint8 ``[3,H,W]`` image: torch's uint8 kernel on the CPU
+    (the worker path's), float32 and rounding elsewhere (or wherever ``in_float`` asks)."""
+    if in_float is None:
+        in_float = image.device.type != "cpu"
+    # dense [H,W,3] memory: the uint8 kernel's fast path, and one read of the crop on a GPU
+    dense = image.permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
+    if not in_float:
+        return F.interpolate(dense, size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+    out = F.interpolate(dense.float(), size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+    return out.round_().clamp_(0, 255).to(torch.uint8)
+
+
+def _decode_all(batch: EncodedBatch, device: torch.device) -> list[torch.Tensor | None]:
+    """Every encoded file of ``batch`` decoded on ``device``: one batched call, and only if that
+    fails, one call a file, then the CPU decoder; None for a file none takes (after the policy)."""
+    offsets = batch.offsets.tolist()
+    encoded = [batch.data[start:stop] for start, stop in zip(offsets, offsets[1:])]
+    if not encoded:
+        return []
+    try:
+        return decode_jpegs(encoded, device, list(batch.sources))
+    except DataError:
+        pass
+    images: list[torch.Tensor | None] = []
+    for data, source in zip(encoded, batch.sources):
+        try:
+            images.append(decode_jpegs([data], device, [source])[0])
+            continue
+        except DataError:
+            pass
+        try:  # the worker path's decoder, on the CPU
+            images.append(decode_image(bytearray(data.numpy().tobytes()), source=source).to(device))
+        except DataError as error:
+            images.append(skip_or_raise(error, batch.on_error))
+    return images

@@ -1,0 +1,136 @@
+"""decode="device" machinery: header triage, parameter plans, packing, batch decode (CPU here; CUDA marked gpu)."""
+
+import io
+import pickle
+
+import pytest
+import torch
+from torchvision.transforms import v2
+
+from recipes.core.device import DevicePrefetcher
+from recipes.core.device_augment import decode_batch, resize
+from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, centre_box, pack_images, resized_size
+from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.images import decode_image, device_decodable, read_file
+from tests.photos import photo
+
+
+def _jpeg(size=(60, 40), seed=0, **options) -> bytes:
+    out = io.BytesIO()
+    photo(*size, seed=seed).save(out, format="JPEG", quality=90, **options)
+    return out.getvalue()
+
+
+def test_only_plain_jpegs_go_to_the_device(fixtures):
+    found = {path.name: device_decodable(read_file(path)) for path in (fixtures / "vision").rglob("*.*")}
+    assert found["rgb.jpg"] == (96, 64) or found["rgb.jpg"] is not None
+    assert found["gray.jpg"] == (100, 70)
+    for name in ("cmyk.jpg", "exif_rot6.jpg", "rgb.png", "gray16.png", "palette.png", "rgba.png", "notes.txt"):
+        assert found[name] is None, name
+    assert device_decodable(_jpeg(progressive=True)) is None
+    assert device_decodable(_jpeg()) == (60, 40)
+    assert device_decodable(_jpeg()[:-200]) is None  # cut: the worker's decoder says why
+    assert device_decodable(_jpeg(), max_pixels=100) is None  # a bomb: the worker refuses it
+
+
+def test_resized_size_and_centre_box_follow_v2_resize_and_center_crop():
+    for height, width in [(40, 60), (61, 40), (33, 33), (100, 7)]:
+        for size, max_size in [([32], None), ([20], 30), ([9, 13], None)]:
+            out = v2.Resize(size, max_size=max_size)(torch.zeros(3, height, width, dtype=torch.uint8))
+            assert resized_size(height, width, size, max_size) == tuple(out.shape[-2:])
+        image = torch.arange(height * width).view(1, height, width)
+        top, left, h, w = centre_box(height, width, 7, 6)
+        assert torch.equal(image[:, top : top + h, left : left + w], v2.CenterCrop((7, 6))(image))
+    assert centre_box(5, 5, 6, 5) is None  # v2 would pad
+
+
+def test_unsupported_transforms_are_refused_with_the_choices():
+    for transform in (None, v2.ColorJitter(0.1), v2.RandomResizedCrop(8), v2.Compose([v2.CenterCrop(8), v2.Resize(8)]),
+                      v2.Resize(8, interpolation=v2.InterpolationMode.NEAREST)):
+        with pytest.raises(ValueError, match="decode='device' supports"):
+            ImagePlan(transform)
+
+
+def _encoded(data: bytes, params, source="a.jpg") -> EncodedImage:
+    return EncodedImage(data, tuple(params), source)
+
+
+def test_a_batch_of_both_kinds_keeps_its_order_pickles_and_pins_only_pixels():
+    worker = torch.full((3, 8, 8), 7, dtype=torch.uint8)
+    first = _encoded(_jpeg(seed=1), (0, 0, 40, 60, 8, 8, 0, 0, 8, 8, 0))
+    second = _encoded(_jpeg(seed=2), (5, 10, 20, 30, 16, 16, 4, 4, 8, 8, 1))
+    batch = pack_images([first, worker, second], caller="test", fix="resize")
+    assert isinstance(batch, EncodedBatch) and len(batch) == 3 and batch.on_device.tolist() == [True, False, True]
+    assert batch.offsets.tolist() == [0, len(first.data), len(first.data) + len(second.data)]
+    again = pickle.loads(pickle.dumps(batch))
+    pixels, keep = decode_batch(again, "cpu")
+    assert keep == [True] * 3 and pixels.shape == (3, 3, 8, 8) and torch.equal(pixels[1], worker)
+    decoded = decode_image(bytearray(second.data))
+    expected = resize(decoded[:, 5:25, 10:40], (16, 16))[:, 4:12, 4:12].flip(-1)
+    assert torch.equal(pixels[2], expected)
+    with pytest.raises(ValueError, match="test: images of sizes"):
+        pack_images([first, torch.zeros(3, 9, 9, dtype=torch.uint8)], caller="test", fix="resize")
+    assert pack_images([worker, worker], caller="test", fix="resize").shape == (2, 3, 8, 8)  # no bytes: a plain stack
+
+
+def test_the_float_resize_is_within_one_grey_level_of_the_uint8_kernel():
+    # the arithmetic CUDA uses (no uint8 antialiased kernel there), checked on the CPU
+    image = decode_image(bytearray(_jpeg((97, 71), seed=3)))
+    for size in [(32, 32), (50, 20), (96, 70)]:
+        exact, float_path = resize(image, size), resize(image, size, in_float=True)
+        assert (exact.int() - float_path.int()).abs().max() <= 1
+
+
+def test_a_file_no_decoder_takes_raises_naming_it_or_is_dropped_from_every_field():
+    good = _jpeg(seed=4)
+    bad = bytearray(good)
+    bad[len(bad) // 2 : len(bad) // 2 + 400] = b"\xff\xd0" * 200  # entropy data wrecked, header and end intact
+    params = (0, 0, 40, 60, 8, 8, 0, 0, 8, 8, 0)
+    for on_error in ("raise", "skip"):
+        items = [EncodedImage(good, params, "good.jpg", on_error),
+                 EncodedImage(bytes(bad), params, "bad.jpg", on_error)]
+        raw = (pack_images(items, caller="test", fix="-"), torch.tensor([10, 11]), ["a", "b"])
+        try:
+            batch = next(iter(DevicePrefetcher([raw], "cpu", normalize=False)))
+        except DataError as error:
+            assert on_error == "raise" and "bad.jpg" in str(error)
+            continue
+        # libjpeg may accept the wreck (it fills what it cannot read); then nothing is dropped
+        assert len(batch[0]) == len(batch[1]) == len(batch[2])
+
+
+def test_a_skipped_sample_leaves_the_labels_too(monkeypatch):
+    from recipes.core import device_augment
+
+    params = (0, 0, 40, 60, 8, 8, 0, 0, 8, 8, 0)
+    items = [EncodedImage(_jpeg(seed=s), params, f"{s}.jpg", "skip") for s in range(3)]
+
+    def refuse_one(encoded, device, sources):
+        if "1.jpg" in sources:
+            raise DataError(f"{', '.join(sources)}: cannot decode image (test)")
+        return [decode_image(bytearray(data.numpy().tobytes())) for data in encoded]
+
+    monkeypatch.setattr(device_augment, "decode_jpegs", refuse_one)
+    monkeypatch.setattr(device_augment, "decode_image", lambda data, source: refuse_one([], "cpu", [source]))
+    pixels = pack_images(items, caller="test", fix="-")
+    raw = {"pixel_values": pixels, "index": torch.tensor([0, 1, 2]), "key": ["x", "y", "z"]}
+    with pytest.warns(SkippedSampleWarning, match="1.jpg"):
+        batch = next(iter(DevicePrefetcher([raw], "cpu", normalize=False)))
+    assert batch["index"].tolist() == [0, 2] and batch["key"] == ["x", "z"] and len(batch["pixel_values"]) == 2
+
+
+@pytest.mark.gpu
+def test_cuda_decode_and_augment_is_near_the_cpu_and_never_waits_on_the_device():
+    params = [(0, 0, 40, 60, 24, 24, 0, 0, 24, 24, 0), (3, 7, 30, 41, 48, 32, 8, 4, 24, 24, 1)]
+    items = [_encoded(_jpeg(seed=s), p) for s, p in enumerate(params)] + [torch.zeros(3, 24, 24, dtype=torch.uint8)]
+    batch = pack_images(items, caller="test", fix="-").pin_memory()
+    cpu, _ = decode_batch(batch, "cpu")
+    decode_batch(batch, "cuda")  # warm-up: nvJPEG handles and kernels
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        cuda, keep = decode_batch(batch, "cuda")
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert keep == [True] * 3 and cuda.is_cuda
+    assert (cuda.cpu().float() - cpu.float()).abs().mean() < 1.0  # nvJPEG's IDCT and float resize: ~1 grey level

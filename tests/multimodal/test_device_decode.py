@@ -1,0 +1,68 @@
+"""decode="device" for image-caption pairs: on the CPU, the batches of decode="worker" for the same seed."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from torchvision.transforms import v2
+
+from recipes.core import DevicePrefetcher
+from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_loader
+from tests.photos import photo
+
+TRANSFORMS = {
+    "train": lambda: v2.Compose([v2.Resize(40), v2.CenterCrop(32), v2.RandomHorizontalFlip()]),
+    "eval": lambda: v2.Compose([v2.Resize(32), v2.CenterCrop(32)]),
+}
+
+
+def _manifest(fixtures, tmp_path):
+    """The pairs' JPEGs plus PNG, gray, 16-bit, palette, CMYK, EXIF-turned and progressive files, two captions each."""
+    images = tmp_path / "images"
+    shutil.copytree(fixtures / "multimodal" / "images", images)
+    for path in sorted((fixtures / "vision").rglob("*.*")):
+        if path.suffix.lower() in (".png", ".jpg"):
+            shutil.copy(path, images / f"{path.parent.name}_{path.name}")
+    photo(70, 50, seed=0).save(images / "progressive.jpg", quality=90, progressive=True)
+    rows = [{"image": f"images/{p.name}", "captions": [f"a {p.stem} picture", "another caption"]}
+            for p in sorted(images.iterdir())]
+    manifest = tmp_path / "pairs.jsonl"
+    manifest.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return manifest
+
+
+@pytest.mark.parametrize("kind", list(TRANSFORMS))
+def test_cpu_batches_equal_the_worker_path_captions_and_pixels(fixtures, tokenizer, tmp_path, kind):
+    dataset = ImageTextDataset(_manifest(fixtures, tmp_path), tokenizer, transform=TRANSFORMS[kind]())
+    batches = {
+        decode: list(DevicePrefetcher(
+            multimodal_loader(dataset, 6, train=kind == "train", device="cpu", seed=5, decode=decode, num_workers=0),
+            "cpu", mean=CLIP_MEAN, std=CLIP_STD))
+        for decode in ("worker", "device")
+    }
+    assert len(batches["worker"]) == len(batches["device"]) > 1
+    for a, b in zip(batches["worker"], batches["device"]):
+        assert a.keys() == b.keys()
+        for key in ("input_ids", "attention_mask", "lengths", "index"):
+            assert torch.equal(a[key], b[key]), key
+        torch.testing.assert_close(b["pixel_values"], a["pixel_values"], rtol=0, atol=1e-6)
+
+
+def test_shards_are_refused_with_a_reason(fixtures, tokenizer, tmp_path):
+    from recipes.multimodal import ImageTextShards, write_shards
+
+    write_shards(fixtures / "multimodal" / "captions.json", tmp_path, samples_per_shard=4)
+    shards = ImageTextShards(str(tmp_path / "shard-{000000..000001}.tar"), tokenizer, transform=TRANSFORMS["eval"]())
+    with pytest.raises(ValueError, match="map-style"):
+        multimodal_loader(shards, 2, device="cpu", decode="device")
+
+
+@pytest.mark.gpu
+def test_cuda_pairs_are_within_a_grey_level_of_the_cpu(fixtures, tokenizer, tmp_path):
+    dataset = ImageTextDataset(_manifest(fixtures, tmp_path), tokenizer, transform=TRANSFORMS["train"]())
+    runs = [list(DevicePrefetcher(multimodal_loader(dataset, 6, device=device, seed=5, decode="device", num_workers=0),
+                                  device)) for device in ("cpu", "cuda")]
+    for a, b in zip(*runs, strict=True):
+        assert torch.equal(a["input_ids"], b["input_ids"].cpu())
+        assert (b["pixel_values"].cpu() - a["pixel_values"]).abs().mean() * 0.226 * 255 < 1.0

@@ -1,0 +1,100 @@
+"""decode="device" for image folders: on the CPU, the batches of decode="worker" for the same seed."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from recipes.core import DevicePrefetcher
+from recipes.core.device_decode import EncodedBatch
+from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
+from tests.photos import photo
+
+PRESETS = {"train": lambda: train_transform(24), "eval": lambda: eval_transform(24, resize_size=28)}
+
+
+def _folder(fixtures, tmp_path):
+    """The fixture folder (JPEG, PNG, gray, 16-bit, palette, RGBA, CMYK, EXIF-turned) plus progressive JPEGs."""
+    root = tmp_path / "images"
+    shutil.copytree(fixtures / "vision", root)
+    for seed in range(2):
+        photo(70, 50, seed=seed).save(root / "bird" / f"progressive_{seed}.jpg", quality=90, progressive=True)
+    return root
+
+
+def _batches(dataset, decode, device="cpu", train=True, **overrides):
+    loader = vision_loader(dataset, 5, train=train, device=device, seed=3, decode=decode, num_workers=0, **overrides)
+    return list(DevicePrefetcher(loader, device))
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_cpu_batches_equal_the_worker_path_with_fallbacks_in_the_same_batch(fixtures, tmp_path, preset):
+    # draft_size=None: a worker's reduced-scale JPEG decode is the one intended difference
+    dataset = ImageFolderDataset(_folder(fixtures, tmp_path), PRESETS[preset](), draft_size=None)
+    raw = list(vision_loader(dataset, 5, device="cpu", seed=3, decode="device", num_workers=0))
+    # batches mixing device and worker decoding ran
+    assert any(isinstance(images, EncodedBatch) and not images.on_device.all() for images, _ in raw)
+    for epoch in range(2):
+        worker, device = (_batches(dataset, decode, train=preset == "train") for decode in ("worker", "device"))
+        assert len(worker) == len(device) > 0
+        for (a, labels_a), (b, labels_b) in zip(worker, device):
+            assert torch.equal(labels_a, labels_b) and a.shape == b.shape == (len(labels_a), 3, 24, 24)
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
+
+
+def test_a_spawned_two_worker_loader_gives_the_same_batches(fixtures):
+    dataset = ImageFolderDataset(fixtures / "vision", train_transform(16), draft_size=None)
+    spawned = vision_loader(dataset, 4, device="cpu", seed=1, decode="device", num_workers=2,
+                            multiprocessing_context="spawn", persistent_workers=False)
+    local = vision_loader(dataset, 4, device="cpu", seed=1, num_workers=0)
+    pairs = zip(DevicePrefetcher(spawned, "cpu"), DevicePrefetcher(local, "cpu"), strict=True)
+    for (a, labels_a), (b, labels_b) in pairs:
+        assert torch.equal(labels_a, labels_b) and torch.equal(a, b)
+
+
+def test_bad_files_follow_the_error_policy_as_with_worker_decoding(fixtures, tmp_path):
+    root = _folder(fixtures, tmp_path)
+    shutil.copytree(fixtures / "hostile" / "images", root / "bad")
+    with pytest.raises(DataError, match="bad"):
+        _batches(ImageFolderDataset(root, eval_transform(16, 16)), "device", train=False)
+    dataset = ImageFolderDataset(root, eval_transform(16, 16), on_error="skip", draft_size=None)
+    with pytest.warns(SkippedSampleWarning) as caught_device:
+        device = _batches(dataset, "device", train=False)
+    with pytest.warns(SkippedSampleWarning) as caught_worker:
+        worker = _batches(dataset, "worker", train=False)
+    assert sorted(str(w.message) for w in caught_device) == sorted(str(w.message) for w in caught_worker)
+    for (a, labels_a), (b, labels_b) in zip(worker, device, strict=True):
+        assert torch.equal(labels_a, labels_b) and torch.equal(a, b)
+
+
+def test_unknown_decode_and_transforms_it_cannot_plan_are_refused(fixtures):
+    with pytest.raises(ValueError, match="decode must be one of"):
+        vision_loader(ImageFolderDataset(fixtures / "vision", train_transform(16)), 4, decode="gpu")
+    with pytest.raises(ValueError, match="use decode='worker'"):
+        vision_loader(ImageFolderDataset(fixtures / "vision"), 4, decode="device")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_cuda_batches_are_within_a_grey_level_of_the_cpu(fixtures, tmp_path, preset):
+    dataset = ImageFolderDataset(_folder(fixtures, tmp_path), PRESETS[preset](), draft_size=None)
+    cpu = _batches(dataset, "device", train=False, pin_memory=True)
+    cuda = _batches(dataset, "device", "cuda", train=False, pin_memory=True)
+    for (a, labels_a), (b, labels_b) in zip(cpu, cuda, strict=True):
+        assert b.is_cuda and torch.equal(labels_a, labels_b.cpu())
+        assert (b.cpu() - a).abs().mean() * 0.226 * 255 < 1.0  # normalised: one grey level is ~1/(0.226*255)
+
+
+@pytest.mark.slow
+def test_the_gpu_feed_benchmark_runs_its_cpu_smoke_run_and_exits_cleanly_without_cuda():
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_feed.py"
+    run = subprocess.run([sys.executable, str(script), "--device", "cpu", "--quick"], capture_output=True, text=True,
+                         timeout=300, check=True)
+    assert "(b) recipes decode='worker'" in run.stdout and "(c) recipes decode='device'" in run.stdout
+    if not torch.cuda.is_available():
+        bare = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+        assert "needs a CUDA GPU" in bare.stdout
