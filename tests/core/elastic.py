@@ -6,8 +6,8 @@ A mixture of two tokenised .jsonl files (one small, up-weighted) through ``text_
 length grouping, two ways: ``num_workers`` 0 and 2. ``config["phase"]``:
 
 - ``"save"``: take ``steps`` batches of epoch 0, report them and the loader state;
-- ``"load"``: load the state saved on another world size, with the other worker count (0 <-> 2),
-  and report the rest of the epoch and the whole next one.
+- ``"load"``: load the state saved on another world size, with the same worker count and with
+  the other one (0 <-> 2), and report the rest of the epoch and the whole next one.
 
 Run alone (no process group) the same code is the single-process reference of both epochs.
 """
@@ -61,9 +61,12 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
             out[f"workers{workers}"] = {"taken": taken, "state": run.state_dict()}
             del batches
         else:
-            run = loader(config, 2 - workers)  # the other worker count
-            run.load_state_dict(config["states"][f"workers{workers}"])
-            out[f"workers{workers}"] = {"rest": [indices(b) for b in run], "next": [indices(b) for b in run]}
+            out[f"workers{workers}"] = {}
+            for resumed_workers in (workers, 2 - workers):  # the same worker count, and the other one
+                run = loader(config, resumed_workers)
+                run.load_state_dict(config["states"][f"workers{workers}"])
+                rest, following = [indices(b) for b in run], [indices(b) for b in run]
+                out[f"workers{workers}"][f"to{resumed_workers}"] = {"rest": rest, "next": following}
     return out
 
 

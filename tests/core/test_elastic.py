@@ -1,5 +1,5 @@
 """Elastic resume under torchrun (gloo): a mixture's text loader saved mid-epoch on 2 ranks resumes
-on 3, and on 3 resumes on 2, each time with the other worker count (0 <-> 2).
+on 3, and on 3 resumes on 2, saved with 0 and with 2 workers, each resumed with 0 and with 2.
 
 The single-process run is the global batch order (it does not depend on the world size): the
 saving ranks took its first batches round-robin; the resumed ranks deal the rest of the epoch
@@ -49,11 +49,13 @@ def test_a_state_saved_on_one_world_size_resumes_on_another(config, single, save
         rest = everyone[steps * saved :]
         per_rank = len(rest) // resumed
         assert len(rest) - per_rank * resumed < resumed  # at most one partial round is lost
-        for rank, report in enumerate(loads):
-            assert len(report[key]["rest"]) == per_rank  # every rank runs the same number of steps
-            assert report[key]["rest"] == rest[rank : per_rank * resumed : resumed]
-            assert report[key]["next"] == following[rank : len(following) // resumed * resumed : resumed]
-        # so the epoch's batches 0 .. steps*saved + per_rank*resumed - 1 were each run once, by one
-        # rank, and only the last len(rest) % resumed were left out
-        ran = sum(len(r[key]["taken"]) for r in saves) + sum(len(r[key]["rest"]) for r in loads)
-        assert ran == len(everyone) - (len(rest) - per_rank * resumed)
+        for resumed_workers in ("to0", "to2"):
+            for rank, report in enumerate(loads):
+                run = report[key][resumed_workers]
+                assert len(run["rest"]) == per_rank  # every rank runs the same number of steps
+                assert run["rest"] == rest[rank : per_rank * resumed : resumed]
+                assert run["next"] == following[rank : len(following) // resumed * resumed : resumed]
+            # so the epoch's batches 0 .. steps*saved + per_rank*resumed - 1 were each run once, by one
+            # rank, and only the last len(rest) % resumed were left out
+            ran = sum(len(r[key]["taken"]) for r in saves) + sum(len(r[key][resumed_workers]["rest"]) for r in loads)
+            assert ran == len(everyone) - (len(rest) - per_rank * resumed)
