@@ -19,6 +19,9 @@ JSONL / TXT file. Three figures; timed pairs run side by side in alternating rou
    Goals: text_loader <= 1.5x the floor; with ``max_tokens=2048``, <= 6%.
 3. Build: ``TokenizedTextDataset(file)`` (read, parse, tokenise, store) vs a bare
    ``tokenizer.encode_batch(texts)`` over the same texts already in memory. Goal >= 0.8x its speed.
+4. Hand-over: a ``text_loader`` pass with 2 workers, batches of 32, its batches leaving the
+   workers packed into one shared buffer (``recipes.core.packing``, the preset) against the
+   plain collate, which hands each of the batch's five tensors over on its own (no goal).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import torch
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
+from recipes.core.loader import build_loader
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.fixtures import fixtures_dir
 from recipes.text import TokenizedTextDataset, text_collate, text_loader
@@ -185,6 +189,33 @@ def main() -> None:
         collate_speed(TokenizedTextDataset(path, tokenizer, max_length=512), tokenizer, rounds, 50 if args.quick else 200)
         padding_waste(TokenizedTextDataset(path, tokenizer), (16,) if args.quick else (16, 32))
         build_time(texts * (1 if args.quick else 8), tokenizer, folder, rounds)
+        hand_over(TokenizedTextDataset(path, tokenizer, max_length=512), rounds)
+
+
+def hand_over(dataset: TokenizedTextDataset, rounds: int) -> None:
+    from functools import partial
+
+    plain = partial(text_collate, pad_id=dataset.pad_id)
+    options = {"batch_size": 32, "train": True, "device": "cpu", "seed": 0, "num_workers": 2}
+    loaders = {  # the same preset and sampler; only the collate differs
+        "packed (text_loader)": text_loader(dataset, 32, device="cpu", seed=0, num_workers=2),
+        "one transfer a tensor": build_loader(dataset, plain, lengths=dataset.lengths, **options),
+    }
+    times: dict[str, list[float]] = {name: [] for name in loaders}
+    for loader in loaders.values():
+        sum(1 for _ in loader)  # warm-up: workers started
+    for round_ in range(rounds):
+        for name in list(loaders) if round_ % 2 == 0 else list(loaders)[::-1]:
+            batches = 0
+            start = time.perf_counter()
+            for _ in loaders[name]:
+                batches += 1
+            times[name].append((time.perf_counter() - start) / batches * 1e6)
+    print("4. hand-over from 2 workers, batch 32 (median us a batch)")
+    for name, values in times.items():
+        print(f"   {name:24s} {statistics.median(values):7.0f} us")
+    ratio = statistics.median(b / a for a, b in zip(times["packed (text_loader)"], times["one transfer a tensor"]))
+    print(f"   packed is {ratio:.2f}x faster")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from recipes.core.corpus_files import check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
+from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import check_record
 from recipes.core.parquet_files import check_columns, is_parquet, iter_rows, parquet_entries, row_counts
 from recipes.core.seeding import sample_seed
@@ -275,4 +276,5 @@ def streaming_loader(
     if collate_fn is None:
         collate_fn = partial(stream_collate, pad_id=dataset.pad_id)
     options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
-    return build_loader(dataset, collate_fn, batch_size=batch_size, **options, **overrides)
+    # from a worker: one transfer a batch, not one a tensor (as text_loader; benchmarks/README.md)
+    return build_loader(dataset, packed_in_workers(collate_fn), batch_size=batch_size, **options, **overrides)

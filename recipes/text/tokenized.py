@@ -31,6 +31,7 @@ from recipes.core.arrays import TokenArray
 from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
+from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import read_parquet_corpus
 from recipes.core.parquet_files import (
     PARQUET_SUFFIX,
@@ -279,7 +280,7 @@ def text_loader(
         collate_fn = partial(text_collate, pad_id=dataset.pad_id)
     return build_loader(
         dataset,
-        collate_fn,
+        packed_in_workers(collate_fn),  # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
         batch_size=batch_size,
         train=train,
         device=device,
