@@ -7,7 +7,8 @@
 - ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
 - ``batching``, ``nested``, ``packing``: :func:`stack_images`; one walk over nested batches
   (``map_tensors``); many small tensors sent from a worker as one shared buffer per dtype.
-- ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe.
+- ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe; ``image_headers``: sizes
+  and orientation from the header bytes, without PIL.
 - ``tokens``, ``token_cache``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`; tokens on disk.
 - ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
 - ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).

@@ -12,7 +12,7 @@ crops, resizes, flips and normalises it there (:mod:`recipes.core.device_augment
 
 Fallback, per sample and in the same batch: a file the device decoder may not take as
 :func:`recipes.core.images.decode_image` would (PNG and other formats, progressive, CMYK,
-EXIF-turned, cut or oversized JPEGs; see :func:`recipes.core.images.device_decodable`) is decoded
+EXIF-turned, cut or oversized JPEGs; see :func:`recipes.core.image_headers.device_decodable`) is decoded
 and transformed in the worker exactly as with ``decode="worker"``, and its pixels ride along in
 the batch. Errors are therefore the worker path's. One difference: a JPEG that ``draft_size``
 would let the worker decode at reduced scale is decoded in full on the device, and its box drawn
@@ -37,7 +37,8 @@ from torchvision.transforms import v2
 
 from recipes.core.batching import stack_images
 from recipes.core.errors import check_on_error
-from recipes.core.images import MAX_PIXELS, decode_image, device_decodable
+from recipes.core.image_headers import MAX_PIXELS, device_decodable
+from recipes.core.images import decode_image
 
 DECODE_CHOICES = ("worker", "device")
 

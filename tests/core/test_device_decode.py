@@ -11,7 +11,8 @@ from recipes.core.device import DevicePrefetcher
 from recipes.core.device_augment import decode_batch, resize
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, centre_box, pack_images, resized_size
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.images import decode_image, device_decodable, read_file
+from recipes.core.image_headers import device_decodable
+from recipes.core.images import decode_image, read_file
 from tests.photos import photo
 
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 from recipes.core.errors import DataError
-from recipes.core.images import decode_image, header_size
+from recipes.core.image_headers import header_size
+from recipes.core.images import decode_image
 
 
 def _encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
