@@ -22,7 +22,11 @@ in ``ConcatDataset``), so an index names one sample for good and ``mixed[i]`` is
 Which indices an epoch draws is :meth:`MixedDataset.epoch_indices`, which the recipes' batch
 sampler (:class:`recipes.core.samplers.GroupedBatchSampler`, ``epoch_indices=``) asks for each
 epoch: every domain loader takes a mixture like any dataset. A sample drawn twice in an epoch is
-augmented twice with different seeds (seeded by its place in the epoch, not its index).
+augmented twice with different seeds (seeded by its place in the epoch, not its index). A
+training loader that drops its last partial batch drops fewer than ``batch_size`` draws, at
+random. Evaluation (``train=False``) reads every sample of every source once, in order. A plain
+``DataLoader(mixed, shuffle=True)`` knows nothing of the weights and would see the sources laid
+end to end: give it ``batch_sampler=GroupedBatchSampler(len(mixed), ..., epoch_indices=mixed.epoch_indices)``.
 
 :class:`MixedStream` applies the same rule to self-sharding streams (``ImageTextShards``,
 ``StreamingTextDataset``), whose lengths are not known up front: ``samples_per_epoch`` is given,
