@@ -88,9 +88,9 @@ class MixedDataset(Dataset):
         for name in PER_SAMPLE:
             if all(hasattr(dataset, name) for dataset in self.datasets):
                 setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
-        for name in SHARED:
-            if hasattr(self.datasets[0], name):
-                setattr(self, name, getattr(self.datasets[0], name))
+
+    def __getattr__(self, name: str) -> Any:
+        return _shared(self, self.__dict__.get("datasets"), name)
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -169,11 +169,10 @@ class MixedStream(IterableDataset):
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.samples_per_epoch = int(samples_per_epoch)
         self.cursor = StreamCursor(shared_seed(seed))
-        for name in SHARED:
-            value = _attribute(self.streams[0], name)
-            if value is not None:
-                setattr(self, name, value)
         self._passes: list[Iterator[Any] | None] = [None] * len(self.streams)  # each source's running pass
+
+    def __getattr__(self, name: str) -> Any:
+        return _shared(self, self.__dict__.get("streams"), name)
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that every stream can feed."""
@@ -228,6 +227,14 @@ class MixedStream(IterableDataset):
 
 
 _END = object()
+
+
+def _shared(mixture: Any, sources: list[Any] | None, name: str) -> Any:
+    """What the sources share (``SHARED``: ``pad_id``, ``classes``...) is the first source's,
+    raised as it raises (a tokenizer without a pad token says what to do)."""
+    if name in SHARED and sources:
+        return getattr(sources[0], name)
+    raise AttributeError(f"{type(mixture).__name__!r} object has no attribute {name!r}")
 
 
 def _check_weights(datasets: list[Any], weights: Sequence[float]) -> list[float]:

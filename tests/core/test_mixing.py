@@ -3,6 +3,7 @@ whole, determinism, refusals; the batch sampler's elastic resume; ResumableLoade
 counts (the torchdata state keys it reads are pinned here)."""
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -64,7 +65,7 @@ def test_the_draws_are_deterministic_interleaved_and_change_with_the_epoch():
     assert np.array_equal(first, again) and not np.array_equal(first, mixed.epoch_indices(0, 1))
     assert not np.array_equal(first, mixed.epoch_indices(1, 0))
     sources = [mixed.locate(int(i))[0] for i in first]
-    switches = sum(a != b for a, b in zip(sources, sources[1:]))
+    switches = sum(a != b for a, b in pairwise(sources))
     assert switches > 20  # interleaved, not one source after the other (40 switches expected)
 
 
@@ -87,8 +88,8 @@ def test_sources_that_cannot_share_a_collate_are_refused_with_the_reason():
 
 
 def test_datasets_of_different_domains_are_refused(tmp_path):
-    from recipes.vision import ImageFolderDataset
     from recipes.text import TokenizedTextDataset
+    from recipes.vision import ImageFolderDataset
 
     images = ImageFolderDataset("fixtures/vision")
     lines = TokenizedTextDataset("fixtures/text/corpus.txt", "fixtures/text/tokenizer.json")
@@ -186,3 +187,20 @@ def test_samples_per_epoch_and_len_of_a_mixed_loader():
     loader = _mixed_loader(0)
     batches = list(loader)
     assert len(batches) == 15 == len(loader)  # 40 + 20 draws, batches of 4
+
+
+def test_what_the_sources_share_is_the_mixtures_and_their_errors_too(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from recipes.text import TokenizedTextDataset, text_loader
+
+    vocabulary = {"[UNK]": 0, "a": 1, "b": 2}
+    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    (tmp_path / "a.txt").write_text("a b\nb\n", encoding="utf-8")
+    sources = [TokenizedTextDataset(tmp_path / "a.txt", tokenizer) for _ in range(2)]
+    mixed = MixedDataset(sources, [1, 1])  # no pad token: fine until something pads
+    with pytest.raises(ValueError, match="no padding config and no pad token"):
+        text_loader(mixed, 2, device="cpu", num_workers=0)
+    numbers = MixedDataset([Numbers("a", 3, pad_id=7), Numbers("b", 3, pad_id=7)], [1, 1])
+    assert numbers.pad_id == 7 and not hasattr(numbers, "classes")
