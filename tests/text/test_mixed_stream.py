@@ -84,3 +84,13 @@ def test_a_mixture_read_here_still_goes_to_spawned_workers(files, tokenizer):
     next(iter(mixture))  # a running pass of a source: a generator, which does not pickle
     loader = streaming_loader(mixture, 8, device="cpu", seed=3, num_workers=2, multiprocessing_context="spawn")
     assert sum(len(batch["input_ids"]) for batch in loader) == EPOCH
+
+
+def test_a_mixture_refuses_other_workers_with_the_reason(files, tokenizer):
+    loader = _make(files, tokenizer, 2)
+    list(loader)  # a whole pass: the sources' own passes go on into the next epoch
+    resumed = _make(files, tokenizer, 0)
+    resumed.load_state_dict(loader.state_dict())
+    with pytest.raises(ValueError, match="middle of a pass read by 2 readers .* resumed with 1"):
+        for _ in range(2):
+            list(resumed)
