@@ -100,13 +100,13 @@ def entry_name(entry: Any) -> str:
 
 @contextmanager
 def parquet_file(entry: Any, storage_options: dict[str, Any] | None = None) -> Iterator[Any]:
-    """A ``pyarrow.parquet.ParquetFile`` of a local path (memory-mapped) or an fsspec URL, closed after."""
+    """A ``pyarrow.parquet.ParquetFile`` of a local path (memory-mapped) or an fsspec URL (read
+    through :func:`recipes.core.storage.open_stream`: faults are survived), closed after."""
     pq = require_pyarrow()
     with ExitStack() as stack:
         try:
-            if is_url(entry):
-                fs, inner = filesystem(entry, storage_options)
-                raw = stack.enter_context(fs.open(inner, "rb"))
+            if is_url(entry):  # through the reader that reopens at the offset after a fault
+                raw = stack.enter_context(open_stream(entry, storage_options=storage_options))
                 file = stack.enter_context(pq.ParquetFile(raw))
             else:
                 file = stack.enter_context(pq.ParquetFile(entry, memory_map=True))

@@ -107,7 +107,8 @@ def open_stream(
     retries: int = RETRIES,
     backoff: float = BACKOFF_S,
 ) -> io.BufferedReader:
-    """A buffered binary reader of ``path`` from byte ``start`` (see the module docstring)."""
+    """A buffered binary reader of ``path`` from byte ``start`` (see the module docstring); it
+    can seek, and a read after a seek survives faults as a sequential one does."""
     if not is_url(path):
         file = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
         file.seek(start)
@@ -145,7 +146,8 @@ def parent(path: str | os.PathLike) -> str | os.PathLike:
 
 
 class _ResumingReader(io.RawIOBase):
-    """Sequential reads of one remote object that reopen it at the current offset after a fault."""
+    """Reads of one remote object that reopen it at the current offset after a fault: in
+    sequence, or after a seek (pyarrow reads a Parquet file's footer, then its row groups)."""
 
     def __init__(self, fs: Any, path: str, name: str, start: int, size: int, retries: int, backoff: float) -> None:
         self.fs, self.path, self.name = fs, path, name
@@ -154,6 +156,19 @@ class _ResumingReader(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        if self.file is not None:
+            self.file.seek(self.position)  # fsspec's files only note it: the next read asks from there
+        return self.position
 
     def readinto(self, buffer: Any) -> int:
         if self.position >= self.size:

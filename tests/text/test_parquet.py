@@ -130,3 +130,21 @@ def test_a_parquet_stream_resumes_mid_epoch_exactly(tmp_path, tokenizer, rows, w
         return streaming_loader(stream, 8, device="cpu", seed=1, stateful=True, num_workers=workers)
 
     check_resume_mid_epoch(make)
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
+def test_parquet_over_http_with_503s_and_cut_bodies_gives_the_local_items(tmp_path, tokenizer, rows, workers):
+    from recipes.text import streaming_loader
+    from tests.servers import FaultyHTTPServer
+
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
+    local = TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, label_field="label")
+    with FaultyHTTPServer(tmp_path, fail_every=4, cut_every=3) as server:
+        url = server.url("labeled.parquet")
+        remote = TokenizedTextDataset(url, tokenizer, label_field="label")
+        stream = StreamingTextDataset(url, tokenizer, label_field="label")
+        streamed = [batch for batch in streaming_loader(stream, 8, train=False, device="cpu", num_workers=workers)]
+    _same_as_jsonl(remote, local)
+    by_index = sorted((int(i), row[:n].tolist()) for b in streamed for i, row, n in zip(b["index"], b["input_ids"], b["lengths"]))
+    assert by_index == [(i, local[i]["input_ids"].tolist()) for i in range(len(local))]
+    assert server.faults["503"] > 0 and server.faults["cut"] > 0
