@@ -4,12 +4,16 @@
     writer.add(jpeg_bytes); writer.add(None)
     blobs = writer.finish()
     blobs[0], len(blobs[1])                # bytearray(b'\\xff\\xd8...'), 0 (nothing stored)
+    BlobWriter(folder, key)                # or kept in a cache folder, found again by cached_blobs(folder, key)
 
 Images embedded in Parquet are compressed inside row groups: reading one means decoding its
 whole row group. So the bytes are copied once, at construction, into a flat file that every
 DataLoader worker memory-maps: the index is one numpy array of offsets (pages shared after a
 fork, pytorch issue 13246), and a spawned worker receives the file's path, not the images.
-The folder lives as long as the BlobFile that owns it, in the process that made it.
+The folder lives as long as the BlobFile that owns it, in the process that made it; a file
+written into a cache folder under a key instead stays, so that the next run (and every rank of
+a job, which would each make a private copy) finds it: it is published atomically, its offsets
+last, and a file whose size disagrees with its offsets is not used.
 """
 
 from __future__ import annotations
@@ -47,12 +51,39 @@ class BlobFile:
         return {"path": self.path, "offsets": self.offsets, "_data": None}
 
 
-class BlobWriter:
-    """Write side: :meth:`add` each entry in order, then :meth:`finish` for the :class:`BlobFile`."""
+def cached_blobs(folder: str | os.PathLike, key: str) -> BlobFile | None:
+    """The :class:`BlobFile` a ``BlobWriter(folder, key)`` published, or None if there is none whole."""
+    path, offsets_path = _cached_paths(Path(folder), key)
+    try:
+        offsets = np.load(offsets_path)
+        if path.stat().st_size != int(offsets[-1]):
+            return None
+    except (OSError, ValueError, IndexError):
+        return None
+    return BlobFile(path, offsets)
 
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="recipes-blobs-"))
-        self.path = self.folder / "blobs.bin"
+
+def _cached_paths(folder: Path, key: str) -> tuple[Path, Path]:
+    return folder / f"{key}.blobs", folder / f"{key}.offsets.npy"
+
+
+class BlobWriter:
+    """Write side: :meth:`add` each entry in order, then :meth:`finish` for the :class:`BlobFile`.
+
+    Without a ``folder`` the file lives in a private temporary folder, removed with the
+    BlobFile; with a ``folder`` and a ``key`` it is published there for :func:`cached_blobs`.
+    """
+
+    def __init__(self, folder: str | os.PathLike | None = None, key: str | None = None) -> None:
+        self.cached = folder is not None
+        if self.cached:
+            self.folder = Path(folder).expanduser()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.final, self.final_offsets = _cached_paths(self.folder, str(key))
+            self.path = self.folder / f"{key}.{os.getpid()}.{id(self)}.tmp"  # ranks may write at once
+        else:
+            self.folder = Path(tempfile.mkdtemp(prefix="recipes-blobs-"))
+            self.path = self.folder / "blobs.bin"
         self._file = open(self.path, "wb")  # noqa: SIM115 - closed by finish()
         self._sizes: list[int] = []
 
@@ -67,14 +98,23 @@ class BlobWriter:
         self._file.close()
         offsets = np.zeros(len(self._sizes) + 1, dtype=np.int64)
         np.cumsum(self._sizes, out=offsets[1:])
+        if self.cached:  # the file first, then its offsets: their presence says it is whole
+            os.replace(self.path, self.final)
+            partial = self.path.with_suffix(".npy")
+            np.save(partial, offsets)
+            os.replace(partial, self.final_offsets)
+            return BlobFile(self.final, offsets)
         blobs = BlobFile(self.path, offsets)
         weakref.finalize(blobs, _remove, self.folder, os.getpid())
         return blobs
 
     def abort(self) -> None:
-        """Close and remove everything written (construction failed)."""
+        """Close and remove everything written (construction failed, or nothing was embedded)."""
         self._file.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.cached:
+            self.path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _remove(folder: Path, owner: int) -> None:

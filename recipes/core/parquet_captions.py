@@ -18,6 +18,8 @@ with a warning under ``on_error="skip"``. Embedded bytes are copied into a memor
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +28,18 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import StringArray, TokenArray, concat_strings, concat_tokens
-from recipes.core.blob_file import BlobFile, BlobWriter
+from recipes.core.blob_file import BlobFile, BlobWriter, cached_blobs
 from recipes.core.caption_files import check_caption, check_image_name
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.parquet_files import check_columns, columns_of, entry_name, iter_rows, parquet_entries, row_counts
+from recipes.core.parquet_files import (
+    check_columns,
+    columns_of,
+    entry_name,
+    fingerprint,
+    iter_rows,
+    parquet_entries,
+    row_counts,
+)
 from recipes.core.tokens import encode_texts, token_dtype
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
@@ -120,12 +130,25 @@ def index_caption_parquet(
     max_length: int | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ) -> CaptionIndex:
-    """Read a Parquet source into a :class:`CaptionIndex`, tokenising captions a chunk of rows at a time."""
+    """Read a Parquet source into a :class:`CaptionIndex`, tokenising captions a chunk of rows at a time.
+
+    With ``cache_dir``, the embedded bytes are kept there under a digest of the source's content
+    and the options, and found again by the next construction with the same (another run, every
+    rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
+    """
     rows = caption_rows(
         source, image_field=image_field, caption_field=caption_field, on_error=on_error, storage_options=storage_options
     )
-    writer, embedded = BlobWriter(), False
+    cached = key = None
+    if cache_dir is not None:
+        digest = hashlib.sha256(fingerprint(parquet_entries(source, storage_options), storage_options))
+        digest.update(repr((image_field, caption_field, on_error)).encode())
+        key = f"captions-{digest.hexdigest()[:24]}"
+        cached = cached_blobs(cache_dir, key)
+    writer = None if cached is not None else BlobWriter(cache_dir, key)
+    embedded, count = False, 0
     names, tokens, counts, sources, keys, chunk = [], [], [], [], [], []
 
     def flush() -> None:
@@ -139,17 +162,21 @@ def index_caption_parquet(
 
     try:
         for row in rows:
-            writer.add(row.data)
-            embedded = embedded or row.data is not None
+            if writer is not None:
+                writer.add(row.data)
+            embedded, count = embedded or row.data is not None, count + 1
             chunk.append(row)
             if len(chunk) == CHUNK_ROWS:
                 flush()
         if chunk:
             flush()
     except BaseException:
-        writer.abort()
+        if writer is not None:
+            writer.abort()
         raise
-    blobs = writer.finish() if embedded else writer.abort()
+    if cached is not None and len(cached) != count:  # the same content and options: a damaged entry
+        raise DataError(f"{cached.path}: {len(cached)} entries for {count} rows; delete it to rebuild it")
+    blobs = cached if writer is None else writer.finish() if embedded else writer.abort()
     entries = parquet_entries(source, storage_options)
     return CaptionIndex(
         images=concat_strings(names),

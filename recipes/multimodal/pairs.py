@@ -79,6 +79,9 @@ class ImageTextDataset(Dataset):
             warning (bad rows leave the index at construction, bad images their batch).
         storage_options: passed to fsspec for URLs (endpoint, credentials); never shown.
         image_field, caption_field: the Parquet columns of the image and the caption(s).
+        cache_dir: Parquet with embedded images: keep their bytes here, keyed by the source's
+            content, so that the next run and every rank of a job map one copy (else each
+            construction copies them into a temporary file of its own).
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class ImageTextDataset(Dataset):
         storage_options: dict[str, Any] | None = None,
         image_field: str = "image",
         caption_field: str = "caption",
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -103,7 +107,7 @@ class ImageTextDataset(Dataset):
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
         if is_parquet(manifest):
-            fields = {"image_field": image_field, "caption_field": caption_field}
+            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir}
             index = index_caption_parquet(
                 manifest, tokenizer, max_length=max_length, on_error=on_error, storage_options=storage_options, **fields
             )

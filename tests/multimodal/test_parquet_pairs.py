@@ -143,3 +143,28 @@ def test_shards_written_from_parquet_equal_those_written_from_jsonl(folder, toke
     assert _members(write_shards(data, folder / "from-datasets", samples_per_shard=3)) == expected
     source = ImageTextDataset(folder / "p.parquet", tokenizer)
     assert _members(write_shards(source, folder / "from-dataset", samples_per_shard=3)) == expected
+
+
+def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, tokenizer, tmp_path):
+    rows = manifest_rows(folder)
+    table = pa.table({"jpg": [(folder / name).read_bytes() for name, _ in rows], "caption": [c for _, c in rows]})
+    pq.write_table(table, folder / "embedded.parquet", row_group_size=3)
+    cache = tmp_path / "cache"
+    options = {"image_field": "jpg", "captions": "all", "cache_dir": cache}
+    first = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    blob = first.blobs.path
+    assert blob.parent == cache and sorted(p.name for p in cache.iterdir()) == [blob.name, blob.name.replace(".blobs", ".offsets.npy")]
+    written = blob.stat().st_mtime_ns
+    second = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)  # another run, another rank
+    assert second.blobs.path == blob and blob.stat().st_mtime_ns == written  # found, not written again
+    assert_same_items(second, ImageTextDataset(folder / "embedded.parquet", tokenizer, image_field="jpg", captions="all"))
+    del first, second
+    assert blob.exists()  # a cache outlives its datasets
+    pq.write_table(table.slice(0, 5), folder / "embedded.parquet")  # the content changed: another key
+    third = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    assert third.blobs.path != blob and len(third.blobs) == 5
+    blob.write_bytes(b"cut")  # a damaged entry is not used: its size disagrees with its offsets
+    pq.write_table(table, folder / "embedded.parquet", row_group_size=3)
+    again = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    assert again.blobs.path == blob and blob.stat().st_size > 3
+    assert_same_items(again, ImageTextDataset(folder / "embedded.parquet", tokenizer, image_field="jpg", captions="all"))
