@@ -80,8 +80,9 @@ class ImageTextDataset(Dataset):
         storage_options: passed to fsspec for URLs (endpoint, credentials); never shown.
         image_field, caption_field: the Parquet columns of the image and the caption(s).
         cache_dir: Parquet with embedded images: keep their bytes here, keyed by the source's
-            content, so that the next run and every rank of a job map one copy (else each
-            construction copies them into a temporary file of its own).
+            content, so that later runs map that copy (else each construction, in every rank,
+            copies them into a temporary file of its own). Ranks that build a cold cache at the
+            same moment each write; the last one published stays.
     """
 
     def __init__(
