@@ -30,25 +30,10 @@ from torch.utils.data import DataLoader  # noqa: E402
 from torchvision.datasets import ImageFolder  # noqa: E402
 from torchvision.transforms import v2  # noqa: E402
 
-from benchmarks.vision import make_photos  # noqa: E402
+from benchmarks.vision import cpu_seconds, make_photos  # noqa: E402
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher  # noqa: E402
 from recipes.core.loader import usable_cpus  # noqa: E402
 from recipes.vision import ImageFolderDataset, train_transform, vision_loader  # noqa: E402
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process and its children (the loader workers) so far."""
-    import psutil
-
-    me = psutil.Process()
-    total = 0.0
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 def make_model(device: torch.device, quick: bool) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -101,7 +86,7 @@ def measure(name: str, batches, model, optimizer, device: torch.device, steps: i
         waited += time.perf_counter() - before
         step(images, labels)
     elapsed = time.perf_counter() - start
-    cores = (cpu_seconds() - cpu0) / elapsed
+    cores = (cpu_seconds() - cpu0) / elapsed if cpu0 is not None else float("nan")  # nan: no psutil
     print(f"{name:<44} {steps * batch / elapsed:8.0f} img/s   data-wait {waited / elapsed:4.0%}   cores {cores:5.1f}",
           flush=True)
     batches.close()

@@ -83,7 +83,7 @@ from torchvision.io import ImageReadMode, decode_jpeg
 if __package__ in (None, ""):  # run as a script from a checkout: make the repo's recipes importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vision import photo  # benchmarks/vision.py (this script's folder): the photo-like JPEGs
+from vision import cpu_seconds, photo  # benchmarks/vision.py (this script's folder): JPEGs, CPU time
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.streams import reader_slot
@@ -273,30 +273,10 @@ def mosaic_pairs(local: Path, tokenizer: Tokenizer) -> Any:
 # ---------------------------------------------------------------- timing
 
 
-def _cpu_seconds(exclude: int) -> float | None:
-    """CPU time of this process, its finished children and its live ones but ``exclude``."""
-    try:
-        import psutil
-    except ImportError:  # psutil comes with the bench extras; without it, no CPU column
-        return None
-    me = psutil.Process()
-    times = me.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in me.children(recursive=True):
-        if child.pid == exclude:
-            continue
-        try:
-            child_times = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += child_times.user + child_times.system
-    return total
-
-
 def timed_pass(make: Callable[[], Any], server_pid: int) -> tuple[int, float, float, float | None]:
     """``(samples, samples/s after the first batch, seconds to the first batch, CPU s)`` of one
     pass through a loader built by ``make``; the loader and its workers are gone on return."""
-    cpu = _cpu_seconds(server_pid)
+    cpu = cpu_seconds(server_pid)
     start = time.perf_counter()
     loader = make()
     count, first, first_count, batch = 0, None, 0, None
@@ -315,7 +295,7 @@ def timed_pass(make: Callable[[], Any], server_pid: int) -> tuple[int, float, fl
         raise RuntimeError("the loader yielded nothing")
     del loader, batch
     gc.collect()  # persistent workers (ours) exit here, and Mosaic's shared memory goes
-    spent = _cpu_seconds(server_pid)
+    spent = cpu_seconds(server_pid)
     rate = (count - first_count) / (end - first) if end > first else float("nan")  # one batch: no rate
     return count, rate, first - start, None if cpu is None else spent - cpu
 

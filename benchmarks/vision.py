@@ -164,21 +164,24 @@ def epoch(loader) -> float:
     return images / (time.perf_counter() - start)
 
 
-def _cpu_seconds() -> float | None:
-    """CPU time (user + system) of this process and its live children, the loader workers."""
+def cpu_seconds(exclude: int | None = None) -> float | None:
+    """CPU time (user + system) of this process, its finished children and its live ones (the
+    loader workers) but ``exclude`` (a server process); None without psutil (the bench extras)."""
     try:
         import psutil
-    except ImportError:  # psutil comes with the test extras; without it, no CPU column
+    except ImportError:
         return None
     me = psutil.Process()
-    processes = [me, *me.children(recursive=True)]
-    total = 0.0
-    for process in processes:
+    times = me.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):
+        if child.pid == exclude:
+            continue
         try:
-            times = process.cpu_times()
+            child_times = child.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += times.user + times.system
+        total += child_times.user + child_times.system
     return total
 
 
@@ -198,11 +201,11 @@ def compare_loaders(root: Path, rounds: int) -> None:
     for round_ in range(rounds):
         order = list(loaders) if round_ % 2 == 0 else list(loaders)[::-1]
         for name in order:
-            cpu_before = _cpu_seconds()
+            cpu_before = cpu_seconds()
             rates[name].append(epoch(loaders[name]))
             if cpu_before is not None:
                 images = len(loaders[name]) * BATCH
-                cpu_ms[name].append((_cpu_seconds() - cpu_before) / images * 1e3)
+                cpu_ms[name].append((cpu_seconds() - cpu_before) / images * 1e3)
     for name, values in rates.items():
         cpu = f", {statistics.median(cpu_ms[name]):.2f} CPU ms an image" if cpu_ms[name] else ""
         print(f"  {name:13s} {statistics.median(values):7.1f} images/s{cpu}  (rounds: {', '.join(f'{v:.0f}' for v in values)})")
