@@ -7,31 +7,16 @@
     source, local = mixed.locate(index)                     # which sample a batch index is
 
 The rule, for epoch ``e`` (``S = samples_per_epoch``, default the sources' total length):
+source ``k`` gives ``round(S * w_k / sum(w))`` samples, the next stretch of an endless sequence of
+its permutations (a fresh one, from ``(seed, k, cycle)``, each time it is used up), and the
+sources are interleaved at random from ``(seed, epoch)``. So an up-weighted source repeats
+evenly (at any point of the run two samples were drawn as often, or one more time), and a
+down-weighted one shows every sample before any repeats, across epochs.
 
-- source ``k`` contributes ``round(S * w_k / sum(w))`` samples;
-- each source is read as one endless sequence of permutations of its samples, a fresh one
-  (drawn from ``(seed, k, cycle)``) each time it is used up, and epoch ``e`` takes the next
-  stretch of it. An up-weighted source repeats evenly (at any point of the run, two samples
-  have been drawn as often, or one more time), and a down-weighted one shows every sample
-  before any repeats, across epochs;
-- the sources' samples are interleaved at random from ``(seed, epoch)``.
-
-Indices are those of the sources laid end to end (``len(mixed)`` is the sources' total length, as
-in ``ConcatDataset``), so an index names one sample for good and ``mixed[i]`` is that sample
-(items that carry an ``"index"`` carry the mixture's: batches name their samples).
-Which indices an epoch draws is :meth:`MixedDataset.epoch_indices`, which the recipes' batch
-sampler (:class:`recipes.core.samplers.GroupedBatchSampler`, ``epoch_indices=``) asks for each
-epoch: every domain loader takes a mixture like any dataset. A sample drawn twice in an epoch is
-augmented twice with different seeds (seeded by its place in the epoch, not its index). A
-training loader that drops its last partial batch drops fewer than ``batch_size`` draws, at
-random. Evaluation (``train=False``) reads every sample of every source once, in order. A plain
-``DataLoader(mixed, shuffle=True)`` knows nothing of the weights and would see the sources laid
-end to end: give it ``batch_sampler=GroupedBatchSampler(len(mixed), ..., epoch_indices=mixed.epoch_indices)``.
-
-:class:`MixedStream` applies the same rule to self-sharding streams (``ImageTextShards``,
-``StreamingTextDataset``), whose lengths are not known up front: ``samples_per_epoch`` is given,
-each reader slot (rank x worker) draws its share, a source used up starts its next pass, and
-``stateful=True`` resumes exactly through the sources' own stream positions.
+Indices are those of the sources laid end to end, as in ``ConcatDataset``: ``mixed[i]`` is the
+sample ``locate(i)`` names, and the recipes' batch sampler draws each epoch through
+:meth:`MixedDataset.epoch_indices`, so every domain loader takes a mixture like any dataset.
+:class:`MixedStream` applies the rule to self-sharding streams.
 """
 
 from __future__ import annotations
@@ -63,6 +48,13 @@ class MixedDataset(Dataset):
         datasets: map-style datasets of one domain, whose items batch together.
         weights: one non-negative weight per dataset (their sum is normalised).
         samples_per_epoch: samples an epoch draws in all; None: the datasets' total length.
+
+    Items that carry an ``"index"`` carry the mixture's, so batches name their samples. A sample
+    drawn twice in an epoch is augmented twice with different seeds. A training loader that drops
+    its last partial batch drops fewer than ``batch_size`` draws, at random; evaluation
+    (``train=False``) reads every sample of every source once, in order. A plain
+    ``DataLoader(mixed, shuffle=True)`` knows nothing of the weights and would see the sources
+    end to end: give it ``batch_sampler=GroupedBatchSampler(len(mixed), ..., epoch_indices=mixed.epoch_indices)``.
 
     Raises:
         ValueError: datasets that cannot share a collate or a label space (different domains,

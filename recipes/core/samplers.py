@@ -8,37 +8,22 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 - Groups: ``groups`` (one small int per sample, e.g. portrait/landscape) keeps every batch within
   one group, like torchvision's detection reference, but never repeats a sample to fill one.
-- Lengths: ``lengths`` sorts the whole epoch by ``log(length) + uniform(-length_noise,
-  length_noise)``, drawn anew each epoch, cuts it into batches and shuffles their order. Batches
-  hold similar lengths, so padding stays near the fully sorted floor, while samples whose lengths
-  differ by less than about ``2 * length_noise`` (relative) trade places: batchmates change
-  every epoch.
-  ``max_tokens`` cuts by a token budget (batch size x longest sample) instead of a fixed count.
-  Trade-off figures: benchmarks/README.md (``python benchmarks/text.py``).
-- Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself at
-  every new pass (``set_epoch`` still works, for code written for DistributedSampler).
-- Resume: ``state_dict()`` is ``{"seed", "epoch", "yielded", "world_size", "offset"}``; after
-  ``load_state_dict`` the next pass yields exactly the batches that were still to come in the
-  pass the state was taken from (none, if taken after its last batch but before it ended; the
-  next epoch, if taken after it ended), as torchdata's StatefulDataLoader counts. That loader
-  calls both for you.
-- Ranks: with an initialised ``torch.distributed`` process group (or explicit ``rank`` and
-  ``world_size``), training deals the epoch's *batches* to the ranks: the epoch's global batch
-  order does not depend on the world size, and rank ``r`` of ``W`` takes every ``W``-th batch
-  from ``r``. The few left over (fewer than ``W``) are dropped, so every rank runs the same
-  number of steps (a rank that runs one step fewer hangs the others in all-reduce). Evaluation
-  splits the samples into contiguous blocks: every sample is seen exactly once, with no padding
-  duplicates (``DistributedSampler`` repeats samples to make the ranks even, which biases
-  metrics); ranks may then differ by one batch.
-- Elastic resume: a training state saved on ``W1`` ranks (any rank's: in step, they agree) loads
-  on ``W2``. The ``offset + yielded * W1`` global batches already taken stay taken; the rest of
-  the epoch is dealt to the ``W2`` ranks by the same rule, dropping at most ``W2 - 1`` batches.
-  No sample is seen twice and every rank runs the same number of steps. (An evaluation pass
-  resumes on the world size it was saved on.)
-- Mixtures: ``epoch_indices(seed, epoch)`` (:meth:`recipes.core.mixing.MixedDataset.epoch_indices`)
-  says which indices each epoch draws, repeats allowed; ``groups`` and ``lengths`` are still
-  per index. A drawn sample is seeded by its place in the epoch's draws.
-- Seeds: with ``keyed=True`` each index comes with its own seed, ``(index, seed)``, for
+- Lengths: ``lengths`` sorts the epoch by ``log(length)`` plus fresh uniform noise of half-width
+  ``length_noise``, cuts it into batches and shuffles their order: padding stays near the sorted
+  floor while similar lengths change batchmates every epoch (figures: benchmarks/README.md).
+  ``max_tokens`` cuts by a token budget (batch size x longest sample) instead of a count.
+- Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself.
+- Ranks: training deals the epoch's *batches*, whose order does not depend on the world size:
+  rank ``r`` of ``W`` takes every ``W``-th from ``r``, fewer than ``W`` left over are dropped, so
+  every rank runs the same number of steps. Evaluation gives each rank a contiguous block of
+  samples: every sample once, no padding duplicates (``DistributedSampler`` repeats some).
+- Resume: after ``load_state_dict(state_dict())`` the next pass yields exactly the batches still
+  to come, as torchdata's StatefulDataLoader counts. A training state saved on ``W1`` ranks
+  loads on ``W2``: the batches taken stay taken, the rest of the epoch is dealt to the ``W2``
+  ranks by the same rule (:meth:`GroupedBatchSampler.load_state_dict`).
+- Mixtures: ``epoch_indices`` (:meth:`recipes.core.mixing.MixedDataset.epoch_indices`) says which
+  indices each epoch draws; a drawn sample is seeded by its place in the draws.
+- Seeds: with ``keyed=True`` each index comes with its own seed, for
   :class:`recipes.core.seeding.SeededDataset`.
 """
 
@@ -152,7 +137,15 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         return {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size."""
+        """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size.
+
+        A state saved on ``W1`` ranks (any rank's: in step, they agree) loads on ``W2``: the
+        ``offset + yielded * W1`` global batches taken stay taken, and the rest of the epoch is
+        dealt to the ``W2`` ranks, at most ``W2 - 1`` dropped; no sample twice, the same number
+        of steps on every rank. The state of a pass taken after its last batch resumes nothing
+        of it; taken after it ended, the next epoch. An evaluation pass resumes only on its
+        own world size.
+        """
         self.seed = int(state["seed"])
         self.epoch = int(state["epoch"])
         world_size = int(state.get("world_size", self.world_size))
