@@ -18,7 +18,6 @@ pyarrow is an extra: ``pip install "recipes[parquet]"``; without it the first Pa
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.core.errors import DataError
-from recipes.core.storage import filesystem, is_url, open_stream, shown, suffix
+from recipes.core.storage import glob_paths, is_url, open_stream, shown, suffix
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
@@ -82,12 +81,7 @@ def parquet_entries(source: Any, storage_options: dict[str, Any] | None = None) 
 
 
 def _expand_glob(pattern: str, storage_options: dict[str, Any] | None) -> list[Any]:
-    if is_url(pattern):
-        fs, inner = filesystem(pattern, storage_options)
-        scheme = pattern.split("://", 1)[0]
-        found = [f"{scheme}://{name}" for name in sorted(fs.glob(inner))]
-    else:
-        found = [Path(name) for name in sorted(glob.glob(os.path.expanduser(pattern)))]
+    found = [name if is_url(name) else Path(name) for name in glob_paths(pattern, storage_options)]
     if not found:
         raise FileNotFoundError(f"no Parquet file matches {shown(pattern)}")
     return found

@@ -17,6 +17,7 @@ fsspec is the one dependency; its backends are extras, installed with
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import re
@@ -130,6 +131,16 @@ def read_bytes(path: str | os.PathLike, storage_options: dict[str, Any] | None =
             return file.read()
     with open_stream(path, storage_options=storage_options) as file:
         return file.read()
+
+
+def glob_paths(pattern: str, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """The paths or URLs that ``pattern`` (``*``, ``?``, ``[...]``) matches, sorted; a URL's are
+    listed through fsspec and keep its scheme."""
+    if not is_url(pattern):
+        return sorted(glob.glob(os.path.expanduser(pattern)))
+    fs, inner = filesystem(pattern, storage_options)
+    scheme = pattern.split("://", 1)[0]
+    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(fs.glob(inner))]
 
 
 def join(root: str | os.PathLike, name: str) -> str | os.PathLike:

@@ -45,7 +45,7 @@ from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
-from recipes.core.storage import basename, filesystem, is_url, shown
+from recipes.core.storage import basename, filesystem, glob_paths, is_url, shown
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 from recipes.core.tokens import load_tokenizer, pad_id_of
@@ -64,17 +64,13 @@ def expand_shards(
     else:
         pattern = os.fspath(paths)
         match = _BRACES.search(pattern)
-        if is_url(pattern) and not match and glob.has_magic(pattern):
-            fs, inner = filesystem(pattern, storage_options)
-            protocol = pattern.split("://", 1)[0]
-            shards = [f"{protocol}://{name}" for name in sorted(fs.glob(inner))]
-        elif os.path.isdir(pattern):
+        if os.path.isdir(pattern):
             shards = sorted(glob.glob(os.path.join(glob.escape(pattern), "*.tar")))
         elif match:
             lo, hi, width = int(match[1]), int(match[2]), len(match[1])
             shards = [pattern[: match.start()] + f"{n:0{width}d}" + pattern[match.end() :] for n in range(lo, hi + 1)]
         elif glob.has_magic(pattern):
-            shards = sorted(glob.glob(pattern))
+            shards = glob_paths(pattern, storage_options)
         else:
             shards = [pattern]
     if not shards:
