@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import distributed_rank_and_size, shared_seed
+from recipes.core.mixing import MixedStream
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.streams import EqualSteps
@@ -190,6 +191,11 @@ def build_loader(
             raise ValueError(
                 f"{sorted(k for k, v in given.items() if v)} need a map-style dataset: an IterableDataset "
                 "orders and shards itself, and resumes mid-epoch only if it has state_dict/load_state_dict"
+            )
+        if isinstance(dataset, MixedStream) and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
+            raise ValueError(
+                "a MixedStream needs persistent_workers=True with workers: its sources' passes run on in the "
+                "workers from one epoch to the next, and fresh workers would start every source over"
             )
         loader = _make_loader(
             stateful, dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs

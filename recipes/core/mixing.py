@@ -135,8 +135,11 @@ class MixedStream(IterableDataset):
     ``k`` contributing ``round(share * w_k / sum(w))`` items in an order drawn from ``(seed, epoch,
     slot)``. Each source keeps its own pass going from one mixed epoch to the next, and starts its
     next pass (its next epoch) when it runs out, so a small up-weighted source repeats and a
-    large one is read on where the last epoch left it (with ``persistent_workers``, as the presets
-    set; non-persistent workers start each epoch from the sources' state in the main process).
+    large one is read on where the last epoch left it. Those running passes live in the reader,
+    so a loader must keep its workers (``persistent_workers=True``, as the presets set) or have
+    none: a worker started afresh at a later epoch would start every source over, and a large
+    source would show the same items every epoch. That is refused, by the presets when the loader
+    is built and by the mixture itself in a reader that starts an epoch its sources are not at.
 
     Args:
         streams: IterableDatasets with ``state_dict``/``load_state_dict`` (``ImageTextShards``,
@@ -162,6 +165,8 @@ class MixedStream(IterableDataset):
         self.samples_per_epoch = int(samples_per_epoch)
         self.cursor = StreamCursor(shared_seed(seed))
         self._passes: list[Iterator[Any] | None] = [None] * len(self.streams)  # each source's running pass
+        self._sources_epoch = 0  # the mixed epoch whose start the sources' own states stand at
+        self._ran = False  # a pass began in this copy: the sources' running passes are here
 
     def __getattr__(self, name: str) -> Any:
         return _shared(self, self.__dict__.get("streams"), name)
@@ -182,14 +187,24 @@ class MixedStream(IterableDataset):
         for stream, source_state in zip(self.streams, state["sources"]):
             stream.load_state_dict(source_state)
         self._passes = [None] * len(self.streams)  # resume each source from its state, not a running pass
+        self._sources_epoch = int(state["epoch"]) + (state["position"] == "end")
+        self._ran = False
 
     def __getstate__(self) -> dict[str, Any]:
         # running passes are generators, which do not pickle: a copy starts from the sources' state
-        return {**self.__dict__, "_passes": [None] * len(self.streams)}
+        return {**self.__dict__, "_passes": [None] * len(self.streams), "_ran": False}
 
     def __iter__(self) -> Iterator[Any]:
         slot, slots = reader_slot(self.rank, self.world_size)
         epoch, resume = self.cursor.begin(slots)
+        if resume is None and not self._ran and epoch != self._sources_epoch:
+            raise ValueError(
+                f"MixedStream: this reader starts epoch {epoch}, but its sources stand at the start of epoch "
+                f"{self._sources_epoch}: their passes run on inside the reader that read the earlier epochs. "
+                "Keep the DataLoader's workers (persistent_workers=True, the presets' default) or use "
+                "num_workers=0, and resume from a state_dict rather than set_epoch"
+            )
+        self._ran, self._sources_epoch = True, epoch + 1
         return self._pass(slot, slots, epoch, resume)
 
     def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[Any]:

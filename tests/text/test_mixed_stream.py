@@ -5,6 +5,7 @@ import json
 from collections import Counter
 
 import pytest
+from torch.utils.data import DataLoader
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, streaming_loader
@@ -94,3 +95,21 @@ def test_a_mixture_refuses_other_workers_with_the_reason(files, tokenizer):
     with pytest.raises(ValueError, match="middle of a pass read by 2 readers .* resumed with 1"):
         for _ in range(2):
             list(resumed)
+
+
+def test_workers_carry_the_sources_across_epochs_and_fresh_ones_are_refused(files, tokenizer):
+    this = tokenizer.encode("This").ids[1]  # after [CLS]
+    loader = streaming_loader(_mixture(files, tokenizer), 8, device="cpu", seed=3, num_workers=2)
+    big = [int(i) for _ in range(3) for batch in loader for row, i in zip(batch["input_ids"], batch["index"])
+           if row[1] != this]
+    assert len(big) == 72 and len(set(big)) == 72  # 200 lines: each epoch reads on, none twice
+    with pytest.raises(ValueError, match="needs persistent_workers=True"):
+        streaming_loader(_mixture(files, tokenizer), 8, device="cpu", num_workers=2, persistent_workers=False)
+    mixture = _mixture(files, tokenizer)
+    plain = DataLoader(mixture, batch_size=None, num_workers=2)  # fresh workers every epoch
+    assert len(list(plain)) == EPOCH
+    mixture.set_epoch(1)  # would start every source over: the big one would repeat its first lines
+    with pytest.raises(ValueError, match="starts epoch 1, but its sources stand at the start of epoch 0"):
+        list(plain)
+    with pytest.raises(ValueError, match="persistent_workers=True"):
+        iter(mixture)  # in this process too: nothing ran here
