@@ -39,6 +39,7 @@ from recipes.core.batching import stack_images
 from recipes.core.errors import check_on_error
 from recipes.core.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.images import decode_image
+from recipes.core.mixing import MixedDataset
 
 DECODE_CHOICES = ("worker", "device")
 
@@ -138,15 +139,24 @@ def encode_image(
 
 
 class DeviceDecodeDataset(Dataset):
-    """``dataset`` whose items ship :class:`EncodedImage` s: ``self[i]`` is ``dataset.encoded_item(i, plan)``."""
+    """``dataset`` whose items ship :class:`EncodedImage` s: ``self[i]`` is ``dataset.encoded_item(i, plan)``.
+
+    A :class:`recipes.core.mixing.MixedDataset` is planned source by source (each has its own
+    transform), and its ``epoch_indices`` go on drawing the loader's epochs.
+    """
 
     def __init__(self, dataset: Dataset) -> None:
-        if isinstance(dataset, IterableDataset) or not hasattr(dataset, "encoded_item"):
-            raise ValueError(
-                f"decode='device' needs a map-style dataset with encoded_item (ImageFolderDataset, "
-                f"ImageTextDataset); {type(dataset).__name__} has none: use decode='worker'"
-            )
-        self.dataset, self.plan = dataset, ImagePlan(getattr(dataset, "transform", None))
+        mixed = isinstance(dataset, MixedDataset)
+        sources = dataset.datasets if mixed else [dataset]
+        for source in sources:
+            if isinstance(source, IterableDataset) or not hasattr(source, "encoded_item"):
+                raise ValueError(
+                    f"decode='device' needs a map-style dataset with encoded_item (ImageFolderDataset, "
+                    f"ImageTextDataset, or a MixedDataset of them); {type(source).__name__} has none: use decode='worker'"
+                )
+        plans = [ImagePlan(getattr(source, "transform", None)) for source in sources]
+        self.dataset, self.plan = dataset, plans if mixed else plans[0]
+        self.epoch_indices = getattr(dataset, "epoch_indices", None)  # what build_loader's sampler reads
 
     def __len__(self) -> int:
         return len(self.dataset)

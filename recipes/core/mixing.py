@@ -97,10 +97,13 @@ class MixedDataset(Dataset):
     def __getitem__(self, index: int) -> Any:
         """The sample ``locate(index)`` names; a dict item's ``"index"`` becomes the mixture's."""
         source, local = self.locate(index)
-        item = self.datasets[source][local]
-        if isinstance(item, dict) and "index" in item:
-            item = {**item, "index": index}
-        return item
+        return _as_mixture_item(self.datasets[source][local], index)
+
+    def encoded_item(self, index: int, plans: Sequence[Any]) -> Any:
+        """``decode="device"``'s item (:mod:`recipes.core.device_decode`): the source's own
+        ``encoded_item``, with ``plans[source]``, the plan of that source's transform."""
+        source, local = self.locate(index)
+        return _as_mixture_item(self.datasets[source].encoded_item(local, plans[source]), index)
 
     def epoch_indices(self, seed: int, epoch: int) -> np.ndarray:
         """The mixture indices epoch ``epoch`` draws (int64, ``sum(self.draws)`` of them), interleaved
@@ -234,6 +237,11 @@ class MixedStream(IterableDataset):
 
 
 _END = object()
+
+
+def _as_mixture_item(item: Any, index: int) -> Any:
+    """A source's item under its mixture index: a dict item's ``"index"`` becomes ``index``."""
+    return {**item, "index": index} if isinstance(item, dict) and "index" in item else item
 
 
 def _shared(mixture: Any, sources: list[Any] | None, name: str) -> Any:

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from recipes.core import DevicePrefetcher
+from recipes.core import DevicePrefetcher, MixedDataset
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_loader
 from tests.photos import photo
 
@@ -66,3 +66,22 @@ def test_cuda_pairs_are_within_a_grey_level_of_the_cpu(fixtures, tokenizer, tmp_
     for a, b in zip(*runs, strict=True):
         assert torch.equal(a["input_ids"], b["input_ids"].cpu())
         assert (b["pixel_values"].cpu() - a["pixel_values"]).abs().mean() * 0.226 * 255 < 1.0
+
+
+def test_a_mixture_gives_the_worker_path_batches_with_the_mixture_indices(fixtures, tokenizer, tmp_path):
+    manifest = _manifest(fixtures, tmp_path)
+    train = ImageTextDataset(manifest, tokenizer, transform=TRANSFORMS["train"]())
+    plain = ImageTextDataset(fixtures / "multimodal" / "captions.json", tokenizer, transform=TRANSFORMS["eval"]())
+    mixed = MixedDataset([train, plain], [1, 1], samples_per_epoch=24)
+    batches = {
+        decode: list(DevicePrefetcher(
+            multimodal_loader(mixed, 6, device="cpu", seed=5, decode=decode, num_workers=0), "cpu"))
+        for decode in ("worker", "device")
+    }
+    assert len(batches["worker"]) == len(batches["device"]) == 4
+    indices = torch.cat([batch["index"] for batch in batches["device"]])
+    assert torch.equal(torch.sort(indices).values, torch.sort(torch.from_numpy(mixed.epoch_indices(5, 0))).values)
+    for a, b in zip(batches["worker"], batches["device"]):
+        for key in ("input_ids", "attention_mask", "lengths", "index"):
+            assert torch.equal(a[key], b[key]), key
+        torch.testing.assert_close(b["pixel_values"], a["pixel_values"], rtol=0, atol=1e-6)

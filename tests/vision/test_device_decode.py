@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipes.core import DevicePrefetcher
+from recipes.core import DevicePrefetcher, MixedDataset
 from recipes.core.device_decode import EncodedBatch
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
@@ -98,3 +98,16 @@ def test_the_gpu_feed_benchmark_runs_its_cpu_smoke_run_and_exits_cleanly_without
     if not torch.cuda.is_available():
         bare = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
         assert "needs a CUDA GPU" in bare.stdout
+
+
+def test_a_mixture_of_folders_with_their_own_transforms_gives_the_worker_path_batches(fixtures, tmp_path):
+    root = _folder(fixtures, tmp_path)
+    cropped = ImageFolderDataset(root, train_transform(24), draft_size=None)
+    resized = ImageFolderDataset(fixtures / "vision", eval_transform(24, resize_size=28), draft_size=None)
+    mixed = MixedDataset([cropped, resized], [3, 1], samples_per_epoch=30)
+    for epoch in range(2):
+        worker, device = (_batches(mixed, decode) for decode in ("worker", "device"))
+        assert len(worker) == len(device) == 6
+        for (a, labels_a), (b, labels_b) in zip(worker, device):
+            assert torch.equal(labels_a, labels_b)
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
