@@ -65,6 +65,7 @@ class CaptionIndex:
     blobs: BlobFile | None  # embedded bytes (an empty entry for a path row); None if there are none
     tokens: TokenArray  # every caption, row after row
     counts: np.ndarray  # int64: captions per row
+    entries: list[Any]  # the files read, in order (a datasets.Dataset stands for itself)
     sources: list[str]  # entry names, for messages
     source_of: np.ndarray  # int32: the entry of each row
     keys: np.ndarray  # int64: the row within its entry
@@ -138,12 +139,13 @@ def index_caption_parquet(
     and the options, and found again by the next construction with the same (another run, every
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
     """
+    entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
     rows = caption_rows(
-        source, image_field=image_field, caption_field=caption_field, on_error=on_error, storage_options=storage_options
+        entries, image_field=image_field, caption_field=caption_field, on_error=on_error, storage_options=storage_options
     )
     cached = key = None
     if cache_dir is not None:
-        digest = hashlib.sha256(fingerprint(parquet_entries(source, storage_options), storage_options))
+        digest = hashlib.sha256(fingerprint(entries, storage_options))
         digest.update(repr((image_field, caption_field, on_error)).encode())
         key = f"captions-{digest.hexdigest()[:24]}"
         cached = cached_blobs(cache_dir, key)
@@ -177,8 +179,8 @@ def index_caption_parquet(
     if cached is not None and len(cached) != count:  # the same content and options: a damaged entry
         raise DataError(f"{cached.path}: {len(cached)} entries for {count} rows; delete it to rebuild it")
     blobs = cached if writer is None else writer.finish() if embedded else writer.abort()
-    entries = parquet_entries(source, storage_options)
     return CaptionIndex(
+        entries=entries,
         images=concat_strings(names),
         blobs=blobs,
         tokens=concat_tokens(tokens, token_dtype(tokenizer)),

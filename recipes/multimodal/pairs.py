@@ -49,7 +49,7 @@ from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_captions import index_caption_parquet
-from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet, parquet_entries
+from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -115,7 +115,7 @@ class ImageTextDataset(Dataset):
             self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
             self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
             self.manifest = entry_name(manifest) if is_arrow_dataset(manifest) else manifest
-            first = None if is_arrow_dataset(manifest) else parquet_entries(manifest, storage_options)[0]
+            first = None if is_arrow_dataset(manifest) else index.entries[0]
         else:
             rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
             self.images, self.blobs, self.manifest, first = StringArray(rows.images), None, rows.path, rows.path

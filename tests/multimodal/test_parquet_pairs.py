@@ -168,3 +168,18 @@ def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, 
     again = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
     assert again.blobs.path == blob and blob.stat().st_size > 3
     assert_same_items(again, ImageTextDataset(folder / "embedded.parquet", tokenizer, image_field="jpg", captions="all"))
+
+
+def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, monkeypatch):
+    import recipes.core.parquet_files as parquet_files
+
+    rows = manifest_rows(folder)
+    for part in range(2):
+        half = rows[part::2]
+        pq.write_table(pa.table({"image": [r[0] for r in half], "caption": [r[1] for r in half]}), folder / f"p-{part}.parquet")
+    listings = []
+    glob_paths = parquet_files.glob_paths
+    monkeypatch.setattr(parquet_files, "glob_paths", lambda *args: listings.append(args) or glob_paths(*args))
+    dataset = ImageTextDataset(str(folder / "p-*.parquet"), tokenizer, cache_dir=folder / "cache")
+    assert len(listings) == 1  # each listing of a URL glob is a request
+    assert len(dataset) == len(rows) and dataset.image_root == folder
