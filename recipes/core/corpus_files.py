@@ -18,7 +18,9 @@ kept samples carry their real line numbers. Everything else that is wrong with a
 or is not an object, a missing, non-string or empty text field, a missing or non-scalar label;
 a missing field is reported with the fields the row does have. ``on_error="skip"`` drops such a
 line with a warning; a CSV header without the named columns (the error lists the header) is a
-problem with the whole file and always raises.
+problem with the whole file and always raises. So is a field that no line has: a wrong
+``text_field``/``label_field`` is one error, not a warning for every line and nothing kept
+(:class:`SkipPolicy`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from recipes.core.storage import is_url, read_bytes, shown
 from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
+# A stream reader in skip mode holds back the warnings of at most this many bad lines before a
+# line is kept (SkipPolicy); a whole file read at once holds them all.
+HOLD_LIMIT = 10_000
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
@@ -89,6 +94,7 @@ def read_rows(
         data = read_bytes(path, storage_options)
     data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
     rows = Rows(path, labels=[] if label_field is not None else None)
+    policy = SkipPolicy(on_error)
     if suffix == ".csv":
         numbered = _csv_records(name, data, text_field, label_field)
     else:
@@ -101,14 +107,78 @@ def read_rows(
             else:
                 row = parse_line(record, where, json_row=suffix == ".jsonl", text_field=text_field, label_field=label_field)
         except DataError as error:
-            skip_or_raise(error, on_error)
+            policy.bad(error)
             continue
         if row is not None:
+            policy.kept()
             rows.texts.append(row[0])
             rows.lines.append(number)
             if rows.labels is not None:
                 rows.labels.append(row[1])
+    policy.done()
     return rows
+
+
+class MissingField(DataError):
+    """A JSON object or CSV record without the field that ``option`` names."""
+
+    def __init__(self, where: str, name: str, option: str, fields: list[str]) -> None:
+        super().__init__(f"{where}: no {name!r} field (fields: {fields}); pass {option}=... to name another")
+        self.where, self.name, self.option, self.fields = where, name, option, fields
+
+
+class SkipPolicy:
+    """``on_error`` for one reader of a file, with one rule more for ``"skip"``: a field that no
+    line has is a wrong field name, not messy data, and raises once instead of a warning a line.
+
+        policy = SkipPolicy(on_error)
+        for raw in lines:
+            try:
+                row = parse_line(raw, ...)
+            except DataError as error:
+                policy.bad(error)        # raises, warns, or holds the warning back
+                continue
+            policy.kept()                # warns what it held: the lines were merely bad
+        policy.done()                    # raises if nothing was kept and every bad line lacked a field
+
+    Until a line is kept, skipped lines' warnings are held (at most ``hold``, None: all of them);
+    when one is kept, or when ``hold`` are held and not all lack a field, they are warned in order.
+    A reader whose held lines all lack a field (``hold`` reached, or its lines run out with none
+    kept) raises a :class:`DataError` naming the field and the fields the first line has.
+    """
+
+    def __init__(self, on_error: str, hold: int | None = None) -> None:
+        self.on_error, self.hold = check_on_error(on_error), hold
+        self.held: list[DataError] | None = [] if on_error == "skip" else None
+
+    def bad(self, error: DataError) -> None:
+        if self.held is None:
+            skip_or_raise(error, self.on_error)
+            return
+        self.held.append(error)
+        if self.hold is not None and len(self.held) >= self.hold:
+            self.done()
+
+    def kept(self) -> None:
+        if self.held is not None:
+            self.release()
+
+    def done(self) -> None:
+        """The reader's lines ran out (or the limit is reached): raise or warn what is held."""
+        if self.held and all(isinstance(error, MissingField) for error in self.held):
+            first = self.held[0]
+            raise DataError(
+                f"{first.where}: no {first.name!r} field in any of the {len(self.held)} lines read (the first "
+                f"has {first.fields}); pass {first.option}=... to name another (on_error='skip' drops bad lines, "
+                "not a wrong field name)"
+            )
+        self.release()
+
+    def release(self) -> None:
+        """Warn every held line, in order, and hold nothing more."""
+        held, self.held = self.held or [], None
+        for error in held:
+            skip_or_raise(error, "skip")
 
 
 def _csv_records(name: str, data: bytes, text_field: str, label_field: str | None):
@@ -195,9 +265,8 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
     return text, label
 
 
-def _no_field(record: dict, where: str, name: str, option: str) -> DataError:
-    fields = sorted(str(key) for key in record)
-    return DataError(f"{where}: no {name!r} field (fields: {fields}); pass {option}=... to name another")
+def _no_field(record: dict, where: str, name: str, option: str) -> MissingField:
+    return MissingField(where, name, option, sorted(str(key) for key in record))
 
 
 def _out_of_int64(label: int | str) -> bool:

@@ -129,3 +129,23 @@ def test_a_wrong_field_name_lists_the_fields_of_the_line(fixtures, tok, option):
     message = rf"labeled\.jsonl byte 0: no 'stars' field \(fields: \['label', 'text'\]\); pass {option}="
     with pytest.raises(DataError, match=message):
         next(iter(StreamingTextDataset(fixtures / "text" / "labeled.jsonl", tok, **options)))
+
+
+def test_skip_mode_refuses_a_field_no_line_of_a_reader_has_and_warns_messy_lines(fixtures, tok, tmp_path):
+    labeled = fixtures / "text" / "labeled.jsonl"
+    stream = StreamingTextDataset(labeled, tok, text_field="body", on_error="skip")
+    with pytest.raises(DataError, match=r"byte 0: no 'body' field in any of the 120 lines read"):
+        list(stream)  # one error: no warning a line, and no empty epoch
+    loader = streaming_loader(stream, 8, device="cpu", num_workers=2)
+    with pytest.raises(DataError, match=r"no 'body' field in any of the \d+ lines read"):
+        list(loader)
+    rows = ['{"body": "a"}', '{"text": "kept one"}', '{"body": "b"}']
+    (tmp_path / "messy.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.warns(SkippedSampleWarning) as caught:
+        items = list(StreamingTextDataset(tmp_path / "messy.jsonl", tok, on_error="skip"))
+    assert [item["input_ids"].tolist() for item in items] == [tok.encode("kept one").ids]
+    assert [str(w.message).split(": ")[1].rsplit("/", 1)[1] for w in caught] == ["messy.jsonl byte 0", "messy.jsonl byte 35"]
+    endless = "".join('{"body": "x"}\n' for _ in range(10_001)) + '{"text": "late"}\n'
+    (tmp_path / "endless.jsonl").write_text(endless, encoding="utf-8")
+    with pytest.raises(DataError, match="in any of the 10000 lines read"):  # the most a stream reader holds back
+        list(StreamingTextDataset(tmp_path / "endless.jsonl", tok, on_error="skip"))

@@ -12,6 +12,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.text import TokenizedTextDataset, pack_collate
+from tests.harness import with_skip_warnings
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,31 @@ def test_a_wrong_field_name_lists_the_fields_the_file_has(fixtures, tok, name, o
     with pytest.raises(DataError, match=rf"{name}.* no (column \['stars'\]|'stars' field) .*{option}=\.\.\.") as error:
         TokenizedTextDataset(fixtures / "text" / name, tok, **options)
     assert "'label'" in str(error.value) and "'text'" in str(error.value)
+
+
+@pytest.mark.parametrize("option", ["text_field", "label_field"])
+def test_skip_mode_refuses_a_field_no_line_has_instead_of_warning_every_line(fixtures, tok, option):
+    options = {"label_field": "label", option: "stars", "on_error": "skip"}
+    message = rf"labeled\.jsonl line 1: no 'stars' field in any of the 120 lines read .*{option}=\.\.\."
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and not one warning before the error
+        with pytest.raises(DataError, match=message):
+            TokenizedTextDataset(fixtures / "text" / "labeled.jsonl", tok, **options)
+
+
+def test_skip_mode_still_warns_lines_without_a_field_others_have_in_line_order(tmp_path, tok):
+    lines = ['{"body": "a"}', "not json", '{"text": "kept"}', '{"body": "b"}', '{"text": "also kept"}']
+    (tmp_path / "messy.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "messy.jsonl", tok, on_error="skip"))
+    assert dataset.line_numbers.tolist() == [3, 5]
+    assert [message.split(": ", 2)[1].rsplit(" ", 1)[1] for message in warned] == ["1", "2", "4"]
+    (tmp_path / "broken.jsonl").write_text('{"body": "a"}\nnot json\n', encoding="utf-8")  # not only a field
+    dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "broken.jsonl", tok, on_error="skip"))
+    assert len(dataset) == 0 and len(warned) == 2
+    many = "".join('{"body": "x"}\n' for _ in range(1500)) + '{"text": "late"}\n'  # a whole file decides
+    (tmp_path / "many.jsonl").write_text(many, encoding="utf-8")
+    dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "many.jsonl", tok, on_error="skip"))
+    assert dataset.line_numbers.tolist() == [1501] and len(warned) == 1500
 
 
 def test_string_labels_are_numbered_by_their_sorted_names(tmp_path, tok):
