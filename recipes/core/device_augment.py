@@ -109,11 +109,12 @@ def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None 
     (the worker path's), float32 and rounding elsewhere (or wherever ``in_float`` asks)."""
     if in_float is None:
         in_float = image.device.type != "cpu"
-    # dense [H,W,3] memory: the uint8 kernel's fast path, and one read of the crop on a GPU
-    dense = image.permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
     if not in_float:
+        # dense [H,W,3] memory: the uint8 kernel's fast path
+        dense = image.permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
         return F.interpolate(dense, size=size, mode="bilinear", align_corners=False, antialias=True)[0]
-    out = F.interpolate(dense.float(), size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+    # plain CHW, read once by the cast: CUDA's antialiased kernel copies any other layout to it first
+    out = F.interpolate(image[None].float(), size=size, mode="bilinear", align_corners=False, antialias=True)[0]
     return out.round_().clamp_(0, 255).to(torch.uint8)
 
 
