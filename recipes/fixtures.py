@@ -8,7 +8,7 @@
 Only stdlib, numpy, Pillow and tokenizers are imported, so this works from a wheel install.
 Same library versions -> byte-identical output (seeded numpy RNGs, fixed encoder settings,
 sorted JSON, single-threaded tokenizer training). The layout it writes is in ``README``
-(fixtures/README.md).
+(fixtures/README.md); the hostile set, each file broken one way, in :mod:`recipes.fixtures_hostile`.
 """
 
 import csv
@@ -17,16 +17,23 @@ import io
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: importable here as before)
+    COCO_CASES,
+    HOSTILE_README,
+    MISSING_FIELD_ROWS,
+    hostile_coco,
+    hostile_files,
+)
+
 FIXTURES_VERSION = "1"
+GENERATOR_FILES = (Path(__file__), Path(__file__).with_name("fixtures_hostile.py"))  # the cache key hashes them all
 JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
 PNG_KW = {"compress_level": 9, "optimize": False}
 
@@ -79,9 +86,9 @@ def fixtures_dir() -> Path:
 
 
 def _cached_fixtures(tmp_root: Path) -> Path:
-    # Keyed by this file's hash so an edited generator never reuses a stale cache. Generated
-    # into a private temp dir and renamed into place: concurrent processes never see a half tree.
-    key = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    # Keyed by the hash of every generator file so an edited generator never reuses a stale cache.
+    # Generated into a private temp dir and renamed into place: concurrent processes never see a half tree.
+    key = _generator_hash()
     final = tmp_root / f"recipes-fixtures-{FIXTURES_VERSION}-{key}"
     if (final / "VERSION").is_file():
         return final
@@ -93,6 +100,13 @@ def _cached_fixtures(tmp_root: Path) -> Path:
     except OSError:  # another process won the race; its tree is identical
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def _generator_hash() -> str:
+    digest = hashlib.sha256()
+    for path in GENERATOR_FILES:
+        digest.update(hashlib.sha256(path.read_bytes()).digest())  # per file: no bytes move unseen between them
+    return digest.hexdigest()[:12]
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -388,82 +402,19 @@ def _write_multimodal(root: Path) -> None:
 
 
 # ---------------------------------------------------------------- hostile
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def _bomb_png(side: int = 16000) -> bytes:
-    """IHDR claims side x side 8-bit gray (256 MP); one compressed row follows. ~100 bytes."""
-    ihdr = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
-    idat = zlib.compress(b"\x00" * (side + 1), 9)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", idat)
-            + _png_chunk(b"IEND", b""))
-
-
-def _hostile_coco(case: str) -> dict:
-    images = [{"id": 1, "file_name": "a.jpg", "width": 64, "height": 48},
-              {"id": 2, "file_name": "b.jpg", "width": 48, "height": 64}]
-    boxes = [(1, 1, 1, [4.0, 6.0, 20.0, 16.0]), (2, 1, 3, [10.0, 10.0, 12.0, 8.0]),
-             (3, 2, 1, [5.0, 20.0, 30.0, 25.0])]
-    if case == "escape":
-        images[1]["file_name"] = "../escape.jpg"
-    if case == "unknown_category":
-        boxes[1] = (2, 1, 99, boxes[1][3])
-    if case == "negative_box":
-        boxes[2] = (3, 2, 1, [35.0, 20.0, -30.0, 25.0])
-    anns = []
-    for ann_id, image_id, cat, (x, y, bw, bh) in boxes:
-        poly = [x, y, x + bw, y, x + bw, y + bh, x, y + bh]
-        anns.append({"id": ann_id, "image_id": image_id, "category_id": cat, "bbox": [x, y, bw, bh],
-                     "area": abs(bw * bh), "iscrowd": 0, "segmentation": [poly]})
-    cats = [{"id": 1, "name": "person", "supercategory": "person"},
-            {"id": 3, "name": "car", "supercategory": "vehicle"}]
-    return {"info": {"description": f"hostile case: {case}"}, "licenses": [],
-            "images": images, "annotations": anns, "categories": cats}
-
-
 def _write_hostile(root: Path) -> None:
     rng = np.random.default_rng(5)
     buf = io.BytesIO()
     _picture(rng, 96, 64).save(buf, "JPEG", **JPEG_KW)
-    good = buf.getvalue()
-    _write(root / "images/truncated.jpg", good[: len(good) * 6 // 10])
-    _write(root / "images/empty.jpg", b"")
-    _write(root / "images/not_an_image.jpg", "This is plain text with a .jpg name.\n")
-    _write(root / "images/bomb.png", _bomb_png())
+    for name, data in hostile_files(buf.getvalue()).items():  # what each is: recipes/fixtures_hostile.py
+        _write(root / name, data)
     _save(_picture(rng, 64, 48), root / "coco/images/a.jpg")
     _save(_picture(rng, 48, 64), root / "coco/images/b.jpg")
     _save(_picture(rng, 48, 64), root / "coco/escape.jpg")  # exists: a loader must refuse, not load
-    for case in ("escape", "unknown_category", "negative_box"):
-        _write_json(root / f"coco/{case}.json", _hostile_coco(case))
-    _write(root / "text/bad_utf8.txt", "first line is fine\nsecond line is fine\n".encode()
-           + b"third line \xff\xfe is not UTF-8\nfourth line is fine\n")
-    _write_jsonl(root / "text/missing_field.jsonl", [
-        {"text": "row one is fine", "label": 0}, {"label": 1},
-        {"text": "row three is fine", "label": 2}])
-    _write(root / "README.md", HOSTILE_README)
+    for case in COCO_CASES:
+        _write_json(root / f"coco/{case}.json", hostile_coco(case))
+    _write_jsonl(root / "text/missing_field.jsonl", MISSING_FIELD_ROWS)
 
-
-HOSTILE_README = """# Hostile fixtures
-
-Each file is bad in exactly one way. With `on_error="raise"` a loader raises an error naming the
-file (and line / annotation id) and the problem; with `on_error="skip"` it drops the sample with a
-warning naming file and reason. It never substitutes another sample.
-
-| file | problem | loader must |
-|---|---|---|
-| images/truncated.jpg | JPEG cut to 60% of its bytes | raise/skip, never a half-grey image |
-| images/empty.jpg | zero bytes | raise/skip |
-| images/not_an_image.jpg | a text file with an image name | raise/skip |
-| images/bomb.png | ~100 bytes; IHDR claims 16000x16000 (256 MP) | refuse from the header |
-| coco/escape.json | image 2 file_name "../escape.jpg" (exists!) | refuse the path, never load it |
-| coco/unknown_category.json | annotation 2 has category_id 99 | raise naming annotation 2 |
-| coco/negative_box.json | annotation 3 bbox width is -30 | raise/skip naming annotation 3 |
-| text/bad_utf8.txt | line 3 holds bytes ff fe (invalid UTF-8) | raise naming line 3 |
-| text/missing_field.jsonl | row 2 has no "text" key | raise naming line 2 and the key |
-
-The coco cases use image_root `coco/images/`; `a.jpg` and `b.jpg` there are valid.
-"""
 
 README = """# Fixtures
 

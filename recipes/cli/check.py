@@ -8,7 +8,7 @@ Prints a summary and every problem with its path and reason (``--json``: the sam
 readable, plus each image's size, mode and format). Exit status 0 when nothing is wrong, 1 when
 problems were found, 2 when PATH or an option is unusable (one line: a COCO image root that does
 not exist or holds none of the images is one error, not one per image). What is checked, per domain: :mod:`recipes.cli.check_files` (images, folder
-layout) and :mod:`recipes.cli.check_data` (COCO files, text rows, caption manifests).
+layout), :mod:`recipes.cli.check_coco` (COCO files) and :mod:`recipes.cli.check_data` (text rows, caption manifests).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from recipes.cli.check_data import check_captions, check_coco, check_rows
+from recipes.cli.check_coco import check_coco
+from recipes.cli.check_data import check_captions, check_rows
 from recipes.cli.check_files import check_image_folder
 from recipes.cli.datasets import DataOptions
 from recipes.cli.report import Report

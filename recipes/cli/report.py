@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -128,6 +128,11 @@ def counts(values: Any, key: Callable[[Any], Any] = str) -> dict[str, int]:
         name = key(value)
         tally[name] = tally.get(name, 0) + 1
     return dict(sorted(tally.items(), key=lambda item: -item[1]))
+
+
+def spread(values: Sequence[int]) -> str:
+    """``"2-5"`` for values from 2 to 5, ``"3"`` when they are all 3 (``"0"`` for none)."""
+    return f"{min(values)}-{max(values)}" if values and min(values) != max(values) else str(values[0] if values else 0)
 
 
 def _render_value(key: str, value: Any) -> list[str]:

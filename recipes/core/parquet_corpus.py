@@ -1,6 +1,7 @@
 """Tokenise the text column of Parquet files (or a Hugging Face Dataset) a chunk of rows at a time.
 
-    corpus = read_parquet_corpus("train-*.parquet", tokenizer, text_field="text", label_field="label")
+    source = parquet_source("train-*.parquet")             # the files, and what messages and caches call them
+    corpus = source.read(tokenizer, text_field="text", label_field="label")
     corpus.tokens[0], corpus.labels[0], corpus.rows[0]      # ids, 3, 0
 
 The rules are the JSONL route's (:func:`recipes.core.corpus_files.check_fields`): a null, empty
@@ -8,11 +9,14 @@ or non-string text, a null or non-scalar label is a :class:`DataError` naming th
 (``on_error="skip"``: the row is dropped with a warning), and the labels are numbered as
 :func:`recipes.core.corpus_files.label_ids` numbers them (integers kept, strings by their place
 in the sorted names). Texts become Python strings one chunk at a time, for ``encode_batch``; what
-is kept is numpy only: the ids, the labels and each sample's row number.
+is kept is numpy only: the ids, the labels and each sample's row number. :func:`parquet_source`
+resolves a source once for :class:`recipes.text.TokenizedTextDataset`: its files, its name in
+messages, and the content digest its token cache is keyed by.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +26,16 @@ from tokenizers import Tokenizer
 from recipes.core.arrays import TokenArray, concat_tokens
 from recipes.core.corpus_files import check_fields, integer_label
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.parquet_files import check_columns, iter_rows, row_counts
+from recipes.core.parquet_files import (
+    check_columns,
+    entry_name,
+    fingerprint,
+    is_arrow_dataset,
+    iter_rows,
+    parquet_entries,
+    row_counts,
+)
+from recipes.core.storage import shown
 from recipes.core.tokens import encode_texts, token_dtype
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
@@ -36,6 +49,58 @@ class ParquetCorpus:
     labels: np.ndarray | None
     label_names: list[str] | None
     rows: np.ndarray  # int64: each sample's row, counted from 0 across the entries in order
+
+
+@dataclass
+class ParquetSource:
+    """A Parquet source resolved once (:func:`parquet_source`): its entries and the names it goes by."""
+
+    entries: list[Any]  # from recipes.core.parquet_files.parquet_entries
+    path: Any  # what the dataset shows as its path: the source as given, or the Dataset's description
+    name: str  # what messages call it
+    key_path: Any  # what names its token-cache entry: the first file, or "dataset.parquet" for a Dataset
+    storage_options: dict[str, Any] | None = None
+
+    def fingerprint(self) -> bytes:
+        """A digest of the entries' content, for a cache key; it reads every byte, so call it only for one."""
+        return fingerprint(self.entries, self.storage_options)
+
+    def read(
+        self,
+        tokenizer: Tokenizer,
+        *,
+        text_field: str = "text",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        on_error: str = "raise",
+    ) -> ParquetCorpus:
+        """Read and tokenise every row: :func:`read_parquet_corpus` of the entries."""
+        return read_parquet_corpus(
+            self.entries,
+            tokenizer,
+            text_field=text_field,
+            label_field=label_field,
+            max_length=max_length,
+            on_error=on_error,
+            storage_options=self.storage_options,
+        )
+
+
+def parquet_source(source: Any, storage_options: dict[str, Any] | None = None) -> ParquetSource:
+    """Resolve a ``.parquet`` path or URL, a list or glob of them, or a Hugging Face ``datasets.Dataset``.
+
+    Raises:
+        FileNotFoundError: a local file is missing, or a glob matches nothing.
+    """
+    entries = parquet_entries(source, storage_options)
+    dataset = is_arrow_dataset(source)
+    return ParquetSource(
+        entries,
+        path=entry_name(source) if dataset else source,
+        name=shown(source) if isinstance(source, (str, os.PathLike)) else entry_name(entries[0]),
+        key_path="dataset.parquet" if dataset else entries[0],
+        storage_options=storage_options,
+    )
 
 
 def check_record(record: dict[str, Any], where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:

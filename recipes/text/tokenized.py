@@ -32,15 +32,8 @@ from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
-from recipes.core.parquet_corpus import read_parquet_corpus
-from recipes.core.parquet_files import (
-    PARQUET_SUFFIX,
-    entry_name,
-    fingerprint,
-    is_arrow_dataset,
-    is_parquet,
-    parquet_entries,
-)
+from recipes.core.parquet_corpus import parquet_source
+from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
@@ -93,16 +86,16 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        parquet = is_parquet(path)
-        if parquet:  # a .parquet file, a list or glob of them, or a Hugging Face Dataset
-            entries = parquet_entries(path, storage_options)
-            self.path, suffix = (entry_name(path) if is_arrow_dataset(path) else path), PARQUET_SUFFIX
+        # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
+        parquet = parquet_source(path, storage_options) if is_parquet(path) else None
+        if parquet is not None:
+            self.path, suffix, self._name = parquet.path, PARQUET_SUFFIX, parquet.name
         else:
             self.path = path if is_url(path) else Path(path)
             suffix = check_format(self.path, (*ROW_FORMATS, PARQUET_SUFFIX))  # the message lists .parquet too
             if not is_url(path) and not self.path.is_file():
                 raise FileNotFoundError(f"text file {self.path} does not exist")
-        self._name = shown(path) if isinstance(path, (str, os.PathLike)) else entry_name(entries[0])  # for messages
+            self._name = shown(path)  # for messages
         tokenizer = load_tokenizer(tokenizer)
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
@@ -112,9 +105,8 @@ class TokenizedTextDataset(Dataset):
         except ValueError:
             self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
-        if parquet:
-            key_path = "dataset.parquet" if is_arrow_dataset(path) else entries[0]
-            data = fingerprint(entries, storage_options) if cache_dir is not None else b""
+        if parquet is not None:  # its content digest reads every byte: only for a cache key
+            key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
         else:
             key_path, data = self.path, read_bytes(self.path, storage_options)
         options = [suffix, text_field, label_field, max_length, on_error]
@@ -122,8 +114,8 @@ class TokenizedTextDataset(Dataset):
         if self._cache is not None and is_cached(self._cache):
             self._load_cache()
             return
-        if parquet:
-            corpus = read_parquet_corpus(entries, tokenizer, max_length=max_length, storage_options=storage_options, **fields)
+        if parquet is not None:
+            corpus = parquet.read(tokenizer, max_length=max_length, **fields)
             tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
         else:
             rows = read_rows(self.path, data=data, **fields)

@@ -6,8 +6,10 @@ through the ROOT constant rather than named in test ids.
 
 import csv
 import json
+import shutil
 import statistics
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +221,15 @@ def test_cached_copy_is_generated_once_and_atomically(tmp_path: Path) -> None:
     assert (first / "VERSION").stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no staging dir left behind
     assert _tree(first) == _tree(ROOT)
+
+
+def test_cache_key_hashes_every_module_of_the_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = {Path(module.__file__).resolve() for name, module in sys.modules.items()
+              if name == "recipes.fixtures" or name.startswith("recipes.fixtures_")}
+    assert loaded == {path.resolve() for path in fixtures.GENERATOR_FILES}
+    copies = [Path(shutil.copy(path, tmp_path / path.name)) for path in fixtures.GENERATOR_FILES]
+    monkeypatch.setattr(fixtures, "GENERATOR_FILES", tuple(copies))
+    for copy in copies:  # an edit to any one of them is a new key
+        before = fixtures._generator_hash()
+        copy.write_text(copy.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+        assert fixtures._generator_hash() != before
