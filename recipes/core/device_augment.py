@@ -110,9 +110,10 @@ def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None 
     if in_float is None:
         in_float = image.device.type != "cpu"
     if not in_float:
-        # dense [H,W,3] memory: the uint8 kernel's fast path
-        dense = image.permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
-        return F.interpolate(dense, size=size, mode="bilinear", align_corners=False, antialias=True)[0]
+        # dense [H,W,3] memory, the uint8 kernel's fast path, seen as [1,3,H,W]: made from [1,H,W,3]
+        # so that its batch stride is not ambiguous, or torch would give CHW output, slower (pytorch #68430)
+        hwc = image.permute(1, 2, 0).contiguous()[None].permute(0, 3, 1, 2)
+        return F.interpolate(hwc, size=size, mode="bilinear", align_corners=False, antialias=True)[0]
     # plain CHW, read once by the cast: CUDA's antialiased kernel copies any other layout to it first
     out = F.interpolate(image[None].float(), size=size, mode="bilinear", align_corners=False, antialias=True)[0]
     return out.round_().clamp_(0, 255).to(torch.uint8)

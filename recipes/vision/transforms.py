@@ -33,6 +33,7 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD
+from recipes.core.device_augment import resize
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "RandomHorizontalFlip", "RandomResizedCrop", "eval_transform", "train_transform"]
 
@@ -93,13 +94,13 @@ class RandomResizedCrop(v2.RandomResizedCrop):
             return super().transform(inpt, params)
         top, left, height, width = params["top"], params["left"], params["height"], params["width"]
         crop = inpt.as_subclass(torch.Tensor)[:, top : top + height, left : left + width]
-        dense = crop.permute(1, 2, 0).contiguous().permute(2, 0, 1)
-        if self.interpolation != v2.InterpolationMode.BILINEAR or (height, width) == tuple(self.size):
+        # torchvision 0.29 keeps interpolation as a str, 0.26 as the enum
+        bilinear = v2.InterpolationMode(self.interpolation) == v2.InterpolationMode.BILINEAR
+        if bilinear and self.antialias and (height, width) != tuple(self.size):
+            out = resize(crop, tuple(self.size), in_float=False)  # F.resize_image's kernel, less its ~6 us of checks
+        else:
+            dense = crop.permute(1, 2, 0).contiguous().permute(2, 0, 1)
             out = F.resize_image(dense, self.size, interpolation=self.interpolation, antialias=self.antialias)
-        else:  # the kernel F.resize_image ends in, without its argument handling (~30 us a call)
-            out = torch.nn.functional.interpolate(
-                dense[None], size=self.size, mode="bilinear", align_corners=False, antialias=self.antialias
-            )[0]
         return tv_tensors.wrap(out, like=inpt) if isinstance(inpt, tv_tensors.Image) else out
 
 

@@ -240,5 +240,7 @@ def test_torchdata_still_calls_the_deprecated_set_vital():
     # fails, torchdata stopped calling torch.set_vital: remove SET_VITAL_WARNING and its filter.
     from torchdata.stateful_dataloader import StatefulDataLoader
 
+    if "set_vital" in vars(torch):  # torch 2.11: a plain function, no warning to filter
+        pytest.skip(f"torch {torch.__version__} does not deprecate set_vital")
     with pytest.warns(UserWarning, match=SET_VITAL_WARNING):
         StatefulDataLoader(list(range(4)), batch_size=2)

@@ -37,14 +37,14 @@ def test_worker_presets_freeze_and_the_main_process_preset_does_not():
 
 
 def test_workers_start_frozen_and_then_run_the_users_init():
-    assert gc.get_freeze_count() == 0  # the test process itself is not frozen
+    here = gc.get_freeze_count()  # 0 on Python 3.11; 3.12 starts with a few hundred
     loader = build_loader(
         FreezeCounts(), keep, batch_size=1, train=False, device="cpu", num_workers=2, worker_init_fn=record_init
     )
     pickle.dumps(loader.worker_init_fn)  # travels to spawned workers too
     items = [item for batch in loader for item in batch]
     assert [index for index, _, _ in items] == [0, 1, 2, 3]
-    assert all(frozen > 1000 for _, frozen, _ in items)  # torch's modules, at least
+    assert all(frozen > here + 1000 for _, frozen, _ in items)  # torch's modules, at least
     assert {mark for _, _, mark in items} == {"0:True", "1:True"}
-    assert gc.get_freeze_count() == 0 and "RECIPES_TEST_INIT" not in os.environ
+    assert gc.get_freeze_count() == here and "RECIPES_TEST_INIT" not in os.environ  # this process is not frozen
 
