@@ -171,7 +171,7 @@ def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, 
 
 
 def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, monkeypatch):
-    import recipes.core.parquet_files as parquet_files
+    from recipes.core import parquet_files
 
     rows = manifest_rows(folder)
     for part in range(2):
