@@ -19,9 +19,10 @@ py="${PYTHON:-python3}"  # the GPU machine's interpreter with PyTorch is python3
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.txt"
 df -h /dev/shm 2>&1 | tee -a "$out/gpu.txt"  # loader workers hand batches over in shared memory
-if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl 2>&1 | tail -3
-    export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+wheels="${WHEELS:-.whl}" site="${SITE:-/tmp/site}"
+if [ -d "$wheels" ] && ls "$wheels"/*.whl >/dev/null 2>&1; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl 2>&1 | tail -3
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 # `import recipes` alone succeeds from the repository root whatever is installed: import what runs
 "$py" -c "import recipes.vision, recipes.multimodal, recipes.detection, pytest" 2>&1 | tail -1 | tee -a "$out/gpu.txt"

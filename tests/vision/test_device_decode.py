@@ -1,5 +1,6 @@
 """decode="device" for image folders: on the CPU, the batches of decode="worker" for the same seed."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,20 @@ def test_the_gpu_feed_benchmark_runs_its_cpu_smoke_run_and_exits_cleanly_without
     if not torch.cuda.is_available():
         bare = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
         assert "needs a CUDA GPU" in bare.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA it runs the real check, minutes long")
+def test_the_prepared_gpu_check_runs_through_without_cuda(tmp_path):
+    # the one-try script a session lent a GPU runs: it must not have rotted in between
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "WHEELS": str(tmp_path / "none")}
+    run = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    tests = (tmp_path / "gpu_tests.txt").read_text()
+    assert " skipped" in tests and "error" not in tests.lower() and " passed" not in tests
+    assert "needs a CUDA GPU" in (tmp_path / "gpu_feed.txt").read_text()
 
 
 def test_a_mixture_of_folders_with_their_own_transforms_gives_the_worker_path_batches(fixtures, tmp_path):
