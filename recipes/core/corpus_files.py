@@ -43,9 +43,6 @@ from recipes.core.storage import is_url, read_bytes, shown
 from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
-# A stream reader in skip mode holds back the warnings of at most this many bad lines before a
-# line is kept (SkipPolicy); a whole file read at once holds them all.
-HOLD_LIMIT = 10_000
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
@@ -128,7 +125,7 @@ class MissingField(DataError):
 
 
 class SkipPolicy:
-    """``on_error`` for one reader of a file, with one rule more for ``"skip"``: a field that no
+    """``on_error`` for the lines of one file, with one rule more for ``"skip"``: a field that no
     line has is a wrong field name, not messy data, and raises once instead of a warning a line.
 
         policy = SkipPolicy(on_error)
@@ -141,30 +138,28 @@ class SkipPolicy:
             policy.kept()                # warns what it held: the lines were merely bad
         policy.done()                    # raises if nothing was kept and every bad line lacked a field
 
-    Until a line is kept, skipped lines' warnings are held (at most ``hold``, None: all of them);
-    when one is kept, or when ``hold`` are held and not all lack a field, they are warned in order.
-    A reader whose held lines all lack a field (``hold`` reached, or its lines run out with none
-    kept) raises a :class:`DataError` naming the field and the fields the first line has.
+    Until a line is kept, skipped lines' warnings are held; once one is, they are warned in
+    order. A file whose bad lines all lack a field, with none kept, raises a :class:`DataError`
+    naming the field and the fields its first line has. It needs the whole file: a stream
+    reader, which sees only its share, warns line by line (``recipes.text.StreamingTextDataset``).
     """
 
-    def __init__(self, on_error: str, hold: int | None = None) -> None:
-        self.on_error, self.hold = check_on_error(on_error), hold
+    def __init__(self, on_error: str) -> None:
+        self.on_error = check_on_error(on_error)
         self.held: list[DataError] | None = [] if on_error == "skip" else None
 
     def bad(self, error: DataError) -> None:
         if self.held is None:
             skip_or_raise(error, self.on_error)
-            return
-        self.held.append(error)
-        if self.hold is not None and len(self.held) >= self.hold:
-            self.done()
+        else:
+            self.held.append(error)
 
     def kept(self) -> None:
         if self.held is not None:
             self.release()
 
     def done(self) -> None:
-        """The reader's lines ran out (or the limit is reached): raise or warn what is held."""
+        """The file's lines ran out: raise, or warn what is held."""
         if self.held and all(isinstance(error, MissingField) for error in self.held):
             first = self.held[0]
             raise DataError(

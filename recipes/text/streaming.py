@@ -39,9 +39,9 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from recipes.core.corpus_files import HOLD_LIMIT, SkipPolicy, check_format, integer_label, parse_line
+from recipes.core.corpus_files import check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
-from recipes.core.errors import DataError, check_on_error, drop_skipped
+from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import check_record
@@ -213,7 +213,6 @@ class StreamingTextDataset(IterableDataset):
     def _rows(self, lines: Iterator[tuple[int, str, bool | None, Any]]) -> Iterator[tuple[int, tuple]]:
         """``(offset, (offset, text, label))`` for each line (or Parquet record: json_row None) that holds a sample."""
         fields = {"text_field": self.text_field, "label_field": self.label_field}
-        policy = SkipPolicy(self.on_error, hold=HOLD_LIMIT)  # a field no line of this reader has raises once
         for offset, where, json_row, raw in lines:
             try:
                 if json_row is None:
@@ -223,12 +222,13 @@ class StreamingTextDataset(IterableDataset):
                 if row is not None and self.label_field is not None and integer_label(row[1]) is None:
                     raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
             except DataError as error:
-                policy.bad(error)
+                # each line on its own: a reader sees only its share, so a field missing from all of
+                # it may still be in the others' (two schemas in one file); TokenizedTextDataset,
+                # which reads a whole file, refuses a field that no line has
+                skip_or_raise(error, self.on_error)
                 continue
             if row is not None:
-                policy.kept()
                 yield offset, (offset, *row)
-        policy.done()
 
     def _encode(self, chunk: list[tuple[int, str, Any]]) -> Iterator[dict[str, Any]]:
         if not chunk:
