@@ -7,10 +7,10 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, IterableDataset
 
 from recipes.core import GroupedBatchSampler, build_loader
-from recipes.core.mixing import MixedDataset
+from recipes.core.mixing import MixedDataset, MixedStream
 
 
 class Numbers(Dataset):
@@ -85,6 +85,20 @@ def test_sources_that_cannot_share_a_collate_are_refused_with_the_reason():
         MixedDataset([Numbers("a", 3)], [1, 1])
     with pytest.raises(ValueError, match="not all 0"):
         MixedDataset([Numbers("a", 3)], [0])
+
+
+class Counting(IterableDataset):
+    def __iter__(self):
+        return iter(range(3))
+
+
+def test_map_style_and_streams_each_go_to_their_own_mixture():
+    with pytest.raises(ValueError, match="Counting cannot be mixed here: use recipes.core.MixedStream"):
+        MixedDataset([Numbers("a", 3), Counting()], [1, 1])
+    with pytest.raises(ValueError, match="Numbers cannot be mixed here: use recipes.core.MixedDataset"):
+        MixedStream([Numbers("a", 3)], [1], samples_per_epoch=3)
+    with pytest.raises(ValueError, match="Counting has no state_dict: a mixture of streams resumes through them"):
+        MixedStream([Counting()], [1], samples_per_epoch=3)
 
 
 def test_datasets_of_different_domains_are_refused(tmp_path):
