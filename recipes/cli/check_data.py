@@ -79,24 +79,34 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 # ---------------------------------------------------------------- text rows
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
-    """A .txt / .jsonl / .csv file: every line UTF-8 with its fields, lengths and truncation."""
+    """A .txt / .jsonl / .csv / .parquet file: every row UTF-8 with its fields, lengths and truncation."""
     from recipes.core.corpus_files import read_rows
+    from recipes.core.parquet_corpus import parquet_rows
+    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     report = Report("text", str(path))
+    fields = {"text_field": text_field, "label_field": label_field}
     with collect_skipped(report, path):
-        try:
-            rows = read_rows(path, text_field=text_field, label_field=label_field, on_error="skip")
-        except DataError as error:  # a problem with the whole file (a CSV header without the column)
+        try:  # a problem with the whole file raises: a CSV header or Parquet file without the column
+            if is_parquet(path):
+                entries = parquet_entries(path)
+                report.summary["columns"] = columns_of(entries[0])
+                rows = list(parquet_rows(entries, on_error="skip", **fields))
+                texts, labels = [text for _, text, _ in rows], [label for _, _, label in rows]
+            else:
+                read = read_rows(path, on_error="skip", **fields)
+                texts, labels = read.texts, read.labels
+        except DataError as error:
             report.add_error(error, path)
             return report
-    report.summary["samples"] = len(rows.texts)
+    report.summary["samples"] = len(texts)
     if path.suffix.lower() == ".jsonl":
         report.summary["fields"] = _jsonl_fields(path)
-    if rows.labels is not None:
-        report.summary["labels"] = counts(rows.labels)
-    if not rows.texts and not report.problems:
+    if label_field is not None:
+        report.summary["labels"] = counts(labels)
+    if not texts and not report.problems:
         report.add(path, "holds no sample")
-    _lengths_section(report, rows.texts, tokenizer, max_length, default=COMMON_LENGTHS)
+    _lengths_section(report, texts, tokenizer, max_length, default=COMMON_LENGTHS)
     return report
 
 

@@ -17,6 +17,7 @@ messages, and the content digest its token cache is keyed by.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,30 @@ def check_record(record: dict[str, Any], where: str, *, text_field: str, label_f
     return check_fields(record, where, text_field=text_field, label_field=label_field)
 
 
+def parquet_rows(
+    entries: list[Any],
+    *,
+    text_field: str = "text",
+    label_field: str | None = None,
+    on_error: str = "raise",
+    storage_options: dict[str, Any] | None = None,
+) -> Iterator[tuple[int, str, Any]]:
+    """``(row, text, label)`` for each usable row of ``entries``, checked by :func:`check_record`,
+    after checking that every entry has the columns (a :class:`DataError` listing them if not)."""
+    check_on_error(on_error)
+    for entry in entries:
+        check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
+    columns = [text_field] if label_field is None else [text_field, label_field]
+    sizes = row_counts(entries, storage_options)
+    for row, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
+        try:
+            text, label = check_record(record, where, text_field=text_field, label_field=label_field)
+        except DataError as error:
+            skip_or_raise(error, on_error)
+            continue
+        yield row, text, label
+
+
 def read_parquet_corpus(
     entries: list[Any],
     tokenizer: Tokenizer,
@@ -122,10 +147,6 @@ def read_parquet_corpus(
     storage_options: dict[str, Any] | None = None,
 ) -> ParquetCorpus:
     """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
-    check_on_error(on_error)
-    for entry in entries:
-        check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
-    columns = [text_field] if label_field is None else [text_field, label_field]
     parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
 
     def flush() -> None:
@@ -136,13 +157,8 @@ def read_parquet_corpus(
         for chunk in (texts, labels, rows):
             chunk.clear()
 
-    sizes = row_counts(entries, storage_options)
-    for row, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
-        try:
-            text, label = check_record(record, where, text_field=text_field, label_field=label_field)
-        except DataError as error:
-            skip_or_raise(error, on_error)
-            continue
+    fields = {"text_field": text_field, "label_field": label_field}
+    for row, text, label in parquet_rows(entries, on_error=on_error, storage_options=storage_options, **fields):
         texts.append(text)
         labels.append(label)
         rows.append(row)

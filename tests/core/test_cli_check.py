@@ -232,3 +232,24 @@ def test_repeated_problems_of_one_kind_are_capped_with_a_count(tmp_path, capsys)
     assert "line 1236:" in out  # the other kind is still listed
     assert main(["check", "text", str(path), "--json"]) == 1
     assert len(json.loads(capsys.readouterr().out)["problems"]) == 1235
+
+
+def test_a_parquet_file_of_lines_is_checked_row_by_row_as_its_jsonl_twin(fixtures, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in (fixtures / "text/labeled.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts = [row["text"] for row in rows] + [None, "  "]  # a null and an empty text: rows 120 and 121
+    pq.write_table(pa.table({"text": texts, "label": [row["label"] for row in rows] + [1, 1]}),
+                   tmp_path / "labeled.parquet", row_group_size=50)
+    options = {"tokenizer": fixtures / "text/tokenizer.json", "label_field": "label"}
+    report = check(DataOptions("text", tmp_path / "labeled.parquet", **options), workers=1, progress=False)
+    twin = check(DataOptions("text", fixtures / "text/labeled.jsonl", **options), workers=1, progress=False)
+    assert [(problem.where, problem.reason.split(";")[0]) for problem in report.problems] == [
+        ("row 120", "column 'text' is null"), ("row 121", "field 'text' is empty")]
+    assert report.summary["samples"] == 120 and report.summary["columns"] == ["text", "label"]
+    for key in ("labels", "lengths", "truncation"):
+        assert report.summary[key] == twin.summary[key], key
+    wrong = check(DataOptions("text", tmp_path / "labeled.parquet", tokenizer=options["tokenizer"], text_field="body"),
+                  workers=1, progress=False)
+    assert len(wrong.problems) == 1 and "'body'" in wrong.problems[0].reason and "'label'" in wrong.problems[0].reason
