@@ -108,7 +108,7 @@ def test_the_prepared_gpu_check_runs_through_without_cuda(tmp_path):
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "WHEELS": str(tmp_path / "none")}
     run = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=root, env=env, capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, check=False)  # the assert shows its output
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     tests = (tmp_path / "gpu_tests.txt").read_text()
     assert " skipped" in tests and "error" not in tests.lower() and " passed" not in tests
