@@ -48,6 +48,10 @@ def _data_arguments(parser: argparse.ArgumentParser, *, size: bool, max_length: 
     group.add_argument("--text-field", default="text", metavar="NAME",
                        help="JSON field / CSV column of the text (text; default 'text')")
     group.add_argument("--label-field", metavar="NAME", help="field / column of the label (text; default none)")
+    group.add_argument("--image-field", default="image", metavar="NAME",
+                       help="Parquet column of the image: path, bytes or {bytes, path} (multimodal; default 'image')")
+    group.add_argument("--caption-field", default="caption", metavar="NAME",
+                       help="Parquet column of the caption(s) (multimodal; default 'caption', else 'captions')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = DataOptions(
         args.domain, args.path, tokenizer=args.tokenizer, image_root=args.image_root,
         size=getattr(args, "size", 224), max_length=args.max_length, text_field=args.text_field,
-        label_field=args.label_field,
+        label_field=args.label_field, image_field=args.image_field, caption_field=args.caption_field,
     )
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command

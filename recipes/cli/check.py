@@ -35,7 +35,8 @@ def check(options: DataOptions, *, workers: int | None = None, progress: bool = 
                           label_field=options.label_field, max_length=options.max_length)
     return check_captions(options.path, tokenizer, image_root=options.image_root,
                           max_length=77 if options.max_length is None else options.max_length,
-                          workers=workers, progress=progress)
+                          workers=workers, progress=progress, image_field=options.image_field,
+                          caption_field=options.caption_field)
 
 
 def _optional_tokenizer(options: DataOptions):

@@ -128,38 +128,59 @@ def _jsonl_fields(path: Path) -> dict[str, str]:
 
 # ---------------------------------------------------------------- captions
 def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None, max_length: int | None = 77,
-                   workers: int | None = None, progress: bool = True) -> Report:
-    """A caption manifest: every row valid, every image inside the root and decodable, caption lengths."""
-    from recipes.core.caption_files import read_caption_manifest
-
+                   workers: int | None = None, progress: bool = True, image_field: str = "image",
+                   caption_field: str = "caption") -> Report:
+    """A caption manifest or Parquet file: every row valid, every image inside the root (or held
+    in the file) and decodable, caption lengths. ``image_field``/``caption_field`` name Parquet columns."""
     report = Report("multimodal", str(path))
     with collect_skipped(report, path):
         try:
-            manifest = read_caption_manifest(path, on_error="skip")
+            rows = _caption_rows(path, image_field, caption_field, report)
         except DataError as error:
             report.add_error(error, path)
             return report
     root = path.parent if image_root is None else image_root
-    captions = [caption for row in manifest.captions for caption in row]
-    report.summary["rows"] = len(manifest)
-    report.summary["captions"] = f"{len(captions)} ({spread([len(row) for row in manifest.captions])} per image)"
-    items, where, missing = [], {}, []
-    for row, name in enumerate(manifest.images):
+    captions = [caption for _, _, _, texts in rows for caption in texts]
+    report.summary["rows"] = len(rows)
+    report.summary["captions"] = f"{len(captions)} ({spread([len(texts) for *_, texts in rows])} per image)"
+    items, where, held_in, missing = [], {}, {}, []
+    for line, name, data, _ in rows:
+        if data is not None:  # held in the file: named by its row
+            key = f"{path} {line}"
+            items.append((key, None, data))
+            where[key], held_in[key] = line, str(path)
+            continue
         try:
-            file = resolve_under(root, name, source=manifest.where(row))
+            file = resolve_under(root, name, source=f"{path} {line}")
         except DataError as error:
             report.add_error(error, path)
             continue
         if not file.is_file():
-            missing.append((name, manifest.where(row).removeprefix(f"{path} ")))
+            missing.append((name, line))
             continue
         items.append((str(file), None))
-        where[str(file)] = manifest.where(row).removeprefix(f"{path} ")
+        where[str(file)] = line
     if missing and not items:  # a wrong root: said once, not once per image (as check_coco does)
         raise FileNotFoundError(f"none of the {len(missing)} images named in {path} is under the image root {root}; "
                                 "pass --image-root DIR, the folder the image names are relative to")
     for name, line in missing:
         report.add(path, f"image {name!r} does not exist under {root}", line)
-    summarize_images(report, inspect_images(items, workers=workers, progress=progress), where=where)
+    summarize_images(report, inspect_images(items, workers=workers, progress=progress), where=where, held_in=held_in)
     _lengths_section(report, captions, tokenizer, max_length, default=COMMON_LENGTHS)
     return report
+
+
+def _caption_rows(path: Path, image_field: str, caption_field: str, report: Report) -> list[tuple[str, str, bytes | None, list[str]]]:
+    """``(line or row, image name, image bytes or None, captions)`` for each usable row, read by the
+    dataset's own reader with ``on_error="skip"``."""
+    from recipes.core.caption_files import read_caption_manifest
+    from recipes.core.parquet_captions import caption_rows
+    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
+
+    if is_parquet(path):
+        report.summary["columns"] = columns_of(parquet_entries(path)[0])
+        rows = caption_rows(path, image_field=image_field, caption_field=caption_field, on_error="skip")
+        return [(row.where.removeprefix(f"{path} "), row.name, row.data, row.captions) for row in rows]
+    manifest = read_caption_manifest(path, on_error="skip")
+    return [(manifest.where(row).removeprefix(f"{path} "), name, None, texts)
+            for row, (name, texts) in enumerate(zip(manifest.images, manifest.captions))]

@@ -16,7 +16,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from torchvision.datasets.folder import IMG_EXTENSIONS
@@ -40,11 +40,12 @@ class ImageInfo(NamedTuple):
     error: str | None = None
 
 
-def inspect_image(item: tuple[str, tuple[int, int] | None]) -> ImageInfo:
-    """Header and full decode of one file; ``item`` is ``(path, expected (width, height) or None)``."""
-    path, expected = item
+def inspect_image(item: tuple[str, tuple[int, int] | None] | tuple[str, tuple[int, int] | None, bytes]) -> ImageInfo:
+    """Header and full decode of one file; ``item`` is ``(path, expected (width, height) or None)``,
+    or ``(name, expected, data)`` for an image held in another file (Parquet bytes)."""
+    path, expected, *held = item
     try:
-        data = Path(path).read_bytes()
+        data = held[0] if held else Path(path).read_bytes()
     except OSError as error:
         return ImageInfo(path, error=f"cannot read file ({error.strerror or error})")
     mode = kind = ""
@@ -72,7 +73,7 @@ def _quiet_worker() -> None:
 
 
 def inspect_images(
-    items: Sequence[tuple[str, tuple[int, int] | None]], *, workers: int | None = None, progress: bool = True
+    items: Sequence[tuple[Any, ...]], *, workers: int | None = None, progress: bool = True
 ) -> list[ImageInfo]:
     """:func:`inspect_image` over ``items`` in ``workers`` processes (default: the usable CPUs)."""
     from tqdm.auto import tqdm
@@ -98,8 +99,11 @@ def inspect_images(
             return results
 
 
-def summarize_images(report: Report, infos: Sequence[ImageInfo], *, where: dict[str, str] | None = None) -> None:
-    """Add formats, modes and sizes of the decoded images to ``report``, and a problem for each failure."""
+def summarize_images(
+    report: Report, infos: Sequence[ImageInfo], *, where: dict[str, str] | None = None, held_in: dict[str, str] | None = None
+) -> None:
+    """Add formats, modes and sizes of the decoded images to ``report``, and a problem for each failure:
+    at ``where[path]`` in its file, or in the file ``held_in[path]`` for an image held in another."""
     good = [info for info in infos if info.error is None]
     report.summary["decoded"] = f"{len(good)} of {len(infos)} images"
     if good:
@@ -116,7 +120,7 @@ def summarize_images(report: Report, infos: Sequence[ImageInfo], *, where: dict[
     for info in infos:
         report.files.append({key: value for key, value in info._asdict().items() if value not in ("", None)})
         if info.error is not None:
-            report.add(info.path, info.error, (where or {}).get(info.path, ""))
+            report.add((held_in or {}).get(info.path, info.path), info.error, (where or {}).get(info.path, ""))
 
 
 def check_image_folder(root: Path, *, workers: int | None = None, progress: bool = True) -> Report:

@@ -6,11 +6,12 @@
 What PATH is, per domain (the same files the recipes read):
 
 - vision: an image folder, ``PATH/<class>/**/<image>``.
-- text: a ``.txt`` (a line a sample), ``.jsonl`` or ``.csv`` file; needs a tokenizer.
+- text: a ``.txt`` (a line a sample), ``.jsonl``, ``.csv`` or ``.parquet`` file; needs a tokenizer.
 - detection: a COCO instances ``.json``; images under ``--image-root``, by default the
   ``images/`` folder next to the file if there is one, else the file's own folder.
-- multimodal: a caption manifest (``.jsonl``, ``.csv``, ``.tsv`` or COCO captions ``.json``);
-  images under ``--image-root``, by default the manifest's folder; needs a tokenizer.
+- multimodal: a caption manifest (``.jsonl``, ``.csv``, ``.tsv`` or COCO captions ``.json``) or
+  Parquet (``--image-field``, ``--caption-field``); images under ``--image-root``, by default the
+  manifest's folder, or held in the Parquet file; needs a tokenizer.
 
 The tokenizer defaults to a ``tokenizer.json`` next to PATH, if there is one.
 """
@@ -40,6 +41,8 @@ class DataOptions:
     max_length: int | None = None
     text_field: str = "text"
     label_field: str | None = None
+    image_field: str = "image"  # Parquet columns (multimodal)
+    caption_field: str = "caption"
 
     def __post_init__(self) -> None:
         if self.domain not in DOMAINS:
@@ -110,7 +113,7 @@ def open_dataset(options: DataOptions, *, train: bool) -> Dataset:
     return ImageTextDataset(
         options.path, options.tokenizer_path(), image_root=options.image_root, transform=transform,
         max_length=77 if options.max_length is None else options.max_length,
-        captions="random" if train else "first",
+        captions="random" if train else "first", image_field=options.image_field, caption_field=options.caption_field,
     )
 
 

@@ -253,3 +253,29 @@ def test_a_parquet_file_of_lines_is_checked_row_by_row_as_its_jsonl_twin(fixture
     wrong = check(DataOptions("text", tmp_path / "labeled.parquet", tokenizer=options["tokenizer"], text_field="body"),
                   workers=1, progress=False)
     assert len(wrong.problems) == 1 and "'body'" in wrong.problems[0].reason and "'label'" in wrong.problems[0].reason
+
+
+def test_a_parquet_caption_file_is_checked_with_its_held_images_and_named_columns(fixtures, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = fixtures / "multimodal"
+    rows = [json.loads(line) for line in (folder / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
+    shutil.copytree(folder / "images", tmp_path / "images")
+    images = [row["image"] for row in rows[:4]] + [(folder / row["image"]).read_bytes() for row in rows[4:]]
+    images[-1] = images[-1][:200]  # a cut JPEG held in the file: row 7
+    texts = [row.get("captions", [row.get("caption")]) for row in rows]
+    texts[1] = []  # no caption: row 1
+    table = pa.table({"jpg": [{"bytes": i, "path": None} if isinstance(i, bytes) else {"bytes": None, "path": i}
+                              for i in images], "txt": texts})
+    pq.write_table(table, tmp_path / "pairs.parquet", row_group_size=3)
+    options = DataOptions("multimodal", tmp_path / "pairs.parquet", tokenizer=fixtures / "text/tokenizer.json",
+                          image_field="jpg", caption_field="txt")
+    report = check(options, workers=1, progress=False)
+    assert report.summary["columns"] == ["jpg", "txt"] and report.summary["rows"] == 7
+    assert report.summary["decoded"] == "6 of 7 images"
+    assert [problem.where for problem in report.problems] == ["row 1", "row 7"]
+    assert "column 'txt' holds an empty" in report.problems[0].reason and "image" in report.problems[1].reason
+    assert main(["check", "multimodal", str(tmp_path / "pairs.parquet"), "--tokenizer",
+                 str(fixtures / "text/tokenizer.json"), "--image-field", "jpg", "--caption-field", "txt"]) == 1
+    assert "row 7" in capsys.readouterr().out
