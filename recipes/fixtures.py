@@ -8,7 +8,8 @@
 Only stdlib, numpy, Pillow and tokenizers are imported, so this works from a wheel install.
 Same library versions -> byte-identical output (seeded numpy RNGs, fixed encoder settings,
 sorted JSON, single-threaded tokenizer training). The layout it writes is in ``README``
-(fixtures/README.md); the hostile set, each file broken one way, in :mod:`recipes.fixtures_hostile`.
+(fixtures/README.md); the hostile set, each file broken one way, in :mod:`recipes.fixtures_hostile`;
+the COCO masks and polygons in :mod:`recipes.fixtures_coco`.
 """
 
 import csv
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recipes.fixtures_coco import blob_mask, mask_box, polygon, polygon_area, rle_counts, rle_string
 from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: importable here as before)
     COCO_CASES,
     HOSTILE_README,
@@ -33,7 +35,7 @@ from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: importabl
 )
 
 FIXTURES_VERSION = "1"
-GENERATOR_FILES = (Path(__file__), Path(__file__).with_name("fixtures_hostile.py"))  # the cache key hashes them all
+GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py"))  # the cache key hashes them all
 JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
 PNG_KW = {"compress_level": 9, "optimize": False}
 
@@ -267,64 +269,6 @@ DET_IMAGES = [(3, 96, 64), (7, 64, 96), (8, 96, 64), (15, 80, 80), (42, 64, 96),
 EMPTY_IMAGE, CROWD_IMAGES, RLE_IMAGE = 42, (8, 256), 15
 
 
-def rle_counts(mask: np.ndarray) -> list[int]:
-    """Uncompressed COCO RLE: run lengths of the column-major mask, starting with zeros."""
-    flat = np.asarray(mask, dtype=np.uint8).ravel(order="F")
-    edges = np.concatenate([[0], np.flatnonzero(np.diff(flat)) + 1, [flat.size]])
-    runs = np.diff(edges).tolist()
-    return [0] + runs if flat[0] else runs
-
-
-def rle_string(counts: list[int]) -> str:
-    """Compressed COCO RLE string, the same bytes as pycocotools' rleToString."""
-    out = []
-    for i, count in enumerate(counts):
-        x = count - counts[i - 2] if i > 2 else count
-        more = True
-        while more:
-            c = x & 0x1F
-            x >>= 5
-            more = x != -1 if c & 0x10 else x != 0
-            out.append(chr((c | 0x20 if more else c) + 48))
-    return "".join(out)
-
-
-def _polygon(rng: np.random.Generator, w: int, h: int) -> list[float]:
-    """A jittered k-gon (triangle .. 12-gon) that lies inside the image."""
-    rx, ry = rng.uniform(0.12, 0.28) * w, rng.uniform(0.12, 0.28) * h
-    cx, cy = rng.uniform(rx + 1, w - rx - 1), rng.uniform(ry + 1, h - ry - 1)
-    k = int(rng.choice([3, 4, 5, 6, 8, 12]))
-    angles = rng.uniform(0, 2 * np.pi) + np.linspace(0, 2 * np.pi, k, endpoint=False)
-    radius = rng.uniform(0.7, 1.0, k)
-    xs, ys = cx + rx * radius * np.cos(angles), cy + ry * radius * np.sin(angles)
-    return np.round(np.stack([xs, ys], 1).ravel(), 2).tolist()
-
-
-def _polygon_area(poly: list[float]) -> float:
-    x, y = np.array(poly[0::2]), np.array(poly[1::2])
-    return round(float(abs(np.dot(x, np.roll(y, 1)) - np.dot(y, np.roll(x, 1))) / 2), 2)
-
-
-def _mask_box(mask: np.ndarray) -> list[float]:
-    ys, xs = np.nonzero(mask)
-    return [float(xs.min()), float(ys.min()), float(xs.max() - xs.min() + 1),
-            float(ys.max() - ys.min() + 1)]
-
-
-def _blob_mask(rng: np.random.Generator, w: int, h: int, crowd: bool) -> np.ndarray:
-    """One ellipse, or a crowd of 5-8 small dots in one region."""
-    canvas = Image.new("L", (w, h))
-    draw = ImageDraw.Draw(canvas)
-    x0, y0 = int(rng.integers(2, w // 3)), int(rng.integers(2, h // 3))
-    if not crowd:
-        x1, y1 = x0 + int(rng.integers(15, w // 2)), y0 + int(rng.integers(15, h // 2))
-        draw.ellipse((x0, y0, x1, y1), fill=1)
-    for _ in range(int(rng.integers(5, 9)) if crowd else 0):
-        cx, cy, r = x0 + rng.integers(0, w // 2), y0 + rng.integers(0, h // 2), rng.integers(2, 5)
-        draw.ellipse((int(cx - r), int(cy - r), int(cx + r), int(cy + r)), fill=1)
-    return np.array(canvas, dtype=np.uint8)
-
-
 def _write_detection(root: Path) -> None:
     rng = np.random.default_rng(3)
     images, annotations, ann_id = [], [], 1000
@@ -342,17 +286,17 @@ def _write_detection(root: Path) -> None:
             ann_id += int(rng.integers(1, 8))  # unique, non-contiguous
             ann = {"id": ann_id, "image_id": image_id, "category_id": cat_id, "iscrowd": 0}
             if kind == "polygon":
-                poly = _polygon(rng, w, h)
+                poly = polygon(rng, w, h)
                 draw.polygon(list(zip(poly[0::2], poly[1::2])), fill=colour)
                 xs, ys = poly[0::2], poly[1::2]
                 box = [min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)]
-                ann.update(segmentation=[poly], area=_polygon_area(poly))
+                ann.update(segmentation=[poly], area=polygon_area(poly))
             else:
-                mask = _blob_mask(rng, w, h, crowd=kind == "crowd")
+                mask = blob_mask(rng, w, h, crowd=kind == "crowd")
                 img.paste(colour, mask=Image.fromarray(mask * 255))
                 counts = rle_counts(mask)
                 seg = counts if kind == "crowd" else rle_string(counts)
-                box = _mask_box(mask)
+                box = mask_box(mask)
                 ann.update(segmentation={"counts": seg, "size": [h, w]}, area=float(mask.sum()),
                            iscrowd=int(kind == "crowd"))
             ann["bbox"] = [round(v, 2) for v in box]
