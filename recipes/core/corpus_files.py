@@ -20,7 +20,7 @@ a missing field is reported with the fields the row does have. ``on_error="skip"
 line with a warning; a CSV header without the named columns (the error lists the header) is a
 problem with the whole file and always raises. So is a field that no line has: a wrong
 ``text_field``/``label_field`` is one error, not a warning for every line and nothing kept
-(:class:`SkipPolicy`).
+(:func:`warn_skipped`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def read_rows(
         data = read_bytes(path, storage_options)
     data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
     rows = Rows(path, labels=[] if label_field is not None else None)
-    policy = SkipPolicy(on_error)
+    skipped: list[DataError] = []  # warned at the end, once it is known whether any line has the fields
     if suffix == ".csv":
         numbered = _csv_records(name, data, text_field, label_field)
     else:
@@ -104,15 +104,16 @@ def read_rows(
             else:
                 row = parse_line(record, where, json_row=suffix == ".jsonl", text_field=text_field, label_field=label_field)
         except DataError as error:
-            policy.bad(error)
+            if on_error == "raise":
+                raise
+            skipped.append(error)
             continue
         if row is not None:
-            policy.kept()
             rows.texts.append(row[0])
             rows.lines.append(number)
             if rows.labels is not None:
                 rows.labels.append(row[1])
-    policy.done()
+    warn_skipped(skipped, kept=len(rows.texts))
     return rows
 
 
@@ -124,56 +125,20 @@ class MissingField(DataError):
         self.where, self.name, self.option, self.fields = where, name, option, fields
 
 
-class SkipPolicy:
-    """``on_error`` for the lines of one file, with one rule more for ``"skip"``: a field that no
-    line has is a wrong field name, not messy data, and raises once instead of a warning a line.
-
-        policy = SkipPolicy(on_error)
-        for raw in lines:
-            try:
-                row = parse_line(raw, ...)
-            except DataError as error:
-                policy.bad(error)        # raises, warns, or holds the warning back
-                continue
-            policy.kept()                # warns what it held: the lines were merely bad
-        policy.done()                    # raises if nothing was kept and every bad line lacked a field
-
-    Until a line is kept, skipped lines' warnings are held; once one is, they are warned in
-    order. A file whose bad lines all lack a field, with none kept, raises a :class:`DataError`
-    naming the field and the fields its first line has. It needs the whole file: a stream
-    reader, which sees only its share, warns line by line (``recipes.text.StreamingTextDataset``).
-    """
-
-    def __init__(self, on_error: str) -> None:
-        self.on_error = check_on_error(on_error)
-        self.held: list[DataError] | None = [] if on_error == "skip" else None
-
-    def bad(self, error: DataError) -> None:
-        if self.held is None:
-            skip_or_raise(error, self.on_error)
-        else:
-            self.held.append(error)
-
-    def kept(self) -> None:
-        if self.held is not None:
-            self.release()
-
-    def done(self) -> None:
-        """The file's lines ran out: raise, or warn what is held."""
-        if self.held and all(isinstance(error, MissingField) for error in self.held):
-            first = self.held[0]
-            raise DataError(
-                f"{first.where}: no {first.name!r} field in any of the {len(self.held)} lines read (the first "
-                f"has {first.fields}); pass {first.option}=... to name another (on_error='skip' drops bad lines, "
-                "not a wrong field name)"
-            )
-        self.release()
-
-    def release(self) -> None:
-        """Warn every held line, in order, and hold nothing more."""
-        held, self.held = self.held or [], None
-        for error in held:
-            skip_or_raise(error, "skip")
+def warn_skipped(skipped: list[DataError], *, kept: int) -> None:
+    """Warn each skipped line of a file, in order; but if none was ``kept`` and every one lacked a
+    field, that is a wrong ``text_field``/``label_field``, not messy data: one :class:`DataError`
+    naming the field and the fields the first line has. It needs the whole file: a stream reader,
+    which sees only its share, warns line by line (``recipes.text.StreamingTextDataset``)."""
+    if skipped and not kept and all(isinstance(error, MissingField) for error in skipped):
+        first = skipped[0]
+        raise DataError(
+            f"{first.where}: no {first.name!r} field in any of the {len(skipped)} lines read (the first "
+            f"has {first.fields}); pass {first.option}=... to name another (on_error='skip' drops bad lines, "
+            "not a wrong field name)"
+        )
+    for error in skipped:
+        skip_or_raise(error, "skip")
 
 
 def _csv_records(name: str, data: bytes, text_field: str, label_field: str | None):
