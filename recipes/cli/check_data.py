@@ -178,8 +178,9 @@ def _caption_rows(path: Path, image_field: str, caption_field: str, report: Repo
     from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     if is_parquet(path):
-        report.summary["columns"] = columns_of(parquet_entries(path)[0])
-        rows = caption_rows(path, image_field=image_field, caption_field=caption_field, on_error="skip")
+        entries = parquet_entries(path)  # listed once, for the columns and the rows
+        report.summary["columns"] = columns_of(entries[0])
+        rows = caption_rows(entries, image_field=image_field, caption_field=caption_field, on_error="skip")
         return [(row.where.removeprefix(f"{path} "), row.name, row.data, row.captions) for row in rows]
     manifest = read_caption_manifest(path, on_error="skip")
     return [(manifest.where(row).removeprefix(f"{path} "), name, None, texts)
