@@ -40,7 +40,7 @@ from recipes.core.parquet_files import (
     parquet_entries,
     row_counts,
 )
-from recipes.core.tokens import encode_texts, token_dtype
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, token_dtype
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
 
@@ -140,6 +140,7 @@ def index_caption_parquet(
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
     """
     entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
+    tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
     rows = caption_rows(
         entries, image_field=image_field, caption_field=caption_field, on_error=on_error, storage_options=storage_options
     )

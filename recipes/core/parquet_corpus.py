@@ -37,7 +37,7 @@ from recipes.core.parquet_files import (
     row_counts,
 )
 from recipes.core.storage import shown
-from recipes.core.tokens import encode_texts, token_dtype
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, token_dtype
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
 
@@ -147,6 +147,7 @@ def read_parquet_corpus(
     storage_options: dict[str, Any] | None = None,
 ) -> ParquetCorpus:
     """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
+    tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
     parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
 
     def flush() -> None:

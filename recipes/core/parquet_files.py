@@ -181,7 +181,8 @@ def _batches(
 ) -> Iterator[tuple[int, Any]]:
     """``(first row, Table or RecordBatch)`` covering rows ``low:high`` of one entry, a row group at a time."""
     if is_arrow_dataset(entry):
-        table = _table(entry).select(columns).slice(low, high - low)
+        # only this reader's rows and the columns asked for: [:] would gather every row and column
+        table = entry.with_format("arrow", columns=columns)[low:high]
         for batch in table.to_batches(max_chunksize=TABLE_BATCH_ROWS):
             yield low, batch
             low += batch.num_rows
