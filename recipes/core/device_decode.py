@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, IterableDataset
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from torchvision.transforms import v2
 
 from recipes.core.batching import stack_images
@@ -117,7 +117,7 @@ def centre_box(height: int, width: int, crop_height: int, crop_width: int) -> tu
 class EncodedImage:
     """One sample's image as a worker ships it: the file's bytes and its 11 parameters."""
 
-    data: bytes
+    data: bytes | bytearray
     params: tuple[int, ...]
     source: str
     on_error: str = "raise"
@@ -132,7 +132,7 @@ def encode_image(
     size = device_decodable(data, max_pixels)
     params = None if size is None else plan.draw(size[1], size[0])
     if params is not None:
-        return EncodedImage(bytes(data), params, source, on_error)
+        return EncodedImage(data, params, source, on_error)  # the caller's fresh bytes, not a copy
     image = transform(decode_image(data, source=source, max_pixels=max_pixels, draft_size=draft_size, contiguous=False))
     image = image.as_subclass(torch.Tensor)
     return image.permute(1, 2, 0).contiguous().permute(2, 0, 1) if image.stride(0) == 1 else image.contiguous()
@@ -213,7 +213,12 @@ def pack_images(images: list[Any], *, caller: str, fix: str) -> torch.Tensor | E
         raise ValueError(f"{caller}: images of sizes {sorted(sizes)} in one batch; {fix}")
     lengths = np.array([len(image.data) for image in encoded], dtype=np.int64)
     offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]))
-    data = torch.frombuffer(bytearray(b"".join(image.data for image in encoded)), dtype=torch.uint8)
+    data = torch.empty(int(offsets[-1]), dtype=torch.uint8)
+    if get_worker_info() is not None:
+        data.share_memory_()  # still unwritten: the files are copied once, straight into what crosses to the main process
+    view = data.numpy()
+    for image, start, stop in zip(encoded, offsets[:-1].tolist(), offsets[1:].tolist()):
+        view[start:stop] = np.frombuffer(image.data, dtype=np.uint8)
     return EncodedBatch(
         data=data,
         offsets=offsets,

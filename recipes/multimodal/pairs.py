@@ -170,7 +170,7 @@ class ImageTextDataset(Dataset):
                 path = resolve_under(self.image_root, self.images[row])
                 data, source = read_file(path, self.storage_options), shown(path)
             if plan is not None:
-                image = encode_image(bytearray(data), source, plan, self.transform, on_error=self.on_error)
+                image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
             else:
                 # With a transform, keep the decoder's channels-last layout: no copy, and an
                 # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
