@@ -13,7 +13,7 @@ the row within it. Only one row group's values are Python objects at a time, so 
 size reads in flat memory. A column that a file lacks is a :class:`DataError` naming the file
 and listing the columns it has.
 
-pyarrow is an extra: ``pip install "recipes[parquet]"``; without it the first Parquet read says so.
+pyarrow is an extra (``pip install ".[parquet]"`` from a clone, or ``pip install pyarrow``); without it the first Parquet read says so.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def require_pyarrow() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError as error:
-        raise ImportError(f'reading Parquet needs pyarrow, which is missing ({error}): pip install "recipes[parquet]"') from None
+        raise ImportError(f'reading Parquet needs pyarrow, which is missing ({error}): pip install pyarrow') from None
     return pq
 
 

@@ -11,8 +11,8 @@ doubles, at most ``retries`` times in a row. A stream therefore yields every byt
 or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
 user:password or query string) never appear in a message.
 
-fsspec is the one dependency; its backends are extras, installed with
-``pip install "recipes[s3]"`` (s3fs), ``"recipes[gcs]"`` (gcsfs) or ``"recipes[http]"`` (aiohttp).
+fsspec is the one dependency; its backends are extras of the distribution ``dataloader-recipes``:
+``pip install ".[s3]"`` from a clone (s3fs), ``".[gcs]"`` (gcsfs) or ``".[http]"`` (aiohttp).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from recipes.core.errors import DataError
 RETRIES = 5  # faults in a row before giving up; each success resets the count
 BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
 BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP server at ~0.4x the speed
-EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
+BACKENDS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "http": "aiohttp", "https": "aiohttp"}
 # Answers worth asking again: timeouts, throttling, server errors.
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
@@ -77,8 +77,8 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         return fsspec.core.url_to_fs(url, **(storage_options or {}))
     except ImportError as error:
         scheme = urlsplit(url).scheme
-        extra = EXTRAS.get(scheme)
-        fix = f'pip install "recipes[{extra}]"' if extra else f"install the fsspec backend for {scheme}://"
+        backend = BACKENDS.get(scheme)
+        fix = f"pip install {backend}" if backend else f"install the fsspec backend for {scheme}://"
         raise ImportError(f"reading {scheme}:// URLs needs a package that is missing ({error}): {fix}") from None
 
 
