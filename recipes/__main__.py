@@ -117,12 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser(
         "show", help="render one batch to a PNG", formatter_class=formatter, epilog=PATHS,
-        description=_wrap("Render the first batch of the domain's loader to a PNG: vision an image grid with class "
-        "names; detection each image with its boxes (torchvision's draw_bounding_boxes) and category names on "
-        "boxes of their colour, inside the image; multimodal images with the captions their token ids decode to; "
-        "text one line per sample: its index and label, then its tokens as the tokenizer's decoder gives them "
-        "(the raw pieces if it has none) and its padding in dark grey. Images under 200 px are enlarged by a "
-        "whole factor. Evaluation mode by default (dataset order, no random augmentation)."),
+        description=_wrap("Render the first batch of the domain's loader to a PNG, under a title saying what it "
+        "shows and what was left out and why: vision an image grid with class and file names; detection each "
+        "image with its boxes (torchvision's draw_bounding_boxes), category names on boxes of their colour inside "
+        "the image, crowd regions hatched; multimodal images with their file names and the captions their token "
+        "ids decode to; text one line per sample: its index and label, then its tokens as the tokenizer's decoder "
+        "gives them (the raw pieces if it has none) and its padding in dark grey. Small images are enlarged. "
+        "Evaluation mode by default (dataset order, no random augmentation)."),
     )
     _data_arguments(show, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
     show.add_argument("-o", "--output", type=Path, required=True, metavar="PNG", help="the picture to write")
