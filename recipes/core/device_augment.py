@@ -13,7 +13,8 @@ decoded at that scale by the same decoder, so batches equal ``decode="worker"`` 
 the image size. CUDA has no uint8 antialiased kernel: the crop is resized in float32 and rounded,
 as torchvision's own ``v2.Resize`` does on a CUDA tensor (within one grey level of the CPU's
 fixed-point kernel). nvJPEG has no reduced-scale decode: such a JPEG is decoded in full and the
-same region, its box scaled up, resized once (on average about a grey level from the worker's).
+same region (its box scaled up, the edge repeated where the reduced size was rounded up) resized
+once, on average under a grey level from the reduced decode's pixels with the CPU's kernels.
 The parameters are host tensors read with ``tolist()``: nothing waits on the device per sample.
 """
 
@@ -109,13 +110,26 @@ def augment(image: torch.Tensor, params: list[int], *, scale: int = 1) -> torch.
     """
     top, left, height, width, new_height, new_width, top2, left2, height2, width2, flip = params
     if scale > 1:
-        top, left = top * scale, left * scale
-        height, width = min(height * scale, image.shape[-2] - top), min(width * scale, image.shape[-1] - left)
+        image = _scaled_box(image, top, left, height, width, scale)
+        top, left, height, width = 0, 0, height * scale, width * scale
     image = image[:, top : top + height, left : left + width]
     if (new_height, new_width) != (height, width):
         image = resize(image, (new_height, new_width))
     image = image[:, top2 : top2 + height2, left2 : left2 + width2]
     return image.flip(-1) if flip else image
+
+
+def _scaled_box(image: torch.Tensor, top: int, left: int, height: int, width: int, scale: int) -> torch.Tensor:
+    """The region of a full decode that a box in its ``1 / scale`` decode covers: ``scale`` times the
+    box, its last rows and columns repeated where the box ends in the reduced decode's rounded-up
+    edge (a reduced decode's edge pixel stands for ``scale`` rows, the JPEG's edge-padded block)."""
+    crop = image[:, top * scale : (top + height) * scale, left * scale : (left + width) * scale]
+    short_rows, short_columns = height * scale - crop.shape[-2], width * scale - crop.shape[-1]
+    if short_rows:
+        crop = torch.cat([crop, crop[:, -1:].expand(-1, short_rows, -1)], dim=1)
+    if short_columns:
+        crop = torch.cat([crop, crop[:, :, -1:].expand(-1, -1, short_columns)], dim=2)
+    return crop
 
 
 def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None = None) -> torch.Tensor:
