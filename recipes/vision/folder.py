@@ -56,6 +56,7 @@ class ImageFolderDataset(Dataset):
         draft_size: a JPEG may be decoded at 1/2, 1/4 or 1/8 scale while it stays at least
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
+            ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
 
     The index is two numpy arrays (paths relative to ``root`` in a :class:`StringArray`, labels
     as int64), so forked workers share it instead of copying it page by page. ``samples`` and
