@@ -7,9 +7,10 @@
 A read from object storage fails now and then: a 5xx answer, a reset connection, a body cut
 short. :func:`open_stream` hides those: on such a fault it opens the object again at the byte
 offset already read (an HTTP Range request underneath) and carries on, after a backoff that
-doubles, at most ``retries`` times in a row. A stream therefore yields every byte exactly once
-or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
-user:password or query string) never appear in a message.
+doubles, at most ``retries`` times in a row. A refusal (404, 403, S3's ``NoSuchBucket``) is final
+and fails at once. A stream therefore yields every byte exactly once or raises a
+:class:`DataError` naming the URL; credentials (``storage_options``, a URL's user:password or
+query string) never appear in a message.
 
 fsspec is the one dependency; its backends are extras, installed with
 ``pip install "recipes[s3]"`` (s3fs), ``"recipes[gcs]"`` (gcsfs) or ``"recipes[http]"`` (aiohttp).
@@ -34,6 +35,11 @@ BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP s
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
 # Answers worth asking again: timeouts, throttling, server errors.
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# S3's codes for the same, for an answer that carries no HTTP status
+TRANSIENT_CODES = frozenset({"RequestTimeout", "SlowDown", "Throttling", "ThrottlingException", "InternalError",
+                             "ServiceUnavailable"})
+# botocore's classes for a connection that failed or broke: every other botocore error is final
+BOTOCORE_TRANSIENT = frozenset({"HTTPClientError", "ConnectionError", "IncompleteReadError"})
 _URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
@@ -261,16 +267,28 @@ def _reason(error: BaseException) -> str:
 
 
 def is_transient(error: BaseException) -> bool:
-    """Is ``error`` a fault that asking again may cure (a connection or server problem)?"""
-    if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
-        # fsspec's http reports any failed lookup (a 503 too) as not found, raised from the real error
+    """Is ``error`` a fault that asking again may cure (a connection or server problem)?
+
+    A refusal is final: a missing object or bucket (404, ``NoSuchBucket``), a denied one (403),
+    a bad request; asking again gives the same answer, so it fails at once.
+    """
+    response = getattr(error, "response", None)  # botocore's ClientError: the answer S3 gave
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return status in TRANSIENT_STATUS or response.get("Error", {}).get("Code") in TRANSIENT_CODES
+    if type(error) in (OSError, FileNotFoundError, PermissionError) and error.__cause__ is not None:
+        # fsspec's http reports any failed lookup (a 503 too) as not found, and s3fs turns S3's
+        # answers into OSErrors, each raised from the real error: judge that one
         return is_transient(error.__cause__)
     if isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, DataError)):
         return False
     status = getattr(error, "status", None)  # aiohttp's ClientResponseError
     if isinstance(status, int):
         return status in TRANSIENT_STATUS
-    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+    if isinstance(error, (ConnectionError, TimeoutError)):
         return True
-    # aiohttp's payload and disconnection errors, botocore's connection errors
-    return type(error).__module__.split(".")[0] in ("aiohttp", "botocore", "aiobotocore", "urllib3")
+    library = type(error).__module__.split(".")[0]
+    if library in ("botocore", "aiobotocore"):  # a parameter, credential or signing error is final
+        return any(kind.__name__ in BOTOCORE_TRANSIENT for kind in type(error).__mro__)
+    # aiohttp's payload and disconnection errors, urllib3's, and other I/O errors
+    return isinstance(error, OSError) or library in ("aiohttp", "urllib3")
