@@ -59,6 +59,17 @@ def shown(path: str | os.PathLike) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def cleaned(text: str) -> str:
+    """``text`` with every URL in it shown without its credentials (see :func:`shown`)."""
+    return _URLS.sub(lambda match: shown(match[0]), text)
+
+
+def has_glob(path: str | os.PathLike) -> bool:
+    """Does ``path`` hold ``*``, ``?`` or ``[``? A URL's query string (``?sig=...``) does not count."""
+    name = urlsplit(path).path if is_url(path) else os.fspath(path)
+    return any(mark in name for mark in "*?[")
+
+
 def suffix(path: str | os.PathLike) -> str:
     """The lower-case file suffix of a path or URL (``.jsonl``), its query string ignored."""
     name = urlsplit(path).path if is_url(path) else os.fspath(path)
@@ -146,7 +157,8 @@ def glob_paths(pattern: str, storage_options: dict[str, Any] | None = None) -> l
         return sorted(glob.glob(os.path.expanduser(pattern)))
     fs, inner = filesystem(pattern, storage_options)
     scheme = pattern.split("://", 1)[0]
-    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(fs.glob(inner))]
+    names = retried(lambda: fs.glob(inner), shown(pattern))  # a refused listing is a DataError naming the pattern
+    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(names)]
 
 
 def join(root: str | os.PathLike, name: str) -> str | os.PathLike:
@@ -263,7 +275,7 @@ def _reason(error: BaseException) -> str:
     """``Type: message`` with every URL in the message shown without its credentials."""
     if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
         error = error.__cause__
-    return f"{type(error).__name__}: " + _URLS.sub(lambda match: shown(match[0]), str(error))
+    return f"{type(error).__name__}: " + cleaned(str(error))
 
 
 def is_transient(error: BaseException) -> bool:

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from recipes.core.errors import DataError
-from recipes.core.storage import is_transient, open_stream, shown, stream_size, suffix
+from recipes.core.storage import has_glob, is_transient, open_stream, shown, stream_size, suffix
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 
@@ -163,3 +163,12 @@ def test_s3_answers_are_transient_only_when_asking_again_may_cure_them():
     assert [is_transient(e) for e in final] == [False] * len(final)
     assert [is_transient(e) for e in healing] == [True] * len(healing)
 
+
+def test_a_signed_url_is_one_file_not_a_glob():
+    from recipes.core.parquet_files import parquet_entries
+    from recipes.multimodal import expand_shards
+
+    shard, table = "https://host/a/shard-000.tar?sig=x&se=2026", "https://host/a/t.parquet?sig=x"
+    assert expand_shards(shard) == [shard] and parquet_entries(table) == [table]  # no listing asked for
+    assert has_glob("https://host/a/shard-*.tar?sig=x") and has_glob("/data/shard-00?.tar")
+    assert not has_glob("https://host/a/shard-000.tar?sig=x")
