@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from torch.utils.data import IterableDataset
+from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.core import image_size, load_tokenizer, read_image, resolve_under, storage
@@ -129,8 +129,11 @@ CASES = [
      lambda w: _first(_pairs(w, "pairs.jsonl", image_root=w.local / "nowhere"))),
     ("shards-nothing-matched", "ImageTextShards", "http", lambda w: _shards(w, "none/x-*.tar")),
     ("shards-404", "ImageTextShards", "http", lambda w: _first(_shards(w, "gone-000.tar"))),
+    ("shards-404-in-a-worker", "ImageTextShards", "http",
+     lambda w: next(iter(DataLoader(_shards(w, "gone-000.tar"), batch_size=None, num_workers=1)))),
     ("shards-closed", "ImageTextShards", "closed", lambda w: _first(_shards(w, "x-000.tar"))),
     ("shards-glob-closed", "ImageTextShards", "closed", lambda w: _shards(w, "x-*.tar")),
+    ("shards-bad-tar", "ImageTextShards", "http", lambda w: _first(_shards(w, "bad-000.tar"))),
     ("shards-state", "ImageTextShards", "http", lambda w: _shards(w, "x-{000..001}.tar")),
     ("shards-s3-nothing-matched", "ImageTextShards", "s3", lambda w: _shards(w, "none-*.tar")),
     ("shards-s3-404", "ImageTextShards", "s3", lambda w: _first(_shards(w, "gone-000.tar"))),
@@ -142,6 +145,7 @@ CASES = [
     ("coco-url-root", "CocoDataset", "http", lambda w: _coco(w, "bad.json", url_root=True)),
     ("coco-404", "CocoDataset", "http", lambda w: _coco(w, "gone.json")),
     ("coco-bad-json", "CocoDataset", "http", lambda w: _coco(w, "bad.json")),
+    ("coco-missing-image", "CocoDataset", "http", lambda w: _first(_coco(w, "one.json"))),
     ("coco-closed", "CocoDataset", "closed", lambda w: _coco(w, "a.json")),
     ("coco-s3-nobucket", "CocoDataset", "s3-nobucket", lambda w: _coco(w, "a.json")),
     ("folder-url", "ImageFolderDataset", "http",
@@ -194,6 +198,9 @@ def _files(folder: Path) -> None:
     (folder / "bad.json").write_text('{"images": [{"id": 1, "file_name": ')
     (folder / "a.json").write_text(json.dumps({"images": [], "annotations": [], "categories": []}))
     pq.write_table(pa.table({"other": ["x", "y"]}), folder / "nocol.parquet")
+    image = {"id": 1, "file_name": "missing.jpg", "width": 8, "height": 8}
+    (folder / "one.json").write_text(json.dumps({"images": [image], "annotations": [], "categories": []}))
+    (folder / "bad-000.tar").write_bytes(b"not a tar header " * 64)
     (folder / "x-000.tar").write_bytes(b"")
     (folder / "x-001.tar").write_bytes(b"")
 
