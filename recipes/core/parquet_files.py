@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from recipes.core.errors import DataError
-from recipes.core.storage import glob_paths, is_url, open_stream, shown, suffix
+from recipes.core.storage import glob_paths, has_glob, is_url, open_stream, shown, suffix
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
-_GLOB = ("*", "?", "[")
 
 
 def require_pyarrow() -> Any:
@@ -69,7 +68,7 @@ def parquet_entries(source: Any, storage_options: dict[str, Any] | None = None) 
     for item in items:
         if is_arrow_dataset(item):
             entries.append(item)
-        elif any(mark in os.fspath(item) for mark in _GLOB):
+        elif has_glob(item):
             entries.extend(_expand_glob(os.fspath(item), storage_options))
         elif is_url(item):
             entries.append(item)
