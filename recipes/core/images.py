@@ -8,7 +8,8 @@ What it guarantees, whatever the file:
 - EXIF orientation is applied, so a phone photo stored sideways comes out upright.
 - Grayscale, palette, RGBA, LA, CMYK and 1-bit images become plain RGB exactly as PIL's
   ``ImageOps.exif_transpose(im).convert("RGB")`` would; 16-bit images are scaled to 8 bits
-  (PIL's own ``convert("RGB")`` clips them to white instead).
+  (PIL's own ``convert("RGB")`` clips them to white instead). A 16-bit PNG peaks at about twice
+  its 8-bit output in memory, not at its 16-bit decode's several times.
 - A decompression bomb is refused from the header, before any pixel memory is allocated.
 - A truncated, empty or non-image file raises :class:`DataError` naming the file; it is never
   filled with grey.
@@ -119,7 +120,8 @@ def decode_image(
     # also decodes GIF and WebP, but every frame of an animation at once, which the header's
     # one-frame size would not bound; PIL decodes the first frame only.)
     size = header_size(data)
-    native = size is not None and not orientation_needs_pil(data, size[2])
+    deep = size is not None and size[2] == "PNG" and data[24:25] == b"\x10"  # IHDR bit depth 16
+    native = size is not None and not deep and not orientation_needs_pil(data, size[2])
     if native and 0 < size[0] * size[1] <= max_pixels and (draft_size is None or not _may_draft(size, draft_size)):
         decoded = _decode_with_torchcodec(data, size[2], source, strict=strict)
         return decoded.contiguous() if contiguous else decoded
@@ -134,6 +136,8 @@ def decode_image(
         decoded = _decode_with_pil(image, source)
     elif native:
         decoded = _decode_with_torchcodec(data, size[2], source, strict=strict)
+    elif deep:
+        decoded = _decode_sixteen_bit_png(image, source, contiguous)
     else:
         if strict and data[:2] == b"\xff\xd8":
             _check_jpeg(data, source)
@@ -329,6 +333,46 @@ def _libjpeg_messages() -> Iterator[list[str]]:
 def _reason(error: Exception) -> str:
     """"decode_rows, /path/DecodeJpeg.cpp:287, Image is incomplete or truncated." -> the reason."""
     return re.sub(r"^\w+, \S+:\d+, ", "", str(error).strip().splitlines()[-1])
+
+
+# Rows a 16-bit PNG is converted by at a time: a few MB of temporaries, whatever the image's size.
+_STRIP_BYTES = 4 << 20
+
+
+def _decode_sixteen_bit_png(image: Image.Image, source: str, contiguous: bool) -> torch.Tensor:
+    """A 16-bit PNG, decoded by PIL and written into the uint8 output a strip of rows at a time.
+
+    PIL's PNG unpackers keep the top 8 bits of each colour sample as they decode (16-bit gray stays
+    16-bit, shifted here), so the peak is PIL's 8-bit image plus the output: ~2.3x the output for
+    RGB(A), ~1.7x for gray. TorchCodec's uint16 decode and its conversion peaked at ~12x (a
+    9400x9400 RGBA PNG took 3.3 GB; benchmarks/README.md). ``contiguous`` picks CHW memory,
+    else a ``[3,H,W]`` view of ``[H,W,3]`` as the other decoders give.
+    """
+    try:
+        image.load()
+        ImageOps.exif_transpose(image, in_place=True)  # no copy unless the image turns
+        width, height = image.size
+        out = np.empty((3, height, width) if contiguous else (height, width, 3), dtype=np.uint8)
+        step = max(1, _STRIP_BYTES // (4 * width))
+        for top in range(0, height, step):
+            bottom = min(top + step, height)
+            strip = image.crop((0, top, width, bottom))
+            if strip.mode.startswith("I"):
+                gray = (np.asarray(strip, dtype=np.int64) >> 8).clip(0, 255).astype(np.uint8)
+                if contiguous:
+                    out[:, top:bottom] = gray
+                else:
+                    out[top:bottom] = gray[:, :, None]
+            else:
+                rgb = np.asarray(strip if strip.mode == "RGB" else strip.convert("RGB"))
+                if contiguous:
+                    out[:, top:bottom] = rgb.transpose(2, 0, 1)
+                else:
+                    out[top:bottom] = rgb
+    except (OSError, ValueError, SyntaxError) as error:
+        raise DataError(f"{source}: cannot decode image ({error})") from None
+    tensor = torch.from_numpy(out)
+    return tensor if contiguous else tensor.permute(2, 0, 1)
 
 
 def _decode_with_pil(image: Image.Image, source: str) -> torch.Tensor:

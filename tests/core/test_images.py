@@ -15,6 +15,7 @@ from PIL import ExifTags, Image, ImageOps
 from recipes.core import images
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, image_size, read_image
+from tests.core.hostile import peak_rss_growth_mb, top_byte_chw, write_png16, write_tall_png16
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 
@@ -174,6 +175,39 @@ def test_sixteen_bit_rgb_png_keeps_the_top_eight_bits_of_each_channel():
     image = decode_image(data, contiguous=False)
     assert image.dtype == torch.uint8 and image.stride()[0] == 1  # still [H,W,3] memory
     np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), values >> 8)
+
+
+@pytest.mark.parametrize("contiguous", [True, False], ids=["chw", "channels-last"])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4], ids=["gray", "gray-alpha", "rgb", "rgba"])
+def test_sixteen_bit_png_of_every_colour_type_keeps_the_top_eight_bits_across_strips(
+    tmp_path, monkeypatch, channels, contiguous
+):
+    monkeypatch.setattr(images, "_STRIP_BYTES", 4 * 53 * 7)  # strips of 7 rows: 37 rows end mid-strip
+    values = np.random.default_rng(channels).integers(0, 65536, (37, 53, channels), dtype=np.uint16)
+    path = write_png16(tmp_path / "deep.png", values[:, :, 0] if channels == 1 else values)
+    image = read_image(path, contiguous=contiguous)
+    assert image.dtype == torch.uint8 and image.shape == (3, 37, 53)
+    assert image.is_contiguous() if contiguous else image.stride()[0] == 1  # [H,W,3] memory, as other decodes
+    np.testing.assert_array_equal(image.numpy(), top_byte_chw(values))
+
+
+def test_sixteen_bit_png_turned_by_exif_keeps_the_top_eight_bits_upright(tmp_path):
+    values = np.random.default_rng(9).integers(0, 65536, (20, 30, 3), dtype=np.uint16)
+    path = write_png16(tmp_path / "turned.png", values, exif=_exif(6)[6:])  # eXIf holds the bare TIFF block
+    upright = np.rot90(top_byte_chw(values).transpose(1, 2, 0), k=-1)  # 6: turn 90 degrees clockwise
+    np.testing.assert_array_equal(read_image(path).permute(1, 2, 0).numpy(), upright)
+
+
+def test_a_large_sixteen_bit_rgba_png_peaks_near_twice_its_eight_bit_output(tmp_path):
+    width, height = 4000, 3000
+    x = np.arange(width)
+    row = np.stack([x * 7, x * 13 + 999, x * 3, np.full(width, 65535)], axis=-1) % 65536
+    path = write_tall_png16(tmp_path / "deep.png", row.astype(np.uint16), height)
+    action = f"image = read_image({str(path)!r}); print(tuple(image.shape), int(image[:, -1, -1].sum()))"
+    growth, out = peak_rss_growth_mb("from recipes.core.images import read_image", action)
+    assert f"(3, {height}, {width})" in out and str(sum(int(v[-1]) >> 8 for v in row.T[:3])) in out
+    output_mb = 3 * width * height / 2**20
+    assert growth < 2.5 * output_mb + 16, (growth, output_mb)  # PIL's 8-bit image plus the output
 
 
 def test_truncated_jpeg_is_an_error_not_a_grey_image():
