@@ -2,7 +2,7 @@
 
     python benchmarks/decode.py            # 60 JPEGs + 16 PNGs, 5 rounds (~10 s)
     python benchmarks/decode.py --quick    # smoke run: 20 JPEGs + 6 PNGs, 2 rounds
-    python benchmarks/decode.py --strict   # 200 JPEGs: decode_image with and without strict=True
+    python benchmarks/decode.py --strict   # decode_image with and without strict=True (~1 min)
 
 The images are photo-like 500x375 pictures (smooth gradients plus noise, the size of an ImageNet
 photo): JPEG at quality 90 (4:2:0) and PNG, generated into a temporary folder and read into
@@ -20,8 +20,10 @@ Reported: microseconds per image (median over every decode) and, image by image,
 each peer's time to ours (median and quartiles): above 1 means recipes is faster.
 
 ``--strict`` times what ``strict=True`` (libjpeg's corruption warnings caught) adds instead: the
-same decode with and without it, back to back in turning order, on 200 JPEGs; reported as the
-ratio of the total times and, image by image, the median ratio.
+same decode with and without it, back to back in turning order, on 200 JPEGs, then on 20
+1024x768 ones with ``draft_size=(256, 256)`` (PIL's reduced-scale decode, which strict checks
+with one more full libjpeg decode); reported as the ratio of the total times and, image by
+image, the median ratio.
 """
 
 from __future__ import annotations
@@ -124,11 +126,11 @@ def compare(kind: str, files: list[bytearray], rounds: int) -> None:
               f"(quartiles {quartiles[0]:.2f}-{quartiles[2]:.2f})")
 
 
-def compare_strict(files: list[bytearray], rounds: int) -> None:
+def compare_strict(files: list[bytearray], rounds: int, draft_size: tuple[int, int] | None = None) -> None:
     """decode_image(strict=True) against the plain decode, image by image."""
     sides = {
-        "plain": lambda data: decode_image(data, contiguous=False),
-        "strict": lambda data: decode_image(data, contiguous=False, strict=True),
+        "plain": lambda data: decode_image(data, contiguous=False, draft_size=draft_size),
+        "strict": lambda data: decode_image(data, contiguous=False, draft_size=draft_size, strict=True),
     }
     same = sum(torch.equal(sides["plain"](data), sides["strict"](data)) for data in files)
     micros: dict[str, list[float]] = {name: [] for name in sides}
@@ -139,7 +141,9 @@ def compare_strict(files: list[bytearray], rounds: int) -> None:
                 start = time.perf_counter()
                 sides[name](data)
                 micros[name].append((time.perf_counter() - start) * 1e6)
-    print(f"\n== {len(files)} JPEGs, {same}/{len(files)} identical pixels with strict=True ==")
+    size = "x".join(map(str, Image.open(io.BytesIO(files[0])).size))
+    print(f"\n== {len(files)} {size} JPEGs, draft_size={draft_size}: "
+          f"{same}/{len(files)} identical pixels with strict=True ==")
     for name, values in micros.items():
         print(f"  {name:8s} {statistics.median(values):7.0f} us an image (median of {len(values)}), "
               f"total {sum(values) / 1e6:.3f} s")
@@ -147,6 +151,18 @@ def compare_strict(files: list[bytearray], rounds: int) -> None:
     quartiles = statistics.quantiles(ratios, n=4)
     print(f"  strict / plain: {sum(micros['strict']) / sum(micros['plain']):.3f}x in total, "
           f"{statistics.median(ratios):.3f}x median per image (quartiles {quartiles[0]:.3f}-{quartiles[2]:.3f})")
+
+
+def large_jpegs(count: int) -> list[bytearray]:
+    """1024x768 photo-like JPEGs, large enough for ``eval_transform``'s draft at 256."""
+    rng = np.random.default_rng(1)
+    files = []
+    for _ in range(count):
+        small = photo(rng)
+        buffer = io.BytesIO()
+        small.resize((1024, 768), Image.Resampling.BICUBIC).save(buffer, "JPEG", quality=90)
+        files.append(bytearray(buffer.getvalue()))
+    return files
 
 
 def main() -> None:
@@ -164,6 +180,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     if args.strict:
         compare_strict(files["JPEG"], rounds)
+        compare_strict(large_jpegs(20), rounds, draft_size=(256, 256))  # PIL decodes, libjpeg checks
         return
     for kind, kind_files in files.items():
         compare(kind, kind_files, rounds)
