@@ -19,9 +19,10 @@ What it guarantees, whatever the file:
 
 How: JPEG and PNG go through TorchCodec's public decoders (libjpeg-turbo / libpng straight
 into a tensor, EXIF applied), after a few-microsecond header read here gives the size for the
-bomb check. PIL decodes everything else (GIF, WebP, BMP, TIFF...), the reduced-scale JPEG
-decode that ``draft_size`` asks for, and the rare JPEG/PNG whose orientation metadata TorchCodec
-reads differently from PIL. Speed and pixel parity with torchvision: see benchmarks/decode.py.
+bomb check. PIL decodes everything else (GIF, WebP, BMP, TIFF...), 16-bit PNGs (straight to
+8 bits, in strips), the reduced-scale JPEG decode that ``draft_size`` asks for, and the rare
+JPEG/PNG whose orientation metadata TorchCodec reads differently from PIL. Speed and pixel
+parity with torchvision: see benchmarks/decode.py.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ def decode_image(
         contiguous: False skips the final copy and returns the decoder's own layout, usually
             a ``[3,H,W]`` view of ``[H,W,3]`` memory (channels-last strides), which an
             antialiased uint8 resize reads faster than CHW.
-        strict: also refuse a JPEG that libjpeg decodes while reporting corrupt data (see
-            :func:`_decode_jpeg_strict`). A JPEG that PIL decodes (``draft_size``, rare EXIF) is
-            then decoded by libjpeg once more to check it.
+        strict: also refuse a JPEG that libjpeg decodes while reporting corrupt data: its
+            ``Corrupt JPEG data: ...`` line becomes the error's reason instead of going to
+            stderr. A JPEG that PIL decodes (``draft_size``, rare EXIF) is then decoded by
+            libjpeg once more to check it.
 
     Raises:
         DataError: empty, unreadable, truncated or oversized image; the message names ``source``.
