@@ -2,6 +2,7 @@
 
     python benchmarks/decode.py            # 60 JPEGs + 16 PNGs, 5 rounds (~10 s)
     python benchmarks/decode.py --quick    # smoke run: 20 JPEGs + 6 PNGs, 2 rounds
+    python benchmarks/decode.py --strict   # decode_image with and without strict=True (~1 min)
 
 The images are photo-like 500x375 pictures (smooth gradients plus noise, the size of an ImageNet
 photo): JPEG at quality 90 (4:2:0) and PNG, generated into a temporary folder and read into
@@ -17,6 +18,12 @@ tensor in its decoder's own layout:
 Before timing, every image's pixels are compared across the three: they must be identical.
 Reported: microseconds per image (median over every decode) and, image by image, the ratio of
 each peer's time to ours (median and quartiles): above 1 means recipes is faster.
+
+``--strict`` times what ``strict=True`` (libjpeg's corruption warnings caught) adds instead: the
+same decode with and without it, back to back in turning order, on 200 JPEGs, then on 20
+1024x768 ones with ``draft_size=(256, 256)`` (PIL's reduced-scale decode, which strict checks
+with one more full libjpeg decode); reported as the ratio of the total times and, image by
+image, the median ratio.
 """
 
 from __future__ import annotations
@@ -119,18 +126,62 @@ def compare(kind: str, files: list[bytearray], rounds: int) -> None:
               f"(quartiles {quartiles[0]:.2f}-{quartiles[2]:.2f})")
 
 
+def compare_strict(files: list[bytearray], rounds: int, draft_size: tuple[int, int] | None = None) -> None:
+    """decode_image(strict=True) against the plain decode, image by image."""
+    sides = {
+        "plain": lambda data: decode_image(data, contiguous=False, draft_size=draft_size),
+        "strict": lambda data: decode_image(data, contiguous=False, draft_size=draft_size, strict=True),
+    }
+    same = sum(torch.equal(sides["plain"](data), sides["strict"](data)) for data in files)
+    micros: dict[str, list[float]] = {name: [] for name in sides}
+    for round_ in range(rounds):
+        for index, data in enumerate(files):
+            order = list(sides) if (index + round_) % 2 == 0 else list(sides)[::-1]
+            for name in order:
+                start = time.perf_counter()
+                sides[name](data)
+                micros[name].append((time.perf_counter() - start) * 1e6)
+    size = "x".join(map(str, Image.open(io.BytesIO(files[0])).size))
+    print(f"\n== {len(files)} {size} JPEGs, draft_size={draft_size}: "
+          f"{same}/{len(files)} identical pixels with strict=True ==")
+    for name, values in micros.items():
+        print(f"  {name:8s} {statistics.median(values):7.0f} us an image (median of {len(values)}), "
+              f"total {sum(values) / 1e6:.3f} s")
+    ratios = [strict / plain for plain, strict in zip(micros["plain"], micros["strict"])]
+    quartiles = statistics.quantiles(ratios, n=4)
+    print(f"  strict / plain: {sum(micros['strict']) / sum(micros['plain']):.3f}x in total, "
+          f"{statistics.median(ratios):.3f}x median per image (quartiles {quartiles[0]:.3f}-{quartiles[2]:.3f})")
+
+
+def large_jpegs(count: int) -> list[bytearray]:
+    """1024x768 photo-like JPEGs, large enough for ``eval_transform``'s draft at 256."""
+    rng = np.random.default_rng(1)
+    files = []
+    for _ in range(count):
+        small = photo(rng)
+        buffer = io.BytesIO()
+        small.resize((1024, 768), Image.Resampling.BICUBIC).save(buffer, "JPEG", quality=90)
+        files.append(bytearray(buffer.getvalue()))
+    return files
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20 JPEGs + 6 PNGs, 2 rounds: a smoke run")
     parser.add_argument("--rounds", type=int, default=None, help="passes over the images (default 5, quick 2)")
+    parser.add_argument("--strict", action="store_true", help="200 JPEGs: the cost of strict=True")
     args = parser.parse_args()
-    jpegs, pngs = (20, 6) if args.quick else (60, 16)
+    jpegs, pngs = (20, 6) if args.quick else (200, 0) if args.strict else (60, 16)
     rounds = args.rounds or (2 if args.quick else 5)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="bench-decode-") as tmp:
         files = make_files(Path(tmp), jpegs, pngs)
     print(f"{WIDTH}x{HEIGHT} photo-like images; one core; {len(os.sched_getaffinity(0))} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
+    if args.strict:
+        compare_strict(files["JPEG"], rounds)
+        compare_strict(large_jpegs(20), rounds, draft_size=(256, 256))  # PIL decodes, libjpeg checks
+        return
     for kind, kind_files in files.items():
         compare(kind, kind_files, rounds)
 

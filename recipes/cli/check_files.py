@@ -5,7 +5,9 @@
 
 Each image is read once: PIL parses the header (format, mode, size; a decompression bomb is
 refused there, before any pixel is allocated), then :func:`recipes.core.images.decode_image`
-decodes it exactly as the loaders will, so a file that passes here loads in training. The files
+decodes it exactly as the loaders will, so a file that passes here loads in training, with
+``strict=True``: a JPEG libjpeg reports as corrupt (it would load with grey or smeared blocks) is
+named with libjpeg's reason, as the loaders' ``strict_decode=True`` would refuse it. The files
 go to a ``multiprocessing`` pool in chunks (one task per ``chunksize`` files, so 100k small files
 cost a few hundred round trips, not 100k); results come back in order under a tqdm bar.
 """
@@ -52,7 +54,7 @@ def inspect_image(item: tuple[str, tuple[int, int] | None] | tuple[str, tuple[in
     try:
         header = open_image(data, source=path)
         mode, kind = header.mode, header.format or ""
-        image = decode_image(data, source=path)
+        image = decode_image(data, source=path, strict=True)
     except DataError as error:
         return ImageInfo(path, mode=mode, format=kind, error=str(error).removeprefix(f"{path}: "))
     height, width = image.shape[-2:]

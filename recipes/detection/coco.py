@@ -67,6 +67,10 @@ class CocoDataset(Dataset):
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
             instead of COCO ids, for models built with ``num_classes=K + 1``.
         storage_options: passed to fsspec when ``ann_file`` is a URL; never shown.
+        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
+            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
+            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
+            decodes (rare EXIF metadata); benchmarks/README.md.
 
     Attributes:
         index: the :class:`recipes.core.coco_index.CocoIndex` (image sizes and file names,
@@ -88,6 +92,7 @@ class CocoDataset(Dataset):
         strict: bool = False,
         contiguous_labels: bool = False,
         storage_options: dict[str, Any] | None = None,
+        strict_decode: bool = False,
     ) -> None:
         self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
@@ -96,7 +101,7 @@ class CocoDataset(Dataset):
             raise FileNotFoundError(f"ann_file {self.ann_file} does not exist (expected a COCO instances .json)")
         self._real_root = os.path.realpath(self.image_root) + os.sep
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
-        self.on_error = check_on_error(on_error)
+        self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.index = index_instances(
             read_instances(self.ann_file, masks=masks, storage_options=storage_options), shown(self.ann_file),
             on_error=on_error,
@@ -130,7 +135,7 @@ class CocoDataset(Dataset):
         try:
             path = self._path(self.index.file_names[index], source)
             try:
-                image = read_image(path, contiguous=False)  # the decoder's layout: no copy
+                image = read_image(path, contiguous=False, strict=self.strict_decode)  # the decoder's layout: no copy
             except DataError as error:  # it names the file; add which image of the annotations
                 raise DataError(f"{source}: {error}") from None
             if tuple(image.shape[-2:]) != (height, width):

@@ -84,6 +84,11 @@ class ImageTextDataset(Dataset):
             content, so that later runs map that copy (else each construction, in every rank,
             copies them into a temporary file of its own). Ranks that build a cold cache at the
             same moment each write; the last one published stays.
+        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
+            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
+            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
+            decodes (rare EXIF metadata); benchmarks/README.md. With ``decode="device"``
+            every image is then decoded, and checked, in the worker.
     """
 
     def __init__(
@@ -100,12 +105,13 @@ class ImageTextDataset(Dataset):
         image_field: str = "image",
         caption_field: str = "caption",
         cache_dir: str | os.PathLike | None = None,
+        strict_decode: bool = False,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
-        self.on_error = check_on_error(on_error)
+        self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
         if is_parquet(manifest):
@@ -170,15 +176,18 @@ class ImageTextDataset(Dataset):
             else:
                 path = resolve_under(self.image_root, self.images[row])
                 data, source = read_file(path, self.storage_options), shown(path)
-            if plan is not None:
+            # only libjpeg on the CPU reports corrupt data: strict_decode decodes in the worker
+            encoded = plan is not None and not self.strict_decode
+            if encoded:
                 image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
             else:
                 # With a transform, keep the decoder's channels-last layout: no copy, and an
                 # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
-                image = decode_image(data, source=source, contiguous=self.transform is None)
+                contiguous = self.transform is None
+                image = decode_image(data, source=source, contiguous=contiguous, strict=self.strict_decode)
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
-        if plan is None and self.transform is not None:
+        if not encoded and self.transform is not None:
             image = self.transform(image)
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 

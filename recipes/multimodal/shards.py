@@ -98,6 +98,10 @@ class ImageTextShards(IterableDataset):
         cache_dir: keep remote shards here once read whole, so later epochs read local disk;
             ``cache_limit_bytes`` bounds it (least recently used out; see
             :class:`recipes.core.disk_cache.DiskCache`).
+        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
+            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
+            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
+            decodes (rare EXIF metadata); benchmarks/README.md.
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class ImageTextShards(IterableDataset):
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = 64 * 2**30,
+        strict_decode: bool = False,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -129,6 +134,7 @@ class ImageTextShards(IterableDataset):
         self.tokenizer = load_tokenizer(tokenizer)
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
+        self.strict_decode = strict_decode
         # Read here, in the main process: a spawned worker has no process group to ask.
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
@@ -207,7 +213,8 @@ class ImageTextShards(IterableDataset):
                 raise DataError(f"{where}: no image file ({'/'.join(IMAGE_EXTENSIONS)}) among {sorted(files)}")
             captions = read_captions(files, where)
             # channels-last view when transformed: see ImageTextDataset (no copy, faster resize)
-            image = decode_image(files[extension], source=f"{where}.{extension}", contiguous=self.transform is None)
+            data, contiguous = files[extension], self.transform is None
+            image = decode_image(data, source=f"{where}.{extension}", contiguous=contiguous, strict=self.strict_decode)
         except DataError as error:
             skip_or_raise(error, self.on_error)
             return

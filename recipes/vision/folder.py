@@ -58,6 +58,11 @@ class ImageFolderDataset(Dataset):
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
             ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
+        strict_decode: also raise or skip (per ``on_error``) a JPEG that libjpeg reports as
+            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
+            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
+            decodes (``draft_size``, rare EXIF metadata); benchmarks/README.md. With ``decode="device"``
+            every image is then decoded, and checked, in the worker.
 
     The index is two numpy arrays (paths relative to ``root`` in a :class:`StringArray`, labels
     as int64), so forked workers share it instead of copying it page by page. ``samples`` and
@@ -74,6 +79,7 @@ class ImageFolderDataset(Dataset):
         on_error: str = "raise",
         allow_empty: bool = False,
         draft_size: tuple[int, int] | str | None = "auto",
+        strict_decode: bool = False,
     ) -> None:
         self.root = os.path.expanduser(os.fspath(root))
         self.transform = transform
@@ -83,6 +89,7 @@ class ImageFolderDataset(Dataset):
         elif isinstance(draft_size, str):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
+        self.strict_decode = strict_decode
         self.extensions = _normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
@@ -114,7 +121,7 @@ class ImageFolderDataset(Dataset):
         path = self.path(index)
         try:
             # contiguous=False: the decoder's HWC memory is what the uint8 resize reads fastest
-            image = read_image(path, draft_size=self.draft_size, contiguous=False)
+            image = read_image(path, draft_size=self.draft_size, contiguous=False, strict=self.strict_decode)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what tv_tensors.Image() does, minus its checks
@@ -129,6 +136,8 @@ class ImageFolderDataset(Dataset):
     def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, int] | None:
         """``decode="device"``'s item: the file's bytes and crop/flip parameters drawn as
         ``self[index]`` would draw them, or, for a file the device cannot decode, ``self[index]``'s image."""
+        if self.strict_decode:
+            return self[index]  # only libjpeg on the CPU reports corrupt data, so the worker decodes
         path = self.path(index)
         try:
             data = read_file(path)

@@ -2,7 +2,8 @@
 
 - :data:`BAD_IMAGES`: the hostile image fixtures and the reason each error must give.
 - :func:`write_png16`: a 16-bit PNG written byte by byte (zlib + struct), an oracle
-  independent of PIL and libpng, whose faithful 8-bit rendering is ``array >> 8``.
+  independent of PIL and libpng, whose faithful 8-bit rendering is ``array >> 8``;
+  :func:`write_tall_png16` one of any height that holds a single row repeated.
 - :func:`worker_error`: iterate a loader with workers until its DataError, check the message,
   and shut the workers down at once (see its docstring for why that needs care).
 - :func:`peak_rss_growth_mb`: run code in a fresh interpreter and measure its peak memory.
@@ -39,21 +40,42 @@ BAD_IMAGES = {
 }
 
 
-def write_png16(path: Path, array: np.ndarray) -> Path:
-    """Write ``array`` (uint16, [H,W] gray or [H,W,3] RGB) as a 16-bit PNG, filter 0 on every row."""
+# PNG colour type by samples per pixel: gray, gray + alpha, RGB, RGBA
+_PNG_COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png16(width: int, height: int, channels: int, idat: bytes, extra: bytes = b"") -> bytes:
+    header = struct.pack(">IIBBBBB", width, height, 16, _PNG_COLOUR_TYPES[channels], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + extra + _png_chunk(b"IDAT", idat)
+            + _png_chunk(b"IEND", b""))
+
+
+def write_png16(path: Path, array: np.ndarray, *, exif: bytes = b"") -> Path:
+    """Write ``array`` (uint16, [H,W] gray or [H,W,C] with C = 2 gray + alpha, 3 RGB, 4 RGBA) as a
+    16-bit PNG, filter 0 on every row; ``exif`` (a bare TIFF block) goes in an eXIf chunk first."""
     array = np.asarray(array, dtype=">u2")  # PNG stores samples big-endian
     height, width = array.shape[:2]
-    color_type = 2 if array.ndim == 3 else 0
     rows = array.reshape(height, -1).view(np.uint8).reshape(height, -1)
     raw = b"".join(b"\x00" + row.tobytes() for row in rows)
+    extra = _png_chunk(b"eXIf", exif) if exif else b""
+    path.write_bytes(_png16(width, height, 1 if array.ndim == 2 else array.shape[2], zlib.compress(raw), extra))
+    return path
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    header = struct.pack(">IIBBBBB", width, height, 16, color_type, 0, 0, 0)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-    )
+def write_tall_png16(path: Path, row: np.ndarray, height: int) -> Path:
+    """A 16-bit PNG of ``height`` copies of ``row`` (uint16 [W,C]), streamed: filter Up makes every
+    later row zeros, so a 9400x9400 RGBA file is under a megabyte and never held in memory raw."""
+    row = np.asarray(row, dtype=">u2")
+    compressor = zlib.compressobj(9)
+    parts = [compressor.compress(b"\x00" + row.tobytes())]
+    repeat = b"\x02" + bytes(row.nbytes)
+    parts += [compressor.compress(repeat) for _ in range(height - 1)]
+    parts.append(compressor.flush())
+    path.write_bytes(_png16(row.shape[0], height, row.shape[1], b"".join(parts)))
     return path
 
 
@@ -64,8 +86,12 @@ def sixteen_bit_rgb(height: int = 12, width: int = 10) -> np.ndarray:
 
 
 def top_byte_chw(array: np.ndarray) -> np.ndarray:
-    """The expected decode of a 16-bit image: its top byte, gray repeated to RGB, CHW."""
+    """The expected decode of a 16-bit image: its top byte, alpha dropped, gray repeated to RGB, CHW."""
     eight = (np.asarray(array) >> 8).astype(np.uint8)
+    if eight.ndim == 3 and eight.shape[2] in (2, 4):
+        eight = eight[:, :, :-1]  # as PIL's convert("RGB"): alpha dropped, not composited
+    if eight.ndim == 3 and eight.shape[2] == 1:
+        eight = eight[:, :, 0]
     if eight.ndim == 2:
         eight = np.repeat(eight[:, :, None], 3, axis=2)
     return eight.transpose(2, 0, 1)

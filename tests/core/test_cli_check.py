@@ -12,6 +12,7 @@ from recipes.__main__ import main
 from recipes.cli.check import check
 from recipes.cli.check_files import inspect_images
 from recipes.cli.datasets import DataOptions
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 HOSTILE = [
     # (domain, path under fixtures/hostile, extra options, problem path suffix, where, words in the reason)
@@ -279,3 +280,21 @@ def test_a_parquet_caption_file_is_checked_with_its_held_images_and_named_column
     assert main(["check", "multimodal", str(tmp_path / "pairs.parquet"), "--tokenizer",
                  str(fixtures / "text/tokenizer.json"), "--image-field", "jpg", "--caption-field", "txt"]) == 1
     assert "row 7" in capsys.readouterr().out
+
+
+def test_jpegs_with_overwritten_scan_data_are_each_named_with_libjpeg_reason(tmp_path, capfd):
+    damaged = set()
+    for seed in range(4):
+        (tmp_path / f"class_{seed % 2}").mkdir(exist_ok=True)
+        data = jpeg_bytes(photo(640, 480, seed), quality=90, progressive=seed == 3)
+        (tmp_path / f"class_{seed % 2}/clean_{seed}.jpg").write_bytes(data)
+        for fraction in (0.1, 0.5, 0.9):
+            path = tmp_path / f"class_{seed % 2}/damaged_{seed}_{fraction}.jpg"
+            path.write_bytes(overwrite_scan_data(data, fraction, seed=seed * 10 + int(fraction * 10)))
+            damaged.add(str(path))
+    assert main(["check", "vision", str(tmp_path), "--workers", "1", "--json"]) == 1
+    out, err = capfd.readouterr()
+    problems = json.loads(out)["problems"]
+    assert {problem["path"] for problem in problems} == damaged  # every damaged file, no clean one
+    assert all(problem["reason"].startswith("cannot decode image (Corrupt JPEG data") for problem in problems), problems
+    assert "Corrupt JPEG" not in err  # no unattributed libjpeg line on stderr

@@ -1,8 +1,11 @@
 """Decoding: pixel parity with PIL for every mode and orientation, and refusal of broken files."""
 
 import io
+import os
+import re
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -12,6 +15,8 @@ from PIL import ExifTags, Image, ImageOps
 from recipes.core import images
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, image_size, read_image
+from tests.core.hostile import peak_rss_growth_mb, top_byte_chw, write_png16, write_tall_png16
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 
 def _photo(width=64, height=48, seed=0) -> Image.Image:
@@ -172,6 +177,39 @@ def test_sixteen_bit_rgb_png_keeps_the_top_eight_bits_of_each_channel():
     np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), values >> 8)
 
 
+@pytest.mark.parametrize("contiguous", [True, False], ids=["chw", "channels-last"])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4], ids=["gray", "gray-alpha", "rgb", "rgba"])
+def test_sixteen_bit_png_of_every_colour_type_keeps_the_top_eight_bits_across_strips(
+    tmp_path, monkeypatch, channels, contiguous
+):
+    monkeypatch.setattr(images, "_STRIP_BYTES", 4 * 53 * 7)  # strips of 7 rows: 37 rows end mid-strip
+    values = np.random.default_rng(channels).integers(0, 65536, (37, 53, channels), dtype=np.uint16)
+    path = write_png16(tmp_path / "deep.png", values[:, :, 0] if channels == 1 else values)
+    image = read_image(path, contiguous=contiguous)
+    assert image.dtype == torch.uint8 and image.shape == (3, 37, 53)
+    assert image.is_contiguous() if contiguous else image.stride()[0] == 1  # [H,W,3] memory, as other decodes
+    np.testing.assert_array_equal(image.numpy(), top_byte_chw(values))
+
+
+def test_sixteen_bit_png_turned_by_exif_keeps_the_top_eight_bits_upright(tmp_path):
+    values = np.random.default_rng(9).integers(0, 65536, (20, 30, 3), dtype=np.uint16)
+    path = write_png16(tmp_path / "turned.png", values, exif=_exif(6)[6:])  # eXIf holds the bare TIFF block
+    upright = np.rot90(top_byte_chw(values).transpose(1, 2, 0), k=-1)  # 6: turn 90 degrees clockwise
+    np.testing.assert_array_equal(read_image(path).permute(1, 2, 0).numpy(), upright)
+
+
+def test_a_large_sixteen_bit_rgba_png_peaks_near_twice_its_eight_bit_output(tmp_path):
+    width, height = 4000, 3000
+    x = np.arange(width)
+    row = np.stack([x * 7, x * 13 + 999, x * 3, np.full(width, 65535)], axis=-1) % 65536
+    path = write_tall_png16(tmp_path / "deep.png", row.astype(np.uint16), height)
+    action = f"image = read_image({str(path)!r}); print(tuple(image.shape), int(image[:, -1, -1].sum()))"
+    growth, out = peak_rss_growth_mb("from recipes.core.images import read_image", action)
+    assert f"(3, {height}, {width})" in out and str(sum(int(v[-1]) >> 8 for v in row.T[:3])) in out
+    output_mb = 3 * width * height / 2**20
+    assert growth < 2.5 * output_mb + 16, (growth, output_mb)  # PIL's 8-bit image plus the output
+
+
 def test_truncated_jpeg_is_an_error_not_a_grey_image():
     data = _encode(_photo(200, 150), "JPEG", quality=95)
     with pytest.raises(DataError, match="cut.jpg"):
@@ -199,6 +237,103 @@ def test_a_cut_jpeg_is_an_error_in_the_draft_decode_too():
     data = _encode(_photo(640, 480), "JPEG", quality=90)
     with pytest.raises(DataError, match="cut.jpg"):
         decode_image(data[: len(data) * 6 // 10], source="cut.jpg", draft_size=(100, 100))
+
+
+# PIL encoder settings whose damaged scan data libjpeg always reports (with optimized Huffman
+# tables, every bit string is a code, so ~1 in 10 damaged files parses cleanly: none is named)
+DAMAGED_SETTINGS = {
+    "baseline-420": {"quality": 90},
+    "progressive": {"quality": 90, "progressive": True},
+    "restart-intervals": {"quality": 90, "restart_marker_blocks": 4},
+    "subsampling-444": {"quality": 95, "subsampling": 0},
+}
+CORRUPT_REASON = r"(Corrupt JPEG data|Premature end of JPEG file|Inconsistent progression sequence|Invalid SOS)"
+
+
+@pytest.mark.parametrize("draft_size", [None, (150, 100)], ids=["full", "draft"])
+@pytest.mark.parametrize("setting", sorted(DAMAGED_SETTINGS))
+def test_strict_decode_names_every_jpeg_with_overwritten_scan_data_with_libjpeg_reason(setting, draft_size, capfd):
+    for seed in range(3):
+        data = jpeg_bytes(photo(640, 480, seed), **DAMAGED_SETTINGS[setting])
+        for fraction in (0.02, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0):
+            name = f"photo{seed}-at-{fraction}.jpg"
+            damaged = overwrite_scan_data(data, fraction, seed=seed * 100 + int(fraction * 100))
+            with pytest.raises(DataError, match=rf"^{re.escape(name)}: cannot decode image \({CORRUPT_REASON}"):
+                decode_image(damaged, source=name, strict=True, draft_size=draft_size)
+    assert capfd.readouterr().err == ""  # libjpeg's lines went into the errors, not to stderr
+
+
+def test_without_strict_overwritten_scan_data_still_decodes_as_before():
+    data = overwrite_scan_data(jpeg_bytes(photo(640, 480, 0), quality=90), 0.3, seed=30)
+    with pytest.raises(DataError, match="Corrupt JPEG data"):
+        decode_image(data, strict=True)
+    assert decode_image(data).shape == (3, 480, 640)  # damaged blocks and all: the default stays lenient
+
+
+CLEAN_SETTINGS = {
+    "baseline-420": ("RGB", {"quality": 90}),
+    "quality-75": ("RGB", {}),
+    "subsampling-422": ("RGB", {"quality": 90, "subsampling": 1}),
+    "subsampling-444": ("RGB", {"quality": 95, "subsampling": 0}),
+    "progressive": ("RGB", {"quality": 90, "progressive": True}),
+    "optimize": ("RGB", {"quality": 85, "optimize": True}),
+    "progressive-optimize": ("RGB", {"quality": 85, "progressive": True, "optimize": True}),
+    "restart-blocks": ("RGB", {"quality": 90, "restart_marker_blocks": 1}),
+    "restart-rows": ("RGB", {"quality": 90, "restart_marker_rows": 2}),
+    "grayscale": ("L", {"quality": 90}),
+    "grayscale-progressive": ("L", {"quality": 90, "progressive": True}),
+    "cmyk": ("CMYK", {"quality": 95}),
+    "exif-rotated": ("RGB", {"quality": 90, "exif": _exif(6)}),
+    "odd-size": ("RGB", {"quality": 90}),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(CLEAN_SETTINGS))
+def test_strict_decode_never_flags_a_clean_jpeg_from_any_encoder_setting(setting, capfd):
+    mode, options = CLEAN_SETTINGS[setting]
+    for seed in range(3):
+        size = (333, 251) if setting == "odd-size" else (640, 480)
+        data = jpeg_bytes(photo(*size, seed).convert(mode), **options)
+        for draft_size in (None, (150, 100)):
+            strict = decode_image(data, strict=True, draft_size=draft_size)
+            assert torch.equal(strict, decode_image(data, draft_size=draft_size))
+    assert capfd.readouterr().err == ""
+
+
+def test_strict_decode_never_flags_a_clean_fixture_jpeg(fixtures, capfd):
+    paths = [path for path in sorted(fixtures.rglob("*")) if path.suffix.lower() in (".jpg", ".jpeg")
+             and "hostile" not in path.parts]
+    assert len(paths) >= 20
+    for path in paths:
+        assert torch.equal(read_image(path, strict=True), read_image(path))
+    assert capfd.readouterr().err == ""
+
+
+def test_strict_decodes_in_threads_each_name_their_own_file_and_stderr_comes_back(capfd):
+    clean = jpeg_bytes(photo(320, 240, 5), quality=90)
+    damaged = overwrite_scan_data(clean, 0.5, seed=7)
+
+    def decode(index: int) -> str:
+        try:
+            decode_image(damaged if index % 2 else clean, source=f"{index}.jpg", strict=True)
+            return "ok"
+        except DataError as error:
+            return str(error)
+
+    with ThreadPoolExecutor(4) as pool:
+        outcomes = list(pool.map(decode, range(40)))
+    for index, outcome in enumerate(outcomes):
+        expected = "ok" if index % 2 == 0 else f"{index}.jpg: cannot decode image (Corrupt JPEG"
+        assert outcome.startswith(expected), outcome
+    os.write(2, b"still stderr\n")
+    assert capfd.readouterr().err == "still stderr\n"
+
+
+def test_other_lines_printed_during_a_strict_decode_still_reach_stderr(capfd):
+    with images._libjpeg_messages() as lines:
+        os.write(2, b"Corrupt JPEG data: 3 extraneous bytes before marker 0xd9\nan unrelated line\n")
+    assert lines == ["Corrupt JPEG data: 3 extraneous bytes before marker 0xd9", "an unrelated line"]
+    assert capfd.readouterr().err == "an unrelated line\n"
 
 
 def test_truncated_png_is_an_error():

@@ -26,6 +26,7 @@ from tests.core.hostile import (
     worker_error,
     write_png16,
 )
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 SIZE = (12, 10)  # width, height of every good image
 GOOD_IDS = [1, 2, 3, 4]
@@ -175,3 +176,24 @@ def test_a_missing_annotation_file_or_image_root_is_named_by_its_role(fixtures, 
         CocoDataset(fixtures / "detection/images", tmp_path / "nope.json")
     with pytest.raises(FileNotFoundError, match=r"^image_root .*nope is not a directory"):
         CocoDataset(tmp_path / "nope", fixtures / "detection/instances.json")
+
+
+def test_strict_decode_raises_or_skips_an_image_with_overwritten_scan_data(tmp_path):
+    (tmp_path / "images").mkdir()
+    data = jpeg_bytes(photo(320, 240, 0), quality=90)
+    (tmp_path / "images" / "clean.jpg").write_bytes(data)
+    (tmp_path / "images" / "damaged.jpg").write_bytes(overwrite_scan_data(data, 0.5, seed=1))
+    names = {1: "clean.jpg", 2: "damaged.jpg"}
+    images = [{"id": k, "file_name": name, "width": 320, "height": 240} for k, name in names.items()]
+    boxes = [{"id": k, "image_id": k, "category_id": 1, "bbox": [5, 5, 50, 40], "area": 2000, "iscrowd": 0} for k in names]
+    ann_file = tmp_path / "instances.json"
+    ann_file.write_text(json.dumps({"images": images, "annotations": boxes, "categories": [{"id": 1, "name": "ball"}]}))
+    lenient = CocoDataset(tmp_path / "images", ann_file)
+    assert lenient[1][0].shape == (3, 240, 320)  # the default decodes it, damaged blocks and all
+    reason = r"instances\.json, image 2: .*damaged\.jpg: cannot decode image \(Corrupt JPEG data"
+    with pytest.raises(DataError, match=reason):
+        CocoDataset(tmp_path / "images", ann_file, strict_decode=True)[1]
+    strict = CocoDataset(tmp_path / "images", ann_file, strict_decode=True, on_error="skip")
+    with pytest.warns(SkippedSampleWarning, match=reason):
+        assert strict[1] is None
+    assert np.array_equal(strict[0][0].numpy(), lenient[0][0].numpy())

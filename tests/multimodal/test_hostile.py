@@ -14,10 +14,13 @@ import tarfile
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 from tokenizers import Tokenizer
+from torchvision.transforms import v2
 
 import recipes.core.tar_shards as tar_shards
+from recipes.core import DevicePrefetcher
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader
 from tests.core.hostile import (
@@ -30,6 +33,7 @@ from tests.core.hostile import (
     worker_error,
     write_png16,
 )
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 HEIGHT, WIDTH = 10, 12
 LONG_CAPTION = " ".join(["a very long caption"] * 20_000)
@@ -257,3 +261,48 @@ def test_write_shards_never_packs_a_file_from_outside_the_root(folder):
         "000000000.png": (images / "good.png").read_bytes(),
         "000000002.png": (images / "deep.png").read_bytes(),
     }
+
+
+# -- JPEG scan data overwritten ----------------------------------------------------------------
+
+
+def _clean_and_damaged():
+    data = jpeg_bytes(photo(320, 240, 0), quality=90)
+    return data, overwrite_scan_data(data, 0.5, seed=1)
+
+
+@pytest.mark.parametrize("decode", ["worker", "device"])
+def test_strict_decode_raises_or_skips_a_pair_with_overwritten_scan_data(tmp_path, tokenizer, decode):
+    clean, damaged = _clean_and_damaged()
+    (tmp_path / "clean.jpg").write_bytes(clean)
+    (tmp_path / "damaged.jpg").write_bytes(damaged)
+    manifest = write_manifest(tmp_path, [row("clean.jpg"), row("damaged.jpg")])
+    crop = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
+
+    def batches(mode=decode, **options):
+        dataset = ImageTextDataset(manifest, tokenizer, transform=crop, **options)
+        loader = multimodal_loader(dataset, 2, train=False, device="cpu", num_workers=0, decode=mode)
+        return list(DevicePrefetcher(loader, "cpu"))
+
+    assert len(batches()[0]["index"]) == 2  # the default decodes it, damaged blocks and all
+    reason = r"m\.jsonl line 2: .*damaged\.jpg: cannot decode image \(Corrupt JPEG data"
+    with pytest.raises(DataError, match=reason):
+        batches(strict_decode=True)
+    with pytest.warns(SkippedSampleWarning, match=reason) as caught:
+        (batch,) = batches(strict_decode=True, on_error="skip")
+    assert len(caught) == 1 and batch["index"].tolist() == [0]
+    assert torch.equal(batch["pixel_values"], batches("worker")[0]["pixel_values"][:1])
+
+
+def test_strict_decode_raises_or_skips_a_shard_sample_with_overwritten_scan_data(tmp_path, tokenizer):
+    clean, damaged = _clean_and_damaged()
+    cases = [([member("000.jpg", clean), member("000.txt", b"a cat")], None),
+             ([member("001.jpg", damaged), member("001.txt", b"a dog")], None)]
+    shard = write_shard(tmp_path / "s.tar", cases)
+    assert len(list(ImageTextShards(shard, tokenizer))) == 2  # the default decodes it
+    reason = r"s\.tar:001\.jpg: cannot decode image \(Corrupt JPEG data"
+    with pytest.raises(DataError, match=reason):
+        list(ImageTextShards(shard, tokenizer, strict_decode=True))
+    with pytest.warns(SkippedSampleWarning, match=reason) as caught:
+        items = list(ImageTextShards(shard, tokenizer, strict_decode=True, on_error="skip"))
+    assert len(caught) == 1 and [item["key"] for item in items] == ["s.tar/000"]

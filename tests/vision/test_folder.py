@@ -14,9 +14,11 @@ from PIL import Image, ImageOps
 from torchvision import tv_tensors
 from torchvision.datasets import DatasetFolder, ImageFolder
 
+from recipes.core import DevicePrefetcher
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vision_loader
 from tests.harness import assert_imports_only_core
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -278,3 +280,27 @@ def test_each_recipe_file_works_copied_alone(tmp_path):
     result = subprocess.run([sys.executable, "-c", "\n".join(lines)], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=120, check=False)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize("decode", ["worker", "device"])
+def test_strict_decode_raises_or_skips_a_jpeg_with_overwritten_scan_data(tmp_path, decode):
+    (tmp_path / "a").mkdir()
+    data = jpeg_bytes(photo(320, 240, 0), quality=90)
+    (tmp_path / "a" / "clean.jpg").write_bytes(data)
+    (tmp_path / "a" / "damaged.jpg").write_bytes(overwrite_scan_data(data, 0.5, seed=1))
+
+    def batches(mode=decode, **options):
+        # eval_transform(16) drafts these photos: PIL decodes, libjpeg checks
+        dataset = ImageFolderDataset(tmp_path, eval_transform(16, 16), **options)
+        loader = vision_loader(dataset, 2, train=False, device="cpu", num_workers=0, decode=mode)
+        return list(DevicePrefetcher(loader, "cpu"))
+
+    assert len(batches()[0][1]) == 2  # the default decodes it, damaged blocks and all
+    reason = r"a[/\\]damaged\.jpg: cannot decode image \(Corrupt JPEG data"
+    with pytest.raises(DataError, match=reason):
+        batches(strict_decode=True)
+    with pytest.warns(SkippedSampleWarning, match=reason) as caught:
+        (images, labels), = batches(strict_decode=True, on_error="skip")
+    assert len(caught) == 1 and labels.tolist() == [0]
+    # the clean photo (sorted first), decoded in the worker as the plain path decodes it
+    assert torch.equal(images, batches("worker")[0][0][:1])
