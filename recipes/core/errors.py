@@ -19,15 +19,14 @@ with a bare ``OSError`` that does not say which file. So every problem with one 
 A bug in the user's own code (a transform, a ``collate_fn``) is not bad data: it is a
 :class:`SampleError` naming the sample it failed on, whatever ``on_error`` says:
 
-    with user_code(lambda: describe_sample(self, index)):
+    with UserCode(lambda: describe_sample(self, index)):
         image = self.transform(image)
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ON_ERROR_CHOICES = ("raise", "skip")
@@ -105,9 +104,11 @@ def describe_batch(samples: Sequence[Any]) -> str:
     without indices (a stream's), its size and the ``"key"``/``"index"`` its dict items carry."""
     indices = getattr(samples, "indices", None)
     if indices is None:
-        ids = [item.get("key", item.get("index")) for item in samples if isinstance(item, dict)]
-        named = f" ({', '.join(map(str, ids))})" if ids and None not in ids else ""
-        return f"a batch of {len(samples)} samples{named}"
+        for field in ("key", "index"):  # what a stream's items carry to name themselves
+            ids = [item.get(field) for item in samples if isinstance(item, dict)]
+            if ids and len(ids) == len(samples) and None not in ids:
+                return f"a batch of {len(samples)} samples ({field}: {', '.join(map(str, ids))})"
+        return f"a batch of {len(samples)} samples"
     describe = getattr(samples.dataset, "describe", None)
     where = ""
     if describe is not None:
@@ -120,19 +121,26 @@ def describe_batch(samples: Sequence[Any]) -> str:
     return f"the batch of dataset indices {list(indices)}{where}"
 
 
-@contextmanager
-def user_code(where: str | Callable[[], str], *, what: str = "transform") -> Iterator[None]:
+class UserCode:
     """Run user code (``what``: ``"transform"``, ``"collate_fn"``) for a sample: an exception it
     raises becomes a :class:`SampleError` whose message starts with ``where`` (a string, or a
     callable that builds it only on error), with the original as ``__cause__``. A DataError
-    (bad data, already named) and a SampleError pass unchanged."""
-    try:
-        yield
-    except (DataError, SampleError):
-        raise
-    except Exception as error:
-        place = where() if callable(where) else where
-        raise SampleError(f"{place}: the {what} raised {type(error).__name__}: {error}") from error
+    (bad data, already named) and a SampleError pass unchanged. A class, not a generator
+    context manager: it runs once per sample, and a generator's set-up costs several times more."""
+
+    __slots__ = ("what", "where")
+
+    def __init__(self, where: str | Callable[[], str], *, what: str = "transform") -> None:
+        self.where, self.what = where, what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> bool:
+        if error is None or not isinstance(error, Exception) or isinstance(error, (DataError, SampleError)):
+            return False
+        place = self.where() if callable(self.where) else self.where
+        raise SampleError(f"{place}: the {self.what} raised {type(error).__name__}: {error}") from error
 
 
 class NamedCollate:
@@ -148,5 +156,5 @@ class NamedCollate:
         self.collate_fn = collate_fn
 
     def __call__(self, samples: list[Any]) -> Any:
-        with user_code(lambda: describe_batch(samples), what="collate_fn"):
+        with UserCode(lambda: describe_batch(samples), what="collate_fn"):
             return self.collate_fn(samples)

@@ -36,7 +36,7 @@ from torchvision import tv_tensors
 
 from recipes.core.coco_files import decode_masks, read_instances
 from recipes.core.coco_index import DegenerateBoxWarning, index_instances
-from recipes.core.errors import DataError, check_on_error, describe_sample, skip_or_raise, user_code
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, shown
@@ -140,7 +140,7 @@ class CocoDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what Image(image) does, minus its checks
         if self.transforms is not None:
-            with user_code(lambda: describe_sample(self, index), what="transforms"):  # names the image id and file
+            with UserCode(lambda: describe_sample(self, index), what="transforms"):  # names the image id and file
                 image, target = self.transforms(image, target)
         return image, target
 

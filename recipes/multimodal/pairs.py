@@ -44,7 +44,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from recipes.core.arrays import StringArray
 from recipes.core.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, check_on_error, describe_sample, drop_skipped, skip_or_raise, user_code
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
@@ -179,7 +179,7 @@ class ImageTextDataset(Dataset):
                 data, source = read_file(path, self.storage_options), shown(path)
             if plan is not None:
                 # the transform runs here on the files the device cannot decode
-                with user_code(lambda: describe_sample(self, index)):
+                with UserCode(lambda: describe_sample(self, index)):
                     image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
             else:
                 # With a transform, keep the decoder's channels-last layout: no copy, and an
@@ -188,7 +188,7 @@ class ImageTextDataset(Dataset):
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
         if plan is None and self.transform is not None:
-            with user_code(lambda: describe_sample(self, index)):  # a failing transform names the line and image
+            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the line and image
                 image = self.transform(image)
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 

@@ -42,7 +42,7 @@ from torch.utils.data import IterableDataset
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.distributed import resolve_rank, shared_seed
-from recipes.core.errors import DataError, check_on_error, skip_or_raise, user_code
+from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, is_url, shown
@@ -220,7 +220,7 @@ class ImageTextShards(IterableDataset):
                 if choice is None:
                     random_pick = self.captions == "random" and len(captions) > 1
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0
-                with user_code(f"shard {where}.{extension}"):  # a failing transform names the member
+                with UserCode(f"shard {where}.{extension}"):  # a failing transform names the member
                     out = image if self.transform is None else self.transform(image)
             ids = self.tokenizer.encode(captions[choice]).ids[: self.max_length]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}

@@ -38,7 +38,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, check_on_error, describe_sample, drop_skipped, skip_or_raise, user_code
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
 
@@ -123,7 +123,7 @@ class ImageFolderDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what tv_tensors.Image() does, minus its checks
         if self.transform is not None:
-            with user_code(lambda: describe_sample(self, index)):  # a failing transform names the file
+            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the file
                 image = self.transform(image)
         if isinstance(image, torch.Tensor):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
@@ -138,7 +138,7 @@ class ImageFolderDataset(Dataset):
         try:
             data = read_file(path)
             # the transform runs here on the files the device cannot decode
-            with user_code(lambda: describe_sample(self, index)):
+            with UserCode(lambda: describe_sample(self, index)):
                 image = encode_image(
                     data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size
                 )

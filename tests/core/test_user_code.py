@@ -11,9 +11,9 @@ from recipes.core.errors import (
     DataError,
     NamedCollate,
     SampleError,
+    UserCode,
     describe_batch,
     describe_sample,
-    user_code,
 )
 from recipes.core.mixing import MixedDataset
 from recipes.core.seeding import SeededDataset
@@ -44,7 +44,7 @@ def failing_collate(samples: list) -> dict:
 def test_user_code_names_the_sample_and_keeps_the_original_as_cause():
     original = ZeroDivisionError("division by zero")
     with pytest.raises(SampleError) as caught:
-        with user_code(lambda: describe_sample(Lines(), 4)):
+        with UserCode(lambda: describe_sample(Lines(), 4)):
             raise original
     expected = "dataset index 4 (rows.jsonl line 5): the transform raised ZeroDivisionError: division by zero"
     assert str(caught.value) == expected
@@ -54,7 +54,7 @@ def test_user_code_names_the_sample_and_keeps_the_original_as_cause():
 def test_user_code_lets_bad_data_errors_through_unchanged():
     error = DataError("a.jpg: truncated")
     with pytest.raises(DataError) as caught:
-        with user_code("dataset index 0"):
+        with UserCode("dataset index 0"):
             raise error
     assert caught.value is error
 
@@ -87,7 +87,8 @@ def test_a_batch_names_every_index_and_its_first_files():
         "rows.jsonl line 3, rows.jsonl line 4, rows.jsonl line 5, rows.jsonl line 6, rows.jsonl line 7, "
         "rows.jsonl line 8 and 2 more)"
     )
-    assert describe_batch([{"key": "a/1"}, {"key": "a/2"}]) == "a batch of 2 samples (a/1, a/2)"
+    assert describe_batch([{"key": "a/1"}, {"key": "a/2"}]) == "a batch of 2 samples (key: a/1, a/2)"
+    assert describe_batch([(1, 2)]) == "a batch of 1 samples"
 
 
 @pytest.mark.parametrize("workers", [0, 2])
