@@ -148,7 +148,7 @@ class ImageTextDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"train.jsonl line 12, image cat/1.jpg"``."""
         row = int(self.caption_image[index]) if self.captions == "all" else index
-        image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {self.images[row]}"
+        image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {shown(self.images[row])}"
         return f"{self.where(row)}, {image}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
