@@ -26,7 +26,7 @@ A bug in the user's own code (a transform, a ``collate_fn``) is not bad data: it
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 ON_ERROR_CHOICES = ("raise", "skip")
@@ -89,9 +89,10 @@ def describe_sample(dataset: Any, index: int) -> str:
 
 class BatchSamples(list):
     """One batch's samples as a dataset returned them, with ``indices`` and the ``dataset`` they
-    came from, so that :class:`NamedCollate` can name them. It pickles as a plain list."""
+    came from, so that :class:`NamedCollate` can name them. It pickles as a plain list, and
+    ``type(batch)(items)`` builds one without indices, as code walking a nested batch does."""
 
-    def __init__(self, samples: list[Any], indices: list[int], dataset: Any) -> None:
+    def __init__(self, samples: Iterable[Any] = (), indices: list[int] | None = None, dataset: Any = None) -> None:
         super().__init__(samples)
         self.indices, self.dataset = indices, dataset
 

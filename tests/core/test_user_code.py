@@ -15,7 +15,9 @@ from recipes.core.errors import (
     describe_batch,
     describe_sample,
 )
+from recipes.core.device import to_device
 from recipes.core.mixing import MixedDataset
+from recipes.core.packing import PackedBatch
 from recipes.core.seeding import SeededDataset
 
 
@@ -78,6 +80,14 @@ def test_batch_samples_pickle_as_a_plain_list_without_their_dataset():
     samples = BatchSamples([1, 2], [5, 7], Lines())
     restored = pickle.loads(pickle.dumps(samples))
     assert type(restored) is list and restored == [1, 2]
+
+
+def test_a_collate_that_returns_its_samples_gives_a_batch_that_still_moves_and_packs():
+    samples = BatchSamples([{"value": torch.ones(2)}], [3], Lines())
+    moved = to_device(samples, "cpu")
+    assert len(moved) == 1 and torch.equal(moved[0]["value"], torch.ones(2))
+    packed = pickle.loads(pickle.dumps(PackedBatch(samples)))
+    assert torch.equal(packed[0]["value"], torch.ones(2))
 
 
 def test_a_batch_names_every_index_and_its_first_files():
