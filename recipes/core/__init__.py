@@ -12,7 +12,7 @@
 - ``tokens``, ``token_cache``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`; tokens on disk.
 - ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
 - ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
-- ``errors``, ``paths``: the error policy, safe paths.
+- ``errors``, ``paths``: the error policy (bad data, and errors of user code named by sample), safe paths.
 - ``corpus_files``, ``caption_files``, ``coco_files``: readers for .txt/.jsonl/.csv corpora, caption
   manifests and COCO instances files; ``coco_index``: a checked COCO index of flat arrays;
   ``tar_shards``: the WebDataset sample layout.
@@ -26,7 +26,14 @@
 from recipes.core.arrays import StringArray, TokenArray
 from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
 from recipes.core.distributed import distributed_rank_and_size, resolve_rank, shared_seed
-from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import (
+    DataError,
+    SampleError,
+    SkippedSampleWarning,
+    check_on_error,
+    drop_skipped,
+    skip_or_raise,
+)
 from recipes.core.images import MAX_PIXELS, decode_image, image_size, read_image
 from recipes.core.loader import ResumableLoader, build_loader, loader_kwargs, resolve_device, usable_cpus
 from recipes.core.mixing import MixedDataset, MixedStream
@@ -46,6 +53,7 @@ __all__ = [
     "MixedDataset",
     "MixedStream",
     "ResumableLoader",
+    "SampleError",
     "SeededDataset",
     "SkippedSampleWarning",
     "StringArray",

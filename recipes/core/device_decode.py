@@ -187,6 +187,10 @@ class DeviceDecodeDataset(Dataset):
     def __getitem__(self, index: int) -> Any:
         return self.dataset.encoded_item(index, self.plan)
 
+    def describe(self, index: int) -> str:
+        """The wrapped dataset's description of sample ``index``: its file (or line)."""
+        return self.dataset.describe(index)
+
 
 def with_decode(dataset: Dataset, decode: str) -> Dataset:
     """``dataset`` for ``decode="worker"``, a :class:`DeviceDecodeDataset` for ``"device"``."""

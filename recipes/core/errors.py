@@ -15,15 +15,23 @@ with a bare ``OSError`` that does not say which file. So every problem with one 
         image = read_image(path)
     except DataError as error:
         return skip_or_raise(error, self.on_error)
+
+A bug in the user's own code (a transform, a ``collate_fn``) is not bad data: it is a
+:class:`SampleError` naming the sample it failed on, whatever ``on_error`` says:
+
+    with UserCode(lambda: describe_sample(self, index)):
+        image = self.transform(image)
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 ON_ERROR_CHOICES = ("raise", "skip")
+# A failing batch's message names at most this many of its samples' files (and every index).
+DESCRIBED_PER_BATCH = 8
 
 
 class DataError(ValueError):
@@ -56,3 +64,98 @@ def skip_or_raise(error: DataError, on_error: str) -> None:
 def drop_skipped(batch: Sequence[Any]) -> list[Any]:
     """Remove the ``None`` entries that skipped samples leave in a batch."""
     return [sample for sample in batch if sample is not None]
+
+
+class SampleError(RuntimeError):
+    """User code (a transform, a ``collate_fn``) raised on a sample; the message names the sample
+    (dataset index, and file, line or image id) and the original exception's type and message.
+
+    Not a DataError: the data may be fine and the code wrong, so ``on_error="skip"`` never drops
+    it. The original is its ``__cause__`` in the process that raised it; from a worker, DataLoader
+    rebuilds this class in the main process from one message argument (the worker's traceback,
+    the original's included), which is why the message itself carries the original's type.
+    """
+
+
+def describe_sample(dataset: Any, index: int) -> str:
+    """``"dataset index 17 (root/cat/3.jpg)"``: the index, and ``dataset.describe(index)`` where the
+    dataset has that method (a file, ``"labeled.jsonl line 18"``, ``"instances.json image id 42"``)."""
+    describe = getattr(dataset, "describe", None)
+    try:
+        return f"dataset index {index}" + ("" if describe is None else f" ({describe(index)})")
+    except Exception:  # the description must not replace the error it describes
+        return f"dataset index {index}"
+
+
+class BatchSamples(list):
+    """One batch's samples as a dataset returned them, with ``indices`` and the ``dataset`` they
+    came from, so that :class:`NamedCollate` can name them. It pickles as a plain list, and
+    ``type(batch)(items)`` builds one without indices, as code walking a nested batch does."""
+
+    def __init__(self, samples: Iterable[Any] = (), indices: list[int] | None = None, dataset: Any = None) -> None:
+        super().__init__(samples)
+        self.indices, self.dataset = indices, dataset
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return list, (list(self),)  # never the dataset: a collate may return its input
+
+
+def describe_batch(samples: Sequence[Any]) -> str:
+    """The dataset indices of a batch and the first files (or lines, ids) they name; for a batch
+    without indices (a stream's), its size and the ``"key"``/``"index"`` its dict items carry."""
+    indices = getattr(samples, "indices", None)
+    if indices is None:
+        for field in ("key", "index"):  # what a stream's items carry to name themselves
+            ids = [item.get(field) for item in samples if isinstance(item, dict)]
+            if ids and len(ids) == len(samples) and None not in ids:
+                return f"a batch of {len(samples)} samples ({field}: {', '.join(map(str, ids))})"
+        return f"a batch of {len(samples)} samples"
+    describe = getattr(samples.dataset, "describe", None)
+    where = ""
+    if describe is not None:
+        try:
+            places = [str(describe(index)) for index in indices[:DESCRIBED_PER_BATCH]]
+            more = len(indices) - len(places)
+            where = f" ({', '.join(places)}{f' and {more} more' if more > 0 else ''})"
+        except Exception:  # the description must not replace the error it describes
+            where = ""
+    return f"the batch of dataset indices {list(indices)}{where}"
+
+
+class UserCode:
+    """Run user code (``what``: ``"transform"``, ``"collate_fn"``) for a sample: an exception it
+    raises becomes a :class:`SampleError` whose message starts with ``where`` (a string, or a
+    callable that builds it only on error), with the original as ``__cause__``. A DataError
+    (bad data, already named) and a SampleError pass unchanged. A class, not a generator
+    context manager: it runs once per sample, and a generator's set-up costs several times more."""
+
+    __slots__ = ("what", "where")
+
+    def __init__(self, where: str | Callable[[], str], *, what: str = "transform") -> None:
+        self.where, self.what = where, what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> bool:
+        if error is None or not isinstance(error, Exception) or isinstance(error, (DataError, SampleError)):
+            return False
+        place = self.where() if callable(self.where) else self.where
+        raise SampleError(f"{place}: the {self.what} raised {type(error).__name__}: {error}") from error
+
+
+class NamedCollate:
+    """``collate_fn`` whose errors name the batch's samples (see :func:`describe_batch`).
+
+    ``build_loader`` wraps every collate in it. A plain DataLoader gets the indices too when its
+    dataset is a :class:`recipes.core.seeding.SeededDataset`, whose batches are :class:`BatchSamples`:
+
+        DataLoader(SeededDataset(dataset), batch_size=8, collate_fn=NamedCollate(my_collate))
+    """
+
+    def __init__(self, collate_fn: Callable[[list[Any]], Any]) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, samples: list[Any]) -> Any:
+        with UserCode(lambda: describe_batch(samples), what="collate_fn"):
+            return self.collate_fn(samples)

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import distributed_rank_and_size, shared_seed
+from recipes.core.errors import NamedCollate
 from recipes.core.mixing import MixedStream
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -158,7 +159,8 @@ def build_loader(
     DataLoader keyword arguments that replace the preset's (``num_workers=0``,
     ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...); a
     ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
-    instead of replacing it.
+    instead of replacing it. An exception from ``collate_fn`` (other than a DataError) becomes a
+    :class:`recipes.core.errors.SampleError` naming the batch's dataset indices and their files.
     ``stateful=True`` returns a :class:`ResumableLoader` (torchdata's ``StatefulDataLoader``), whose
     ``state_dict()`` resumes mid-epoch with exactly the batches still to come, also on another
     world size or ``num_workers`` (the sampler's elastic resume). A dataset with
@@ -172,6 +174,7 @@ def build_loader(
     one rank wraps that loader in :class:`recipes.core.streams.EqualSteps`, so that every rank
     stops at the same step.
     """
+    collate_fn = NamedCollate(collate_fn)  # a failing collate names the batch's indices and files
     kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
     user_init = overrides.pop("worker_init_fn", None)
     kwargs.update(overrides)

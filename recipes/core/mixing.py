@@ -31,6 +31,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from recipes.core.distributed import shared_seed
+from recipes.core.errors import describe_sample
 from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
 from recipes.core.streams import StreamCursor, reader_slot
 
@@ -98,6 +99,11 @@ class MixedDataset(Dataset):
         """The sample ``locate(index)`` names; a dict item's ``"index"`` becomes the mixture's."""
         source, local = self.locate(index)
         return _as_mixture_item(self.datasets[source][local], index)
+
+    def describe(self, index: int) -> str:
+        """Where mixture index ``index`` comes from: ``"source 1, dataset index 20 (labeled.jsonl line 18)"``."""
+        source, local = self.locate(index)
+        return f"source {source}, {describe_sample(self.datasets[source], local)}"
 
     def encoded_item(self, index: int, plans: Sequence[Any]) -> Any:
         """``decode="device"``'s item (:mod:`recipes.core.device_decode`): the source's own

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
+from recipes.core.errors import BatchSamples
+
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
@@ -133,16 +135,18 @@ class SeededDataset(Dataset):
                 return self.dataset[index]
         return self.dataset[key]
 
-    def __getitems__(self, keys: list[int | tuple[int, int]]) -> list[Any]:
+    def __getitems__(self, keys: list[int | tuple[int, int]]) -> BatchSamples:
         """A whole batch (DataLoader calls this when it exists): each sample is still seeded by
         its own key, but in the main process the global generators are saved and restored
-        once per batch, not once per sample (~0.13 ms a sample, most of an in-memory batch)."""
+        once per batch, not once per sample (~0.13 ms a sample, most of an in-memory batch).
+        The list carries the batch's indices, which a failing collate names (``NamedCollate``)."""
+        indices = [key[0] if isinstance(key, tuple) else key for key in keys]
         if not any(isinstance(key, tuple) for key in keys):
-            return [self.dataset[key] for key in keys]
+            return BatchSamples([self.dataset[key] for key in keys], indices, self.dataset)
         if get_worker_info() is not None:  # a worker owns its generators: nothing to restore (see seeded)
-            return self._seeded_batch(keys)
+            return BatchSamples(self._seeded_batch(keys), indices, self.dataset)
         with _preserved_rng():
-            return self._seeded_batch(keys)
+            return BatchSamples(self._seeded_batch(keys), indices, self.dataset)
 
     def _seeded_batch(self, keys: list[int | tuple[int, int]]) -> list[Any]:
         samples = []

@@ -36,7 +36,7 @@ from torchvision import tv_tensors
 
 from recipes.core.coco_files import decode_masks, read_instances
 from recipes.core.coco_index import DegenerateBoxWarning, index_instances
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, shown
@@ -53,7 +53,9 @@ class CocoDataset(Dataset):
             or an fsspec URL; a test-dev ``image_info`` file without ``annotations`` gives empty
             targets.
         transforms: a ``torchvision.transforms.v2`` callable on ``(image, target)``; flips and
-            crops then move the boxes (and masks) with the pixels.
+            crops then move the boxes (and masks) with the pixels. An exception it raises is a
+            :class:`recipes.core.errors.SampleError` naming the index, image id and file (a bug,
+            not bad data: ``on_error="skip"`` does not drop it).
         masks: add ``masks`` decoded with pycocotools from polygons or RLE.
         include_crowd: keep ``iscrowd=1`` regions in the targets (they are always kept for
             :func:`evaluate`, where COCOeval treats them as ignore regions).
@@ -145,8 +147,13 @@ class CocoDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what Image(image) does, minus its checks
         if self.transforms is not None:
-            image, target = self.transforms(image, target)
+            with UserCode(lambda: describe_sample(self, index), what="transforms"):  # names the image id and file
+                image, target = self.transforms(image, target)
         return image, target
+
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: ``"instances.json image id 42 (000042.jpg)"``."""
+        return f"{shown(self.ann_file)} image id {self.index.image_ids[index]} ({self.index.file_names[index]})"
 
     def _path(self, name: str, source: str) -> str:
         # The root was resolved once; a one-component name that is not a symlink stays inside it

@@ -45,7 +45,7 @@ from recipes.core.arrays import StringArray
 from recipes.core.batching import extra_columns
 from recipes.core.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
@@ -72,7 +72,9 @@ class ImageTextDataset(Dataset):
             ``tokenizer.encode(caption).ids[:max_length]``, special tokens included.
         image_root: folder (or URL) the image names are relative to; default: the manifest's.
         transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
-            it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``).
+            it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``). An
+            exception it raises is a :class:`recipes.core.errors.SampleError` naming the index,
+            manifest line and image (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens (CLIP's context is 77); None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"``; see the module docstring.
         on_error: ``"raise"`` a :class:`DataError` naming the manifest line (and the image) for
@@ -150,6 +152,12 @@ class ImageTextDataset(Dataset):
         """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
         return f"{self._sources[self._source_of[row]]} {self._key_name} {self._keys[row]}"
 
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: ``"train.jsonl line 12, image cat/1.jpg"``."""
+        row = int(self.caption_image[index]) if self.captions == "all" else index
+        image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {shown(self.images[row])}"
+        return f"{self.where(row)}, {image}"
+
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return self.encoded_item(index, None)
 
@@ -179,7 +187,9 @@ class ImageTextDataset(Dataset):
             # only libjpeg on the CPU reports corrupt data: strict_decode decodes in the worker
             encoded = plan is not None and not self.strict_decode
             if encoded:
-                image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
+                # the transform runs here on the files the device cannot decode
+                with UserCode(lambda: describe_sample(self, index)):
+                    image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
             else:
                 # With a transform, keep the decoder's channels-last layout: no copy, and an
                 # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
@@ -188,7 +198,8 @@ class ImageTextDataset(Dataset):
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
         if not encoded and self.transform is not None:
-            image = self.transform(image)
+            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the line and image
+                image = self.transform(image)
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 
 

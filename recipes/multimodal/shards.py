@@ -42,7 +42,7 @@ from torch.utils.data import IterableDataset
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.distributed import resolve_rank, shared_seed
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
@@ -86,7 +86,9 @@ class ImageTextShards(IterableDataset):
         paths: shard paths (see :func:`expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path; ids equal
             ``tokenizer.encode(caption).ids[:max_length]``.
-        transform: applied to the uint8 image; must bring images to one size to batch them.
+        transform: applied to the uint8 image; must bring images to one size to batch them. An
+            exception it raises is a :class:`recipes.core.errors.SampleError` naming the shard and
+            member (a bug, not bad data: ``on_error="skip"`` does not drop it).
         shuffle_buffer: samples held for shuffling (0: shards and samples in order).
         seed: shuffling and augmentation seed, shared by all ranks; None draws one.
         max_length: truncate ids to this many tokens; None keeps all.
@@ -226,6 +228,7 @@ class ImageTextShards(IterableDataset):
                 if choice is None:
                     random_pick = self.captions == "random" and len(captions) > 1
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0
-                out = image if self.transform is None else self.transform(image)
+                with UserCode(f"shard {where}.{extension}"):  # a failing transform names the member
+                    out = image if self.transform is None else self.transform(image)
             ids = self.tokenizer.encode(captions[choice]).ids[: self.max_length]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}

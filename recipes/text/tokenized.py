@@ -91,6 +91,7 @@ class TokenizedTextDataset(Dataset):
     ) -> None:
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
         parquet = parquet_source(path, storage_options) if is_parquet(path) else None
+        self._line_name = "line" if parquet is None else "row"  # what line_numbers count, for messages
         if parquet is not None:
             self.path, suffix, self._name = parquet.path, PARQUET_SUFFIX, parquet.name
         else:
@@ -161,6 +162,10 @@ class TokenizedTextDataset(Dataset):
         if self.labels is not None:
             item["label"] = int(self.labels[index])
         return item
+
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
+        return f"{self._name} {self._line_name} {self.line_numbers[index]}"
 
     def __getstate__(self) -> dict[str, Any]:
         # A cached dataset travels to spawned workers as its cache path and is memory-mapped

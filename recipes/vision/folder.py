@@ -38,7 +38,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
 from recipes.core.storage import shown
@@ -50,6 +50,8 @@ class ImageFolderDataset(Dataset):
     Args:
         root: the folder holding one sub-folder per class (``~`` is expanded).
         transform: applied to the uint8 image, e.g. :func:`train_transform` / :func:`eval_transform`.
+            An exception it raises is a :class:`recipes.core.errors.SampleError` naming the index
+            and file (a bug, not bad data: ``on_error="skip"`` does not drop it).
         extensions: file endings to include, case-insensitive; default ImageFolder's
             (``.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp``).
         on_error: ``"raise"`` (a :class:`DataError` naming the file) or ``"skip"`` (warn, drop).
@@ -105,6 +107,10 @@ class ImageFolderDataset(Dataset):
         """The file of sample ``index``, spelled as ImageFolder spells it."""
         return self._prefix + self.paths[index]
 
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: its file."""
+        return self.path(index)
+
     @property
     def samples(self) -> list[tuple[str, int]]:
         """ImageFolder's ``samples``: ``(path, class_index)`` in dataset order (built on access)."""
@@ -126,7 +132,8 @@ class ImageFolderDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what tv_tensors.Image() does, minus its checks
         if self.transform is not None:
-            image = self.transform(image)
+            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the file
+                image = self.transform(image)
         if isinstance(image, torch.Tensor):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
             # pin its whole source): image_collate then copies each image in one run
@@ -141,7 +148,11 @@ class ImageFolderDataset(Dataset):
         path = self.path(index)
         try:
             data = read_file(path)
-            image = encode_image(data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size)
+            # the transform runs here on the files the device cannot decode
+            with UserCode(lambda: describe_sample(self, index)):
+                image = encode_image(
+                    data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size
+                )
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         return image, int(self.labels[index])
