@@ -160,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command
         parser.exit(2, f"recipes {args.command}: error: {missing}\n")
+    from recipes.core.errors import DataError, SampleError
+
     if args.command == "bench":
         from recipes.cli import bench as command
     elif args.command == "check":
@@ -168,9 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recipes.cli import show as command
     try:
         return command.run(args, options)
-    except (ValueError, OSError) as error:  # bad data (DataError is a ValueError) or bad options
-        from recipes.core.errors import DataError
-
+    except (ValueError, OSError, SampleError) as error:  # bad data (DataError is a ValueError), bad options, a failing sample
         bad_data = isinstance(error, DataError) and args.command != "check"
         hint = f" (recipes check {args.domain} {args.path} lists every problem)" if bad_data else ""
         parser.exit(2, f"recipes {args.command}: error: {error}{hint}\n")
