@@ -49,7 +49,7 @@ from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_captions import index_caption_parquet
-from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
+from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -83,6 +83,9 @@ class ImageTextDataset(Dataset):
             content, so that later runs map that copy (else each construction, in every rank,
             copies them into a temporary file of its own). Ranks that build a cold cache at the
             same moment each write; the last one published stays.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class ImageTextDataset(Dataset):
         image_field: str = "image",
         caption_field: str = "caption",
         cache_dir: str | os.PathLike | None = None,
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -108,7 +112,8 @@ class ImageTextDataset(Dataset):
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
         if is_parquet(manifest):
-            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir}
+            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
+                      "max_row_group_bytes": max_row_group_bytes}
             index = index_caption_parquet(
                 manifest, tokenizer, max_length=max_length, on_error=on_error, storage_options=storage_options, **fields
             )

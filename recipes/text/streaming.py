@@ -45,7 +45,14 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import check_record
-from recipes.core.parquet_files import check_columns, is_parquet, iter_rows, parquet_entries, row_counts
+from recipes.core.parquet_files import (
+    MAX_ROW_GROUP_BYTES,
+    check_columns,
+    is_parquet,
+    iter_rows,
+    parquet_entries,
+    row_counts,
+)
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
@@ -75,6 +82,9 @@ class StreamingTextDataset(IterableDataset):
         on_error: ``"raise"`` or ``"skip"``.
         rank, world_size: override what is read from ``torch.distributed`` at construction.
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
     """
 
     def __init__(
@@ -92,8 +102,10 @@ class StreamingTextDataset(IterableDataset):
         rank: int | None = None,
         world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> None:
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
+        self.max_row_group_bytes = max_row_group_bytes
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
             self.paths = parquet_entries(paths, storage_options)
             for entry in self.paths:
@@ -206,7 +218,8 @@ class StreamingTextDataset(IterableDataset):
         total = sum(self.sizes)
         low, high = slot * total // slots, (slot + 1) * total // slots
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options}
+        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+                   "max_row_group_bytes": self.max_row_group_bytes}
         for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
             yield row, where, None, record
 
