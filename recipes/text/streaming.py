@@ -55,7 +55,7 @@ from recipes.core.parquet_files import (
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.streams import StreamCursor, check_int, reader_slot, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 STREAM_FORMATS = (".txt", ".jsonl")
@@ -154,8 +154,25 @@ class StreamingTextDataset(IterableDataset):
         return self.cursor.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you."""
-        self.cursor.load_state_dict(state)
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
+
+        Every field is checked first (a ValueError names it, its value and the allowed range): a
+        state of other files or a crafted one is refused, not read from the wrong place.
+        """
+        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        self.cursor.load_state_dict(
+            state, owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
+            max_taken=per_block,
+        )
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """Refuse a resume offset (bytes, or Parquet rows) outside this rank's share of the files, and
+        a block index that many blocks could not have come before (each line or row is a byte at least)."""
+        owner, total, workers = "StreamingTextDataset", sum(self.sizes), slots // self.world_size
+        low, high = self.rank * workers * total // slots, (self.rank + 1) * workers * total // slots
+        start = check_int(position[1], "position[1] (offset)", owner, low, high - 1)
+        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        check_int(position[0], "position[0] (block)", owner, 0, (start - low) // per_block)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if get_worker_info() is not None:
@@ -170,6 +187,10 @@ class StreamingTextDataset(IterableDataset):
         if resume == "end":
             return
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
+        if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
+            total = sum(self.sizes)
+            check_int(begin, f"position[1] (offset) of reader {slot}", "StreamingTextDataset",
+                      slot * total // slots, (slot + 1) * total // slots - 1)
         rng_of_block = None
         if self.shuffle_buffer > 1:
             seed = self.cursor.seed
@@ -198,12 +219,19 @@ class StreamingTextDataset(IterableDataset):
             if start < stop:
                 json_rows, name = suffix(path) == ".jsonl", shown(path)
                 line_start = begin is not None and begin >= base  # start is where a line begins
-                position = start if line_start else max(start - 1, 0)
+                position = max(start - 1, 0)
                 with open_stream(path, start=position, storage_options=self.storage_options) as file:
                     if start > 0 and not line_start:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
                         position += len(file.readline())
+                    elif start > 0:  # a resumed offset: a line must start there, after a newline
+                        if file.read(1) != b"\n":
+                            raise ValueError(
+                                f"StreamingTextDataset state: position[1] (offset) = {begin} is not where a line of "
+                                f"{name} starts (byte {start}): a state of other files, or the file has changed"
+                            )
+                        position += 1
                     while position < stop:
                         raw = file.readline()
                         if not raw:
