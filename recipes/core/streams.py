@@ -47,6 +47,17 @@ def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None
     return int(value)
 
 
+def check_source(state: Any, source: str, owner: str) -> dict[str, Any]:
+    """The cursor's part of a stream's state, once its ``"source"`` (what the stream reads, in a few
+    words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError."""
+    check_keys(state, ("seed", "epoch", "slots", "position", "source"), owner)
+    if not (isinstance(state["source"], str) and state["source"] == source):
+        raise ValueError(
+            f"{owner} state: source = {str(state['source'])[:60]!r} is not this one's {source!r}: a state of other data"
+        )
+    return {name: value for name, value in state.items() if name != "source"}
+
+
 def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
     """``(slot, slots)``: ``rank * num_workers + worker id`` and ``world_size * num_workers``.
 

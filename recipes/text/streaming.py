@@ -55,7 +55,7 @@ from recipes.core.parquet_files import (
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import StreamCursor, check_int, reader_slot, shuffled_blocks
+from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 STREAM_FORMATS = (".txt", ".jsonl")
@@ -131,6 +131,8 @@ class StreamingTextDataset(IterableDataset):
             self._pad_id = None  # only padding needs it: the pad_id property raises on use
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
+        # what a state names as its data: offsets into these many files of this size
+        self._source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
 
     @property
     def seed(self) -> int:
@@ -150,8 +152,9 @@ class StreamingTextDataset(IterableDataset):
         self.cursor.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        """Seed, epoch and this reader's position (see :class:`recipes.core.streams.StreamCursor`)."""
-        return self.cursor.state_dict()
+        """Seed, epoch, this reader's position (see :class:`recipes.core.streams.StreamCursor`) and
+        ``source``, the files it is a position in (their count and total bytes, or rows)."""
+        return {**self.cursor.state_dict(), "source": self._source}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
@@ -161,7 +164,7 @@ class StreamingTextDataset(IterableDataset):
         """
         per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         self.cursor.load_state_dict(
-            state, owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
+            check_source(state, self._source, "StreamingTextDataset"), owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
             max_taken=per_block,
         )
 

@@ -71,7 +71,8 @@ def test_the_state_holds_positions_not_samples(shard_folder, tokenizer):
     assert len(state) < 2000 and "pixel" not in state
 
 
-SHARD_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.1.0", "position.1.1", "position.2"]
+SHARD_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.1.0", "position.1.1", "position.2",
+                "source"]
 # a seed may be any integer and an epoch any large one; a block index is only a shuffle's seed
 VALID_VALUES = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("position.0", "too-large")}
 
@@ -112,3 +113,9 @@ def test_a_negative_shard_index_no_longer_replays_the_epoch(shard_folder, tokeni
     shards = _shards(shard_folder, tokenizer)
     with pytest.raises(ValueError, match=r"position\[1\]\[0\] \(shard\) = -1 is not an integer in \[0, 3\]"):
         shards.load_state_dict({**state, "position": [state["position"][0], [-1, 0], 0]})
+
+
+def test_a_state_of_other_shards_is_refused(shard_folder, tokenizer, mid_pass):
+    others = ImageTextShards(str(shard_folder / "shard-{000000..000002}.tar"), tokenizer, captions="first", shuffle_buffer=3)
+    with pytest.raises(ValueError, match=r"ImageTextShards state: source = '4 shards [0-9a-f]{8}' is not this one's '3 shards"):
+        others.load_state_dict(mid_pass[0])

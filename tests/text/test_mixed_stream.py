@@ -116,7 +116,7 @@ def test_workers_carry_the_sources_across_epochs_and_fresh_ones_are_refused(file
 
 
 MIXTURE_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "sources",
-                  "sources.0", "sources.1.epoch", "sources.1.position.1"]
+                  "sources.0", "sources.1.epoch", "sources.1.position.1", "sources.1.source"]
 
 
 @pytest.fixture(scope="module")

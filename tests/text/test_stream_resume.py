@@ -81,7 +81,7 @@ def test_another_worker_count_resumes_from_the_end_of_a_pass_and_refuses_mid_pas
         _make(paths, tokenizer, 0).load_state_dict(middle)
 
 
-STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2"]
+STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "source"]
 ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large")}
 
 
@@ -125,3 +125,9 @@ def test_a_resume_offset_inside_a_line_or_another_readers_share_is_refused(files
     two = StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer, shuffle_buffer=16, seed=3, rank=1, world_size=2)
     with pytest.raises(ValueError, match=r"position\[1\] \(offset\) = \d+ is not an integer in \[\d"):
         two.load_state_dict({**state, "slots": 2})  # rank 0's offset, loaded by rank 1
+
+
+def test_a_state_of_other_files_is_refused(files, tokenizer, mid_pass):
+    other = StreamingTextDataset([files / "b.jsonl", files / "a.txt", files / "a.txt"], tokenizer, shuffle_buffer=16)
+    with pytest.raises(ValueError, match=r"StreamingTextDataset state: source = '2 files, \d+ bytes' is not this one's '3 files"):
+        other.load_state_dict(mid_pass[0])
