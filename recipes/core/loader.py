@@ -248,7 +248,9 @@ class ResumableLoader(StatefulDataLoader):
         or the stream's own ``load_state_dict`` checks its fields (a ValueError names the field)."""
         owner = "ResumableLoader"
         if not isinstance(state_dict, dict) or not isinstance(state_dict.get("_snapshot", {}), dict):
-            raise ValueError(f"{owner} state must be a dict (a StatefulDataLoader's state_dict()), got {type(state_dict).__name__}")
+            raise ValueError(
+                f"{owner} state must be a dict (a StatefulDataLoader's state_dict()), got {type(state_dict).__name__}"
+            )
         main = state_dict.get("_snapshot", {}).get("_main_snapshot", state_dict)
         if not isinstance(main, dict):
             raise ValueError(f"{owner} state: _snapshot['_main_snapshot'] is a {type(main).__name__}, not a dict")
@@ -260,7 +262,9 @@ class ResumableLoader(StatefulDataLoader):
         if isinstance(self.batch_sampler, GroupedBatchSampler):
             sampler_state = main.get("_index_sampler_state")
             if not isinstance(sampler_state, dict) or "yielded" not in sampler_state:
-                raise ValueError(f"{owner} state: _index_sampler_state = {str(sampler_state)[:80]} is not a sampler's state")
+                raise ValueError(
+                    f"{owner} state: _index_sampler_state = {str(sampler_state)[:80]} is not a sampler's state"
+                )
             steps = check_int(state_dict.get("_steps_since_snapshot", 0), "_steps_since_snapshot", owner)
             yielded = check_int(sampler_state["yielded"], "_index_sampler_state['yielded']", owner)
             self.batch_sampler.load_state_dict({**sampler_state, "yielded": yielded + steps})

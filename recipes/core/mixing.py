@@ -209,7 +209,9 @@ class MixedStream(IterableDataset):
                 stream.load_state_dict(source_state)
             number = None
             cursor = {name: state[name] for name in ("seed", "epoch", "slots", "position")}
-            self.cursor.load_state_dict(cursor, owner=owner, world_size=self.world_size, check_position=check_position, max_taken=most)
+            self.cursor.load_state_dict(
+                cursor, owner=owner, world_size=self.world_size, check_position=check_position, max_taken=most
+            )
         except ValueError as error:
             for stream, previous in zip(self.streams, before):
                 stream.load_state_dict(previous)

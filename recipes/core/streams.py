@@ -40,7 +40,8 @@ def check_keys(state: Any, keys: Iterable[str], owner: str) -> None:
 
 def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None = None) -> int:
     """``value`` as an int, or a ValueError naming ``field``, the value and the allowed range ``[low, high]``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (high is not None and value > high):
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not integer or value < low or (high is not None and value > high):
         shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         allowed = f"[{low:,}, {'...' if high is None else f'{high:,}'}]"
         raise ValueError(f"{owner} state: {field} = {shown_value} is not an integer in {allowed}")
@@ -186,7 +187,9 @@ class StreamCursor:
             if check_position is not None:
                 check_position(position, slots)
         elif not (position is None or (isinstance(position, str) and position == "end")):
-            raise ValueError(f"{owner} state: position = {str(position)[:80]!r} is not None, 'end' or [block, start, taken]")
+            raise ValueError(
+                f"{owner} state: position = {str(position)[:80]!r} is not None, 'end' or [block, start, taken]"
+            )
         self.seed, self.epoch, self.slots = seed, epoch, slots
         self.position, self._resume, self._begun = None, position, False
 

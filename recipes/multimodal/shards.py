@@ -158,8 +158,10 @@ class ImageTextShards(IterableDataset):
         state of other shards or a crafted one is refused, not read from the wrong place.
         """
         per_block = max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
+        cursor = check_source(state, self._source, "ImageTextShards")
         self.cursor.load_state_dict(
-            check_source(state, self._source, "ImageTextShards"), owner="ImageTextShards", world_size=self.world_size, check_position=self._check_position, max_taken=per_block
+            cursor, owner="ImageTextShards", world_size=self.world_size, check_position=self._check_position,
+            max_taken=per_block,
         )
 
     def _check_position(self, position: list[Any], slots: int) -> None:
@@ -173,7 +175,9 @@ class ImageTextShards(IterableDataset):
         check_int(start[0], "position[1][0] (shard)", owner, 0, per_slot - 1)
         offset = check_int(start[1], "position[1][1] (byte offset)", owner)
         if offset % 512:
-            raise ValueError(f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)")
+            raise ValueError(
+                f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)"
+            )
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a shard."""

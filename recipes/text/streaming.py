@@ -163,8 +163,9 @@ class StreamingTextDataset(IterableDataset):
         state of other files or a crafted one is refused, not read from the wrong place.
         """
         per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        cursor = check_source(state, self._source, "StreamingTextDataset")
         self.cursor.load_state_dict(
-            check_source(state, self._source, "StreamingTextDataset"), owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
+            cursor, owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
             max_taken=per_block,
         )
 
