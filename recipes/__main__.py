@@ -30,16 +30,25 @@ PATH by DOMAIN:
 text and multimodal read --tokenizer (default: a tokenizer.json next to PATH)."""
 
 
+def _local_path(value: str) -> Path:
+    """A PATH argument: a local path; a URL is refused here, named without its credentials."""
+    if "://" in value:
+        from recipes.core.storage import shown
+
+        raise argparse.ArgumentTypeError(f"{shown(value)} is a URL; the command line reads local files only")
+    return Path(value)
+
+
 def _wrap(text: str) -> str:
     return textwrap.fill(text, 88)
 
 
 def _data_arguments(parser: argparse.ArgumentParser, *, size: bool, max_length: str) -> None:
     parser.add_argument("domain", choices=DOMAINS, metavar="DOMAIN", help=f"one of {', '.join(DOMAINS)}")
-    parser.add_argument("path", type=Path, metavar="PATH", help="the dataset (see below)")
+    parser.add_argument("path", type=_local_path, metavar="PATH", help="the dataset (see below)")
     group = parser.add_argument_group("dataset options")
-    group.add_argument("--tokenizer", type=Path, metavar="FILE", help="tokenizer.json (text, multimodal)")
-    group.add_argument("--image-root", type=Path, metavar="DIR", help="folder the image names are relative to "
+    group.add_argument("--tokenizer", type=_local_path, metavar="FILE", help="tokenizer.json (text, multimodal)")
+    group.add_argument("--image-root", type=_local_path, metavar="DIR", help="folder the image names are relative to "
                        "(detection, multimodal)")
     if size:
         group.add_argument("--size", type=int, default=224, metavar="PX",
@@ -117,15 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser(
         "show", help="render one batch to a PNG", formatter_class=formatter, epilog=PATHS,
-        description=_wrap("Render the first batch of the domain's loader to a PNG: vision an image grid with class "
-        "names; detection each image with its boxes (torchvision's draw_bounding_boxes) and category names on "
-        "boxes of their colour, inside the image; multimodal images with the captions their token ids decode to; "
-        "text one line per sample: its index and label, then its tokens as the tokenizer's decoder gives them "
-        "(the raw pieces if it has none) and its padding in dark grey. Images under 200 px are enlarged by a "
-        "whole factor. Evaluation mode by default (dataset order, no random augmentation)."),
+        description=_wrap("Render the first batch of the domain's loader to a PNG, under a title saying what it "
+        "shows and what was left out and why: vision an image grid with class and file names; detection each "
+        "image with its boxes (torchvision's draw_bounding_boxes), category names on boxes of their colour inside "
+        "the image, crowd regions hatched; multimodal images with their file names and the captions their token "
+        "ids decode to; text one line per sample: its index and label, then its tokens as the tokenizer's decoder "
+        "gives them (the raw pieces if it has none) and its padding in dark grey. Small images are enlarged. "
+        "Evaluation mode by default (dataset order, no random augmentation)."),
     )
     _data_arguments(show, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
-    show.add_argument("-o", "--output", type=Path, required=True, metavar="PNG", help="the picture to write")
+    show.add_argument("-o", "--output", type=_local_path, required=True, metavar="PNG", help="the picture to write")
     show.add_argument("--batch-size", type=int, default=8, metavar="N", help="samples in the batch (default 8)")
     show.add_argument("--train", action="store_true",
                       help="show a training batch instead: shuffled, grouped, randomly augmented (seed 0)")

@@ -78,8 +78,9 @@ class DataOptions:
         return beside if beside.is_dir() else self.path.parent
 
 
-def open_dataset(options: DataOptions, *, train: bool) -> Dataset:
-    """The domain's dataset over ``options.path``: training augmentation if ``train``, else none.
+def open_dataset(options: DataOptions, *, train: bool, include_crowd: bool = False) -> Dataset:
+    """The domain's dataset over ``options.path``: training augmentation if ``train``, else none;
+    ``include_crowd`` keeps COCO's crowd regions in the targets (detection).
 
     Without ``train`` the images only get their deterministic resize (classification and
     captions, to batch them) or nothing at all (detection), so what you see is what the file holds.
@@ -103,7 +104,7 @@ def open_dataset(options: DataOptions, *, train: bool) -> Dataset:
         from recipes.detection import CocoDataset
 
         transforms = v2.RandomHorizontalFlip() if train else None
-        return CocoDataset(options.coco_image_root(), options.path, transforms=transforms)
+        return CocoDataset(options.coco_image_root(), options.path, transforms=transforms, include_crowd=include_crowd)
     from recipes.multimodal import ImageTextDataset
 
     if train:

@@ -80,6 +80,9 @@ def run_demo(domains: Sequence[str]) -> int:
             print(f"    {line}")
         print(f"  one epoch: {batches} batches, {samples} samples in {seconds:.2f}s "
               f"({batches / seconds:.1f} batches/s, {samples / seconds:.0f} samples/s, worker start-up included)")
+        if samples < len(dataset) and (loader.drop_last or getattr(loader.batch_sampler, "drop_last", False)):
+            print(f"  ({len(dataset) - samples} of {len(dataset)} samples left out: training drops incomplete "
+                  "batches; pass drop_last=False to the preset, or train=False, to keep them)")
     return 0
 
 

@@ -7,30 +7,31 @@
 
 The batch is the first one the domain's own loader gives, in evaluation mode by default (dataset
 order, only the deterministic resize), so the picture shows what the files hold; ``--train``
-shows a training batch instead (shuffled, grouped, augmented, seed 0). Images smaller than
-``READABLE_SIDE`` are enlarged by a whole factor (each pixel a square, boxes scaled alike) and
-laid out with ``torchvision.utils.make_grid`` (``PADDING`` pixels between tiles), each over a band
-of text in PIL's own font. Boxes are drawn by ``torchvision.utils.draw_bounding_boxes`` in one
-colour per category (:func:`category_colour`), each name on a box of that colour kept inside its
-image (:func:`recipes.cli.drawing.place_labels`). Captions and token rows read what the
-tokenizer's decoder gives (:mod:`recipes.cli.token_text`); the text picture is
-:mod:`recipes.cli.token_rows`.
+shows a training batch instead (shuffled, grouped, augmented, seed 0). A title says what the picture
+holds and what was left out of it, and why; each tile names its file or sample index. Classification
+and caption tiles (all one size) are enlarged by a whole factor below ``READABLE_SIDE`` and laid out
+with ``torchvision.utils.make_grid``; detection images, of many shapes, are scaled to one row height
+and packed into rows. Boxes are drawn by ``torchvision.utils.draw_bounding_boxes`` in one colour per
+category (:func:`category_colour`), names kept inside the image, crowd regions hatched. Captions and
+token rows read what the tokenizer's decoder gives; the text picture is :mod:`recipes.cli.token_rows`.
 """
 
 from __future__ import annotations
 
 import argparse
 import colorsys
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, ImageDraw
+from torchvision.transforms.v2 import functional as F
 from torchvision.utils import draw_bounding_boxes, make_grid
 
 from recipes.cli.datasets import DataOptions, make_loader, open_dataset
-from recipes.cli.drawing import LINE_HEIGHT, draw_labels, text_band, upscale, upscale_factor, wrap
+from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
 
@@ -38,6 +39,11 @@ PADDING = 2  # pixels between grid tiles (make_grid's padding)
 MAX_CAPTION_LINES = 4
 COLUMNS = 8  # tiles per grid row at the most
 GRID_WIDTH = 1820  # px: fewer columns when wider tiles would pass it (eight 224 px tiles fit)
+MAX_ROW_HEIGHT = 400  # px: detection rows are as tall as the tallest image, within [READABLE_SIDE, this]
+TITLE_LINES = 4  # what the picture shows, then what was left out of it and why, wrapped
+TITLE_HEIGHT = TITLE_LINES * LINE_HEIGHT
+MIN_WIDTH = 900  # px: a picture of a few small tiles is widened to this, so its title reads whole
+HATCH_STEP = 6  # px between the diagonal lines that hatch a crowd region
 
 
 def category_colour(category: int) -> tuple[int, int, int]:
@@ -67,66 +73,196 @@ def captioned_grid(images: Sequence[torch.Tensor], captions: Sequence[Sequence[s
     return Image.fromarray(grid.permute(1, 2, 0).numpy())
 
 
-def render_classes(batch: Any, class_names: Sequence[str]) -> Image.Image:
+def render_classes(batch: Any, class_names: Sequence[str], names: Sequence[str]) -> Image.Image:
+    """Each image enlarged over its label, class name and file name."""
     images, labels = batch
     images = [upscale(image) for image in images]
     width = images[0].shape[2]
-    return captioned_grid(images, [wrap(f"{int(y)} {class_names[int(y)]}", width, 2) for y in labels])
+    captions = [[fit(f"{int(y)} {class_names[int(y)]}", width - 4), fit(name, width - 4)] for y, name in zip(labels, names)]
+    return captioned_grid(images, captions)
 
 
-def render_boxes(batch: Any, categories: dict[int, str]) -> Image.Image:
-    """Each image enlarged to a readable size, its boxes drawn and each named on a box of its colour."""
+def hatch(picture: Image.Image, box: Sequence[float], colour: tuple[int, int, int]) -> None:
+    """Diagonal lines across ``box`` (x0, y0, x1, y1): a crowd region, which trains no detector box."""
+    x0, y0, x1, y1 = (round(v) for v in box)
+    layer = Image.new("L", picture.size, 0)
+    draw = ImageDraw.Draw(layer)
+    for start in range(x0 - (y1 - y0), x1, HATCH_STEP):
+        draw.line((start, y1, start + (y1 - y0), y0), fill=255)
+    region = Image.new("L", picture.size, 0)
+    ImageDraw.Draw(region).rectangle((x0, y0, x1 - 1, y1 - 1), fill=255)
+    layer.paste(0, mask=Image.eval(region, lambda v: 255 - v))  # keep the lines inside the box
+    picture.paste(colour, mask=layer)
+
+
+def render_boxes(batch: Any, categories: dict[int, str], names: Sequence[str]) -> Image.Image:
+    """Each image scaled to one row height, its boxes drawn and named, crowd regions hatched, packed in rows."""
     images, targets = batch
-    drawn = []
-    for image, target in zip(images, targets):
-        factor = upscale_factor(*image.shape[-2:])
-        picture = upscale(image.as_subclass(torch.Tensor), factor)
-        boxes = target["boxes"].as_subclass(torch.Tensor) * factor
+    height = min(MAX_ROW_HEIGHT, max(READABLE_SIDE, *(image.shape[-2] for image in images)))
+    tiles = []
+    for image, target, name in zip(images, targets, names):
+        scale = height / image.shape[-2]
+        size = [height, max(1, round(image.shape[-1] * scale))]
+        picture = F.resize(image.as_subclass(torch.Tensor), size, antialias=scale < 1,
+                           interpolation=F.InterpolationMode.NEAREST_EXACT if scale >= 1 else F.InterpolationMode.BILINEAR)
+        boxes = target["boxes"].as_subclass(torch.Tensor) * torch.tensor([size[1] / image.shape[-1], scale] * 2)
         labels = [int(label) for label in target["labels"]]
+        crowd = target["iscrowd"].bool().tolist()
         if labels:  # an image without boxes: nothing to draw (torchvision would warn)
             colours = [category_colour(c) for c in labels]
             picture = draw_bounding_boxes(picture, boxes, colors=colours, width=2)
             canvas = Image.fromarray(picture.permute(1, 2, 0).numpy())
-            draw_labels(canvas, boxes.tolist(), [categories.get(c, f"id {c}") for c in labels], colours)
+            for box, colour, is_crowd in zip(boxes.tolist(), colours, crowd):
+                if is_crowd:
+                    hatch(canvas, box, colour)
+            texts = [categories.get(c, f"id {c}") + (" (crowd)" if is_crowd else "") for c, is_crowd in zip(labels, crowd)]
+            draw_labels(canvas, boxes.tolist(), texts, colours)
             picture = torch.from_numpy(np.array(canvas)).permute(2, 0, 1)
-        drawn.append(picture)
-    counts = [len(target["labels"]) for target in targets]
-    captions = [[f"image {target['image_id']}: {n} box{'' if n == 1 else 'es'}"] for target, n in zip(targets, counts)]
-    return captioned_grid(drawn, captions)
+        boxed = len(labels) - sum(crowd)
+        line = f"image {target['image_id']}: {boxed} box{'' if boxed == 1 else 'es'}" + (f", {sum(crowd)} crowd" if any(crowd) else "")
+        tiles.append((picture, [fit(line, picture.shape[2] - 4), fit(name, picture.shape[2] - 4)]))
+    return packed_rows(tiles)
 
 
-def render_captions(batch: dict[str, Any], tokenizer: Any) -> Image.Image:
-    """Each image (enlarged if small) over the caption its token ids decode to."""
+def packed_rows(tiles: Sequence[tuple[torch.Tensor, list[str]]]) -> Image.Image:
+    """Tiles of one height (uint8 [3,H,W_i], each over its text lines) placed left to right, a new
+    row when ``GRID_WIDTH`` would be passed: no tile is padded to another's size."""
+    lines = max(len(caption) for _, caption in tiles)
+    tile_height = tiles[0][0].shape[1] + LINE_HEIGHT * lines
+    rows: list[list[torch.Tensor]] = [[]]
+    used = PADDING
+    for image, caption in tiles:
+        tile = torch.cat([image, text_band(caption + [""] * (lines - len(caption)), image.shape[2])], dim=1)
+        if rows[-1] and used + tile.shape[2] + PADDING > GRID_WIDTH:
+            rows.append([])
+            used = PADDING
+        rows[-1].append(tile)
+        used += tile.shape[2] + PADDING
+    width = max(PADDING + sum(tile.shape[2] + PADDING for tile in row) for row in rows)
+    canvas = torch.full((3, PADDING + len(rows) * (tile_height + PADDING), width), 255, dtype=torch.uint8)
+    for number, row in enumerate(rows):
+        top, left = PADDING + number * (tile_height + PADDING), PADDING
+        for tile in row:
+            canvas[:, top : top + tile_height, left : left + tile.shape[2]] = tile
+            left += tile.shape[2] + PADDING
+    return Image.fromarray(canvas.permute(1, 2, 0).numpy())
+
+
+def render_captions(batch: dict[str, Any], tokenizer: Any, names: Sequence[str]) -> Image.Image:
+    """Each image (enlarged if small) over its index and file name, then the caption its token ids decode to."""
     images = [upscale(image) for image in batch["pixel_values"]]
     width = images[0].shape[2]
     captions = []
-    for ids, length in zip(batch["input_ids"], batch["lengths"]):
-        captions.append(wrap(caption_text(tokenizer, ids[: int(length)].tolist()), width, MAX_CAPTION_LINES))
+    for ids, length, index, name in zip(batch["input_ids"], batch["lengths"], batch["index"], names):
+        caption = wrap(caption_text(tokenizer, ids[: int(length)].tolist()), width, MAX_CAPTION_LINES)
+        captions.append([fit(f"#{int(index)} {name}", width - 4), *caption])
     return captioned_grid(images, captions)
 
 
-def render(domain: str, batch: Any, dataset: Any, options: DataOptions) -> Image.Image:
-    """The picture of ``batch`` for ``domain``."""
+def sample_names(dataset: Any, indices: Sequence[int]) -> list[str]:
+    """What each tile is called: its file name (the last two path parts), else its sample index."""
+    names = []
+    for index in indices:
+        if hasattr(dataset, "samples"):  # an image folder: (path, label)
+            path = dataset.samples[index][0]
+        elif hasattr(dataset, "index") and hasattr(dataset.index, "file_names"):  # COCO
+            path = dataset.index.file_names[index]
+        elif hasattr(dataset, "images"):  # caption pairs, one image a row
+            path = dataset.images[index]
+        else:
+            names.append(f"#{index}")
+            continue
+        parts = os.fspath(path).replace(os.sep, "/").split("/")
+        names.append("/".join(parts[-2:]))
+    return names
+
+
+def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int]) -> Image.Image:
+    """The picture of ``batch`` for ``domain``; ``indices`` are the dataset indices the batch was drawn from."""
+    if domain == "text":
+        from recipes.core.tokens import load_tokenizer
+
+        return render_tokens(batch, load_tokenizer(options.tokenizer_path()))
     if domain == "vision":
-        return render_classes(batch, dataset.classes)
+        return render_classes(batch, dataset.classes, sample_names(dataset, indices))
     if domain == "detection":
-        return render_boxes(batch, dataset.categories)
+        names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
+        return render_boxes(batch, dataset.categories, names)
     from recipes.core.tokens import load_tokenizer
 
-    tokenizer = load_tokenizer(options.tokenizer_path())
-    return render_captions(batch, tokenizer) if domain == "multimodal" else render_tokens(batch, tokenizer)
+    names = sample_names(dataset, [int(i) for i in batch["index"]])
+    return render_captions(batch, load_tokenizer(options.tokenizer_path()), names)
+
+
+def drawn_count(domain: str, batch: Any) -> int:
+    """Samples in ``batch``."""
+    return len(batch[1]) if domain in ("vision", "detection") else len(batch["index"])
+
+
+def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
+    """What the picture shows (domain, mode, batch size, samples drawn), then what was left out and why;
+    ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""
+    drawn = drawn_count(domain, batch)
+    mode = "training batch (shuffled, augmented, seed 0)" if train else "evaluation batch (dataset order)"
+    shown = [f"{domain}: the first {mode} of {type(dataset).__name__}, {len(dataset)} samples; "
+             f"batch size {batch_size}, {drawn} drawn"]
+    left = []
+    if drawn < batch_size and len(dataset) >= batch_size:
+        left.append(f"{batch_size - drawn} samples of this batch skipped as bad data (the warnings name them)")
+    later, dropped = max(0, kept - batch_size), len(dataset) - kept
+    if later:
+        left.append(f"{later} samples in later batches")
+    if dropped:
+        left.append(f"{dropped} dropped by training as incomplete batches (without --train every sample is kept)")
+    small = f": the dataset holds fewer samples than the batch size, all {len(dataset)} in this one batch"
+    lines = shown + ["left out: " + "; ".join(left) if left else "nothing left out" + (small if drawn < batch_size else "")]
+    if domain == "detection":
+        lines.append("hatched: crowd regions (iscrowd=1), which a detector does not train on as boxes")
+    if domain == "vision" and train:
+        lines.append("each tile is a random crop and flip of the file named under it")
+    if domain == "multimodal":
+        which = "one drawn at random" if train else "the first"
+        lines.append(f"each image over {which} of its captions ({len(dataset.caption_tokens)} captions in all)")
+    return lines
+
+
+def titled(picture: Image.Image, lines: Sequence[str]) -> Image.Image:
+    """``picture`` under a ``TITLE_HEIGHT`` band of ``lines``, wrapped to the width (at least
+    ``MIN_WIDTH``: the picture then stands at the left of a wider white canvas)."""
+    width = max(picture.width, MIN_WIDTH)
+    wrapped = [part for line in lines for part in wrap(line, width, TITLE_LINES)][:TITLE_LINES]
+    band = text_band(wrapped + [""] * (TITLE_LINES - len(wrapped)), width)
+    canvas = Image.new("RGB", (width, TITLE_HEIGHT + picture.height), "white")
+    canvas.paste(Image.fromarray(band.permute(1, 2, 0).numpy()), (0, 0))
+    canvas.paste(picture, (0, TITLE_HEIGHT))
+    return canvas
+
+
+def first_batch_indices(loader: Any) -> list[int]:
+    """The dataset indices of the loader's first batch, from its batch sampler, which is left at epoch 0."""
+    sampler = loader.batch_sampler
+    first = next(iter(sampler), [])
+    if hasattr(sampler, "set_epoch"):
+        sampler.set_epoch(0)
+    return [int(entry[0]) if isinstance(entry, tuple) else int(entry) for entry in first]
 
 
 def run(args: argparse.Namespace, options: DataOptions) -> int:
-    dataset = open_dataset(options, train=args.train)
-    # no workers: one batch does not repay starting them; drop_last off so a small set still shows
+    dataset = open_dataset(options, train=args.train, include_crowd=options.domain == "detection")
+    # A training batch as training sees it (incomplete batches dropped) unless the whole dataset is
+    # smaller than one batch; no workers: one batch does not repay starting them.
+    drop_last = args.train and len(dataset) >= args.batch_size
     loader = make_loader(options.domain, dataset, args.batch_size, train=args.train, device="cpu", seed=0,
-                         num_workers=0, drop_last=False)
+                         num_workers=0, drop_last=drop_last)
+    indices = first_batch_indices(loader)
+    # training batches are all full, so they hold len(batch sampler) x batch size samples
+    kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
     batch = next(iter(loader))
-    picture = render(options.domain, batch, dataset, options)
+    lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept)
+    picture = titled(render(options.domain, batch, dataset, options, indices), lines)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     picture.save(args.output)
-    mode = "training" if args.train else "evaluation"
-    print(f"wrote {args.output}: {picture.width}x{picture.height} px, the first {mode} batch of "
-          f"{type(dataset).__name__} ({len(dataset)} samples)")
+    print(f"wrote {args.output}: {picture.width}x{picture.height} px")
+    for line in lines:
+        print(f"  {line}")
     return 0

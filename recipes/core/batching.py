@@ -1,4 +1,4 @@
-"""Stack uint8 images into one batch tensor, each image copied once.
+"""Stack uint8 images into one batch tensor, each image copied once; carry the item keys a collate does not know.
 
     pixels = stack_images([image0, image1], caller="image_collate",
                           fix="add a resize/crop transform, e.g. train_transform(224)")
@@ -16,7 +16,11 @@ transpose, ~10x slower for uint8. Convolutions on the GPU prefer channels-last a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import torch
+from torch.utils.data import default_collate
 
 
 def stack_images(images: list[torch.Tensor], *, caller: str = "collate", fix: str = "add a resize/crop transform") -> torch.Tensor:
@@ -47,3 +51,35 @@ def stack_images(images: list[torch.Tensor], *, caller: str = "collate", fix: st
         strides = (channels * height * width, height * width, width, 1)
     out = torch.empty_strided((len(images), channels, height, width), strides, dtype=torch.uint8)
     return torch.stack([image.as_subclass(torch.Tensor) for image in images], out=out)
+
+
+def extra_columns(batch: list[dict[str, Any]], known: Iterable[str], taken: Iterable[str], *, caller: str) -> dict[str, Any]:
+    """The keys of dict items that a collate does not itself batch, each batched as
+    ``torch.utils.data.default_collate`` does (tensors of one shape stacked, numbers to a tensor,
+    strings to a list), else kept as a list of the items' values.
+
+    A key a user adds to a copied recipe's items (``n_tokens``, ``source``) so reaches the batch
+    instead of being dropped. ``known`` are the item keys the collate reads; ``taken`` the batch
+    keys it writes, which an extra key may not overwrite.
+
+    Raises:
+        ValueError: an extra key is named like a batch key the collate writes, or not every item has it.
+    """
+    if not batch:
+        return {}
+    known, taken = set(known), set(taken)
+    out: dict[str, Any] = {}
+    for key in batch[0]:
+        if key in known:
+            continue
+        if key in taken:
+            raise ValueError(f"{caller}: the items' key {key!r} would overwrite the batch's own {key!r}; rename it")
+        missing = [position for position, item in enumerate(batch) if key not in item]
+        if missing:
+            raise ValueError(f"{caller}: item 0 has the key {key!r} but item {missing[0]} of the batch has not")
+        values = [item[key] for item in batch]
+        try:
+            out[key] = default_collate(values)
+        except (RuntimeError, TypeError):  # tensors of different shapes, or values it cannot batch
+            out[key] = values
+    return out

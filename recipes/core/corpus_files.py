@@ -60,7 +60,7 @@ def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) 
     """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats``."""
     suffix = storage_suffix(path)
     if suffix not in formats:
-        raise ValueError(f"{path}: unsupported file type {suffix!r}; expected one of {list(formats)}")
+        raise ValueError(f"{shown(path)}: unsupported file type {suffix!r}; expected one of {list(formats)}")
     return suffix
 
 

@@ -8,9 +8,13 @@ collate would have made, now on the device, so normalisation, dtypes and layouts
 
 Per sample, in the worker path's order: the crop box (a view), an antialiased bilinear resize,
 the crop after it (a view), the flip. On the CPU the resize is torch's uint8 kernel, the one
-the worker path runs, so batches equal ``decode="worker"`` exactly. CUDA has no uint8
-antialiased kernel: the crop is resized in float32 and rounded, as torchvision's own
-``v2.Resize`` does on a CUDA tensor (within one grey level of the CPU's fixed-point kernel).
+the worker path runs, and a JPEG the worker path decodes at reduced scale (``draft_size``) is
+decoded at that scale by the same decoder, so batches equal ``decode="worker"`` exactly, whatever
+the image size. CUDA has no uint8 antialiased kernel: the crop is resized in float32 and rounded,
+as torchvision's own ``v2.Resize`` does on a CUDA tensor (within one grey level of the CPU's
+fixed-point kernel). nvJPEG has no reduced-scale decode: such a JPEG is decoded in full and the
+same region (its box scaled up, the edge repeated where the reduced size was rounded up) resized
+once, on average under a grey level from the reduced decode's pixels with the CPU's kernels.
 The parameters are host tensors read with ``tolist()``: nothing waits on the device per sample.
 """
 
@@ -23,6 +27,7 @@ import torch.nn.functional as F
 
 from recipes.core.device_decode import EncodedBatch
 from recipes.core.errors import DataError, skip_or_raise
+from recipes.core.image_headers import header_size
 from recipes.core.images import decode_image, decode_jpegs
 from recipes.core.nested import leaves, map_leaves
 
@@ -75,33 +80,56 @@ def decode_batch(batch: EncodedBatch, device: str | torch.device) -> tuple[torch
     """
     device = torch.device(device)
     params = batch.params.tolist()
-    images = _decode_all(batch, device)
+    scales = [1] * len(params) if batch.scales is None else batch.scales.tolist()
+    images = _decode_all(batch, device, scales)
+    # the CPU decodes at the worker path's reduced scale; nvJPEG in full, so boxes are scaled up
+    factors = [1 if device.type == "cpu" else scale for scale in scales]
     on_device = batch.on_device.tolist()
     height, width = (params[0][8:10]) if params else batch.decoded.shape[-2:]
     out = torch.empty((len(on_device), 3, height, width), dtype=torch.uint8, device=device)
     out = out.contiguous(memory_format=torch.channels_last)
     decoded = batch.decoded.to(device, non_blocking=batch.decoded.is_pinned())
-    keep, encoded, worker = [], iter(zip(images, params)), iter(decoded)
+    keep, encoded, worker = [], iter(zip(images, params, factors)), iter(decoded)
     for row, from_device in enumerate(on_device):
         if not from_device:
             out[row].copy_(next(worker))
             keep.append(True)
             continue
-        image, sample = next(encoded)
+        image, sample, factor = next(encoded)
         keep.append(image is not None)
         if image is not None:
-            out[row].copy_(augment(image, sample))
+            out[row].copy_(augment(image, sample, scale=factor))
     return (out if all(keep) else out[torch.tensor(keep, device=device)]), keep
 
 
-def augment(image: torch.Tensor, params: list[int]) -> torch.Tensor:
-    """One decoded ``uint8 [3,H,W]`` image through its 11 parameters (crop, resize, crop, flip)."""
+def augment(image: torch.Tensor, params: list[int], *, scale: int = 1) -> torch.Tensor:
+    """One decoded ``uint8 [3,H,W]`` image through its 11 parameters (crop, resize, crop, flip).
+
+    ``scale`` > 1: ``image`` is the full decode of a JPEG whose parameters were drawn on its
+    ``1 / scale`` decode; the first box is scaled up to the same region of ``image``.
+    """
     top, left, height, width, new_height, new_width, top2, left2, height2, width2, flip = params
+    if scale > 1:
+        image = _scaled_box(image, top, left, height, width, scale)
+        top, left, height, width = 0, 0, height * scale, width * scale
     image = image[:, top : top + height, left : left + width]
     if (new_height, new_width) != (height, width):
         image = resize(image, (new_height, new_width))
     image = image[:, top2 : top2 + height2, left2 : left2 + width2]
     return image.flip(-1) if flip else image
+
+
+def _scaled_box(image: torch.Tensor, top: int, left: int, height: int, width: int, scale: int) -> torch.Tensor:
+    """The region of a full decode that a box in its ``1 / scale`` decode covers: ``scale`` times the
+    box, its last rows and columns repeated where the box ends in the reduced decode's rounded-up
+    edge (a reduced decode's edge pixel stands for ``scale`` rows, the JPEG's edge-padded block)."""
+    crop = image[:, top * scale : (top + height) * scale, left * scale : (left + width) * scale]
+    short_rows, short_columns = height * scale - crop.shape[-2], width * scale - crop.shape[-1]
+    if short_rows:
+        crop = torch.cat([crop, crop[:, -1:].expand(-1, short_rows, -1)], dim=1)
+    if short_columns:
+        crop = torch.cat([crop, crop[:, :, -1:].expand(-1, -1, short_columns)], dim=2)
+    return crop
 
 
 def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None = None) -> torch.Tensor:
@@ -119,19 +147,49 @@ def resize(image: torch.Tensor, size: tuple[int, int], *, in_float: bool | None 
     return out.round_().clamp_(0, 255).to(torch.uint8)
 
 
-def _decode_all(batch: EncodedBatch, device: torch.device) -> list[torch.Tensor | None]:
-    """Every encoded file of ``batch`` decoded on ``device``: one batched call, and only if that
-    fails, one call a file, then the CPU decoder; None for a file none takes (after the policy)."""
+def _decode_all(batch: EncodedBatch, device: torch.device, scales: list[int]) -> list[torch.Tensor | None]:
+    """Every encoded file of ``batch`` decoded on ``device``; None for a file none takes (after the
+    policy). On the CPU a file with a scale > 1 is decoded at that scale, by the worker path's
+    decoder; the rest, and every file elsewhere, in full (:func:`_decode_full`)."""
     offsets = batch.offsets.tolist()
     encoded = [batch.data[start:stop] for start, stop in zip(offsets, offsets[1:])]
+    reduced = [device.type == "cpu" and scale > 1 for scale in scales]
+    full = [j for j, flag in enumerate(reduced) if not flag]
+    images: list[torch.Tensor | None] = [None] * len(encoded)
+    decoded = _decode_full([encoded[j] for j in full], [batch.sources[j] for j in full], device, batch.on_error)
+    for j, image in zip(full, decoded):
+        images[j] = image
+    for j in (j for j, flag in enumerate(reduced) if flag):
+        images[j] = _decode_reduced(encoded[j], batch.sources[j], scales[j], batch.on_error)
+    return images
+
+
+def _decode_reduced(data: torch.Tensor, source: str, scale: int, on_error: str) -> torch.Tensor | None:
+    """``decode_image`` at ``1 / scale``, as the worker path decodes the file: a draft size of the
+    file's size over ``scale`` makes PIL pick that scale again (recipes.core.device_decode.draft_scale)."""
+    file = bytearray(data.numpy().tobytes())
+    size = header_size(file)
+    try:
+        if size is None:
+            raise DataError(f"{source}: cannot decode image (header unreadable)")
+        return decode_image(file, source=source, draft_size=(size[0] // scale, size[1] // scale), contiguous=False)
+    except DataError as error:
+        return skip_or_raise(error, on_error)
+
+
+def _decode_full(
+    encoded: list[torch.Tensor], sources: list[str], device: torch.device, on_error: str
+) -> list[torch.Tensor | None]:
+    """Files decoded in full on ``device``: one batched call, and only if that fails, one call a
+    file, then the CPU decoder; None for a file none takes (after the policy)."""
     if not encoded:
         return []
     try:
-        return decode_jpegs(encoded, device, list(batch.sources))
+        return decode_jpegs(encoded, device, sources)
     except DataError:
         pass
     images: list[torch.Tensor | None] = []
-    for data, source in zip(encoded, batch.sources):
+    for data, source in zip(encoded, sources):
         try:
             images.append(decode_jpegs([data], device, [source])[0])
             continue
@@ -140,5 +198,5 @@ def _decode_all(batch: EncodedBatch, device: torch.device) -> list[torch.Tensor 
         try:  # the worker path's decoder, on the CPU
             images.append(decode_image(bytearray(data.numpy().tobytes()), source=source).to(device))
         except DataError as error:
-            images.append(skip_or_raise(error, batch.on_error))
+            images.append(skip_or_raise(error, on_error))
     return images

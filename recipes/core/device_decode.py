@@ -14,15 +14,20 @@ Fallback, per sample and in the same batch: a file the device decoder may not ta
 :func:`recipes.core.images.decode_image` would (PNG and other formats, progressive, CMYK,
 EXIF-turned, cut or oversized JPEGs; see :func:`recipes.core.image_headers.device_decodable`) is decoded
 and transformed in the worker exactly as with ``decode="worker"``, and its pixels ride along in
-the batch. Errors are therefore the worker path's. One difference: a JPEG that ``draft_size``
-would let the worker decode at reduced scale is decoded in full on the device, and its box drawn
-on the full image (the same uniforms, the same region up to rounding).
+the batch. Errors are therefore the worker path's.
+
+Reduced-scale decoding: a JPEG that the dataset's ``draft_size`` lets the worker path decode at
+1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) has its parameters drawn on that reduced size, as
+the worker path draws them, and ships the scale with them. The CPU decodes it at that scale too,
+so batches equal ``decode="worker"`` whatever the image size; nvJPEG has no such scaling, so
+CUDA decodes it in full and resizes the same region once (see :mod:`recipes.core.device_augment`).
 
 Transforms it understands (anything else is a ``ValueError`` at the loader): ``train_transform``
 and ``eval_transform``, or a ``v2.Compose`` of recipes' ``RandomResizedCrop`` (bilinear), or
 ``v2.Resize`` (bilinear, antialiased) then ``v2.CenterCrop``, then optionally
 ``v2.RandomHorizontalFlip``. A sample's parameters are 11 ints: a crop box in the decoded image
 (top, left, height, width), the size to resize it to, a crop box in the resized image, a flip.
+Its decode scale (1, 2, 4 or 8) travels beside them.
 """
 
 from __future__ import annotations
@@ -113,14 +118,25 @@ def centre_box(height: int, width: int, crop_height: int, crop_width: int) -> tu
     return int(round((height - crop_height) / 2.0)), int(round((width - crop_width) / 2.0)), crop_height, crop_width
 
 
+def draft_scale(width: int, height: int, draft_size: tuple[int, int] | None) -> int:
+    """The scale, 1, 2, 4 or 8, at which :func:`recipes.core.images.decode_image` decodes an upright
+    ``width x height`` JPEG for ``draft_size``: PIL's ``draft`` rule, from the header's size alone."""
+    if draft_size is None or width < 2 * draft_size[0] or height < 2 * draft_size[1]:
+        return 1  # decode_image decodes in full unless the JPEG is twice draft_size both ways
+    most = min(width // draft_size[0], height // draft_size[1])
+    return next(scale for scale in (8, 4, 2) if most >= scale)
+
+
 @dataclass(frozen=True)
 class EncodedImage:
-    """One sample's image as a worker ships it: the file's bytes and its 11 parameters."""
+    """One sample's image as a worker ships it: the file's bytes and its 11 parameters, drawn on the
+    image decoded at ``1 / scale`` (the size the worker path's reduced-scale decode gives)."""
 
     data: bytes | bytearray
     params: tuple[int, ...]
     source: str
     on_error: str = "raise"
+    scale: int = 1
 
 
 def encode_image(
@@ -128,11 +144,18 @@ def encode_image(
     draft_size: tuple[int, int] | None = None, max_pixels: int = MAX_PIXELS,
 ) -> EncodedImage | torch.Tensor:
     """An :class:`EncodedImage` if the device can decode ``data``, else the worker path's pixels:
-    ``transform(decode_image(data))``, dense, channels-last (a :class:`DataError` if it is bad)."""
+    ``transform(decode_image(data))``, dense, channels-last (a :class:`DataError` if it is bad).
+
+    ``draft_size`` is the dataset's, as the worker path passes it to ``decode_image``: the
+    parameters are drawn on the size that decode would give, which may be reduced.
+    """
     size = device_decodable(data, max_pixels)
-    params = None if size is None else plan.draw(size[1], size[0])
+    params, scale = None, 1
+    if size is not None:
+        scale = draft_scale(size[0], size[1], draft_size)
+        params = plan.draw(-(-size[1] // scale), -(-size[0] // scale))  # libjpeg rounds scaled sides up
     if params is not None:
-        return EncodedImage(data, params, source, on_error)  # the caller's fresh bytes, not a copy
+        return EncodedImage(data, params, source, on_error, scale)  # the caller's fresh bytes, not a copy
     image = transform(decode_image(data, source=source, max_pixels=max_pixels, draft_size=draft_size, contiguous=False))
     image = image.as_subclass(torch.Tensor)
     return image.permute(1, 2, 0).contiguous().permute(2, 0, 1) if image.stride(0) == 1 else image.contiguous()
@@ -177,8 +200,9 @@ class EncodedBatch:
     """A batch of images still to decode on the device (see :func:`pack_images`).
 
     ``data`` uint8 [N] holds the encoded files back to back, file j at ``offsets[j]:offsets[j+1]``
-    (int64 [J+1]), with ``params`` int64 [J,11]; ``decoded`` uint8 [F,3,H,W] holds the worker-decoded
-    samples. ``on_device`` bool [B] says which kind each sample is, in batch order.
+    (int64 [J+1]), with ``params`` int64 [J,11] and ``scales`` int64 [J] (None: all 1, full decodes);
+    ``decoded`` uint8 [F,3,H,W] holds the worker-decoded samples. ``on_device`` bool [B] says which
+    kind each sample is, in batch order.
     """
 
     data: torch.Tensor
@@ -188,6 +212,7 @@ class EncodedBatch:
     on_device: torch.Tensor
     sources: tuple[str, ...]
     on_error: str = "raise"
+    scales: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.on_device)
@@ -227,4 +252,5 @@ def pack_images(images: list[Any], *, caller: str, fix: str) -> torch.Tensor | E
         on_device=torch.tensor([isinstance(image, EncodedImage) for image in images]),
         sources=tuple(image.source for image in encoded),
         on_error=check_on_error(encoded[0].on_error),
+        scales=torch.tensor([image.scale for image in encoded], dtype=torch.int64),
     )

@@ -35,7 +35,7 @@ from torchcodec import decoders
 
 from recipes.core.errors import DataError
 from recipes.core.image_headers import EXIF_ORIENTATION, MAX_PIXELS, header_size, jpeg_has_end, orientation_needs_pil
-from recipes.core.storage import is_url, read_bytes, shown
+from recipes.core.storage import cleaned, is_url, read_bytes, shown
 
 
 def read_image(
@@ -65,9 +65,11 @@ def read_file(path: str | os.PathLike, storage_options: dict[str, Any] | None = 
         with open(path, "rb") as file:  # plain open: pathlib's parsing costs ~10 us per call
             return bytearray(file.read())  # writable: torch.frombuffer needs no second copy
     except OSError as error:
-        raise DataError(f"{shown(path)}: cannot read file ({error.strerror or error})") from None
+        raise DataError(f"{shown(path)}: cannot read file ({error.strerror or cleaned(str(error))})") from None
+    except DataError:  # from the storage layer, which names the URL already
+        raise
     except ValueError as error:  # a NUL byte, or a name the file system cannot encode
-        raise DataError(f"{path!r}: cannot read file ({error})") from None
+        raise DataError(f"{shown(path)!r}: cannot read file ({cleaned(str(error))})") from None
 
 
 def decode_image(
@@ -149,7 +151,7 @@ def image_size(path: str | os.PathLike) -> tuple[int, int]:
             if image.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8):
                 width, height = height, width
     except (OSError, ValueError, SyntaxError) as error:
-        raise DataError(f"{path}: cannot read image header ({error})") from None
+        raise DataError(f"{shown(path)}: cannot read image header ({cleaned(str(error))})") from None
     return width, height
 
 

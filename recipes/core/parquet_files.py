@@ -16,7 +16,7 @@ and listing the columns it has. A row group whose footer declares more than
 columns read is a :class:`DataError` naming the file and the row group, before it is read: a
 14 KB file can declare 400 MB of one repeated byte, and reading it costs that several times over.
 
-pyarrow is an extra: ``pip install "recipes[parquet]"``; without it the first Parquet read says so.
+pyarrow is an extra (``pip install ".[parquet]"`` from a clone, or ``pip install pyarrow``); without it the first Parquet read says so.
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from recipes.core.errors import DataError
-from recipes.core.storage import glob_paths, is_url, open_stream, shown, suffix
+from recipes.core.storage import glob_paths, has_glob, is_url, open_stream, shown, suffix
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
 # A row group is read whole, then held as Python objects (several times its size): the limit on
 # what its footer declares, uncompressed, in the columns read. Hub files keep row groups far smaller.
 MAX_ROW_GROUP_BYTES = 256 * 2**20
-_GLOB = ("*", "?", "[")
 
 
 def require_pyarrow() -> Any:
@@ -44,7 +43,7 @@ def require_pyarrow() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError as error:
-        raise ImportError(f'reading Parquet needs pyarrow, which is missing ({error}): pip install "recipes[parquet]"') from None
+        raise ImportError(f'reading Parquet needs pyarrow, which is missing ({error}): pip install pyarrow') from None
     return pq
 
 
@@ -75,7 +74,7 @@ def parquet_entries(source: Any, storage_options: dict[str, Any] | None = None) 
     for item in items:
         if is_arrow_dataset(item):
             entries.append(item)
-        elif any(mark in os.fspath(item) for mark in _GLOB):
+        elif has_glob(item):
             entries.extend(_expand_glob(os.fspath(item), storage_options))
         elif is_url(item):
             entries.append(item)

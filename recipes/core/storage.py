@@ -7,12 +7,13 @@
 A read from object storage fails now and then: a 5xx answer, a reset connection, a body cut
 short. :func:`open_stream` hides those: on such a fault it opens the object again at the byte
 offset already read (an HTTP Range request underneath) and carries on, after a backoff that
-doubles, at most ``retries`` times in a row. A stream therefore yields every byte exactly once
-or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
-user:password or query string) never appear in a message.
+doubles, at most ``retries`` times in a row. A refusal (404, 403, S3's ``NoSuchBucket``) is final
+and fails at once. A stream therefore yields every byte exactly once or raises a
+:class:`DataError` naming the URL; credentials (``storage_options``, a URL's user:password or
+query string) never appear in a message.
 
-fsspec is the one dependency; its backends are extras, installed with
-``pip install "recipes[s3]"`` (s3fs), ``"recipes[gcs]"`` (gcsfs) or ``"recipes[http]"`` (aiohttp).
+fsspec is the one dependency; its backends are extras of the distribution ``dataloader-recipes``:
+``pip install ".[s3]"`` from a clone (s3fs), ``".[gcs]"`` (gcsfs) or ``".[http]"`` (aiohttp).
 """
 
 from __future__ import annotations
@@ -31,9 +32,14 @@ from recipes.core.errors import DataError
 RETRIES = 5  # faults in a row before giving up; each success resets the count
 BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
 BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP server at ~0.4x the speed
-EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
+BACKENDS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "http": "aiohttp", "https": "aiohttp"}
 # Answers worth asking again: timeouts, throttling, server errors.
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# S3's codes for the same, for an answer that carries no HTTP status
+TRANSIENT_CODES = frozenset({"RequestTimeout", "SlowDown", "Throttling", "ThrottlingException", "InternalError",
+                             "ServiceUnavailable"})
+# botocore's classes for a connection that failed or broke: every other botocore error is final
+BOTOCORE_TRANSIENT = frozenset({"HTTPClientError", "ConnectionError", "IncompleteReadError"})
 _URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
@@ -51,6 +57,17 @@ def shown(path: str | os.PathLike) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def cleaned(text: str) -> str:
+    """``text`` with every URL in it shown without its credentials (see :func:`shown`)."""
+    return _URLS.sub(lambda match: shown(match[0]), text)
+
+
+def has_glob(path: str | os.PathLike) -> bool:
+    """Does ``path`` hold ``*``, ``?`` or ``[``? A URL's query string (``?sig=...``) does not count."""
+    name = urlsplit(path).path if is_url(path) else os.fspath(path)
+    return any(mark in name for mark in "*?[")
 
 
 def suffix(path: str | os.PathLike) -> str:
@@ -77,8 +94,8 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         return fsspec.core.url_to_fs(url, **(storage_options or {}))
     except ImportError as error:
         scheme = urlsplit(url).scheme
-        extra = EXTRAS.get(scheme)
-        fix = f'pip install "recipes[{extra}]"' if extra else f"install the fsspec backend for {scheme}://"
+        backend = BACKENDS.get(scheme)
+        fix = f"pip install {backend}" if backend else f"install the fsspec backend for {scheme}://"
         raise ImportError(f"reading {scheme}:// URLs needs a package that is missing ({error}): {fix}") from None
 
 
@@ -140,7 +157,8 @@ def glob_paths(pattern: str, storage_options: dict[str, Any] | None = None) -> l
         return sorted(glob.glob(os.path.expanduser(pattern)))
     fs, inner = filesystem(pattern, storage_options)
     scheme = pattern.split("://", 1)[0]
-    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(fs.glob(inner))]
+    names = retried(lambda: fs.glob(inner), shown(pattern))  # a refused listing is a DataError naming the pattern
+    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(names)]
 
 
 def join(root: str | os.PathLike, name: str) -> str | os.PathLike:
@@ -257,20 +275,32 @@ def _reason(error: BaseException) -> str:
     """``Type: message`` with every URL in the message shown without its credentials."""
     if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
         error = error.__cause__
-    return f"{type(error).__name__}: " + _URLS.sub(lambda match: shown(match[0]), str(error))
+    return f"{type(error).__name__}: " + cleaned(str(error))
 
 
 def is_transient(error: BaseException) -> bool:
-    """Is ``error`` a fault that asking again may cure (a connection or server problem)?"""
-    if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
-        # fsspec's http reports any failed lookup (a 503 too) as not found, raised from the real error
+    """Is ``error`` a fault that asking again may cure (a connection or server problem)?
+
+    A refusal is final: a missing object or bucket (404, ``NoSuchBucket``), a denied one (403),
+    a bad request; asking again gives the same answer, so it fails at once.
+    """
+    response = getattr(error, "response", None)  # botocore's ClientError: the answer S3 gave
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return status in TRANSIENT_STATUS or response.get("Error", {}).get("Code") in TRANSIENT_CODES
+    if type(error) in (OSError, FileNotFoundError, PermissionError) and error.__cause__ is not None:
+        # fsspec's http reports any failed lookup (a 503 too) as not found, and s3fs turns S3's
+        # answers into OSErrors, each raised from the real error: judge that one
         return is_transient(error.__cause__)
     if isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, DataError)):
         return False
     status = getattr(error, "status", None)  # aiohttp's ClientResponseError
     if isinstance(status, int):
         return status in TRANSIENT_STATUS
-    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+    if isinstance(error, (ConnectionError, TimeoutError)):
         return True
-    # aiohttp's payload and disconnection errors, botocore's connection errors
-    return type(error).__module__.split(".")[0] in ("aiohttp", "botocore", "aiobotocore", "urllib3")
+    library = type(error).__module__.split(".")[0]
+    if library in ("botocore", "aiobotocore"):  # a parameter, credential or signing error is final
+        return any(kind.__name__ in BOTOCORE_TRANSIENT for kind in type(error).__mro__)
+    # aiohttp's payload and disconnection errors, urllib3's, and other I/O errors
+    return isinstance(error, OSError) or library in ("aiohttp", "urllib3")

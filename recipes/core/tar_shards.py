@@ -25,7 +25,7 @@ from recipes.core.corpus_files import is_unicode
 from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative
-from recipes.core.storage import is_url, open_stream, shown
+from recipes.core.storage import cleaned, is_url, open_stream, shown
 from recipes.core.tar_stream import tar_members
 
 # The member extensions read as the sample's image, in order of preference.
@@ -152,7 +152,7 @@ def read_samples(
                 raise _not_a_member(name, offset, f" ({error})") from None
             skip_or_raise(error, on_error)
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as error:
-            skip_or_raise(DataError(f"{name}: cannot read tar shard ({error})"), on_error)
+            skip_or_raise(DataError(f"{name}: cannot read tar shard ({cleaned(str(error))})"), on_error)
 
 
 def _member_key(member: Any, name: str) -> tuple[str, str]:

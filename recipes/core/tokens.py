@@ -22,6 +22,7 @@ import torch
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray
+from recipes.core.storage import shown
 
 PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thread pool
@@ -32,8 +33,8 @@ def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
     path = Path(tokenizer)
-    if not path.is_file():
-        raise FileNotFoundError(f"tokenizer file {path} does not exist (expected a tokenizer.json)")
+    if not path.is_file():  # a URL is not read either: the message shows it without credentials
+        raise FileNotFoundError(f"tokenizer file {shown(tokenizer)} does not exist (expected a tokenizer.json)")
     return Tokenizer.from_file(str(path))
 
 

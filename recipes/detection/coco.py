@@ -91,7 +91,9 @@ class CocoDataset(Dataset):
     ) -> None:
         self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
-            raise FileNotFoundError(f"image_root {self.image_root} is not a directory")
+            raise FileNotFoundError(f"image_root {shown(image_root)} is not a directory")
+        if not is_url(self.ann_file) and not self.ann_file.is_file():
+            raise FileNotFoundError(f"ann_file {self.ann_file} does not exist (expected a COCO instances .json)")
         self._real_root = os.path.realpath(self.image_root) + os.sep
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
         self.on_error = check_on_error(on_error)

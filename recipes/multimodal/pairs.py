@@ -42,6 +42,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.arrays import StringArray
+from recipes.core.batching import extra_columns
 from recipes.core.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
@@ -202,7 +203,8 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         ``pixel_values`` uint8 [B,3,H,W] (channels-last memory when the images are, as decoded
         and resized ones are; ``.contiguous()`` gives NCHW memory), ``input_ids`` int64 [B,T] (right-padded with
         ``pad_id``), ``attention_mask`` int64 [B,T], ``lengths`` int64 [B], and ``index`` int64
-        [B] (or ``key``, a list of str, for items from :class:`ImageTextShards`).
+        [B] (or ``key``, a list of str, for items from :class:`ImageTextShards`); any other key of the
+        items batched as :func:`recipes.core.batching.extra_columns` does.
 
     Raises:
         ValueError: images of different sizes, or not uint8; the message says which transform fixes it.
@@ -223,7 +225,7 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         out["key"] = [item["key"] for item in batch]
     else:
         out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
-    return out
+    return out | extra_columns(batch, ("image", "input_ids", "index", "key"), out, caller="multimodal_collate")
 
 
 def multimodal_loader(

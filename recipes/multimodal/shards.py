@@ -45,7 +45,7 @@ from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
-from recipes.core.storage import basename, filesystem, glob_paths, is_url, shown
+from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 from recipes.core.tokens import load_tokenizer, pad_id_of
@@ -69,12 +69,13 @@ def expand_shards(
         elif match:
             lo, hi, width = int(match[1]), int(match[2]), len(match[1])
             shards = [pattern[: match.start()] + f"{n:0{width}d}" + pattern[match.end() :] for n in range(lo, hi + 1)]
-        elif glob.has_magic(pattern):
+        elif has_glob(pattern):
             shards = glob_paths(pattern, storage_options)
         else:
             shards = [pattern]
     if not shards:
-        raise ValueError(f"no tar shards found for {paths!r}")
+        where = shown(paths) if isinstance(paths, (str, os.PathLike)) else "an empty list"
+        raise ValueError(f"no tar shards found for {where}")
     return shards
 
 

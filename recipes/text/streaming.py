@@ -39,6 +39,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from recipes.core.batching import extra_columns
 from recipes.core.corpus_files import check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
@@ -287,15 +288,15 @@ class StreamingTextDataset(IterableDataset):
 
 
 def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad stream items: the keys and dtypes of ``recipes.text.text_collate`` (which works too;
-    this small copy keeps the file importable on its own)."""
+    """Pad stream items: the keys and dtypes of ``recipes.text.text_collate``, other item keys
+    carried alike (which works too; this small copy keeps the file importable on its own)."""
     batch = drop_skipped(batch)
     input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths}
     out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
     if batch and "label" in batch[0]:
         out["labels"] = torch.tensor([item["label"] for item in batch], dtype=torch.int64)
-    return out
+    return out | extra_columns(batch, ("input_ids", "index", "label"), out, caller="stream_collate")
 
 
 def streaming_loader(

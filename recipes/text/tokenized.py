@@ -28,6 +28,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
+from recipes.core.batching import extra_columns
 from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
@@ -38,6 +39,8 @@ from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+
+ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 
 
 class TokenizedTextDataset(Dataset):
@@ -194,6 +197,7 @@ def text_collate(
         ``lengths`` int64 [B] (for ``pack_padded_sequence``), ``index`` int64 [B], and
         ``labels`` int64 [B] when the items have labels. T is the longest sample, rounded up to
         ``pad_to_multiple_of`` (8 or 64 suits tensor cores). ``None`` items (skipped) are dropped.
+        Any other key of the items is batched too (:func:`recipes.core.batching.extra_columns`).
     """
     batch = drop_skipped(batch)
     input_ids, attention_mask, lengths = pad_batch(
@@ -202,7 +206,7 @@ def text_collate(
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")
-    return out
+    return out | extra_columns(batch, ITEM_KEYS, out, caller="text_collate")
 
 
 def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -212,7 +216,7 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
         ``input_ids`` int64 [1,N] (N = total tokens, no padding), ``position_ids`` int64 [1,N]
         restarting at 0 for each sequence, ``cu_seqlens`` int32 [B+1] (sequence ``b`` is
         ``cu_seqlens[b]:cu_seqlens[b+1]``), ``max_seqlen`` int, ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have labels.
+        ``labels`` int64 [B] when the items have labels; other keys of the items as in :func:`text_collate`.
     """
     batch = drop_skipped(batch)
     sequences = [item["input_ids"] for item in batch]
@@ -230,7 +234,7 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
     }
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")
-    return out
+    return out | extra_columns(batch, ITEM_KEYS, [*out, "labels", "lengths"], caller="pack_collate")
 
 
 def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:

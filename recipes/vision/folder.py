@@ -41,6 +41,7 @@ from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, en
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
+from recipes.core.storage import shown
 
 
 class ImageFolderDataset(Dataset):
@@ -56,6 +57,7 @@ class ImageFolderDataset(Dataset):
         draft_size: a JPEG may be decoded at 1/2, 1/4 or 1/8 scale while it stays at least
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
+            ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
 
     The index is two numpy arrays (paths relative to ``root`` in a :class:`StringArray`, labels
     as int64), so forked workers share it instead of copying it page by page. ``samples`` and
@@ -160,7 +162,7 @@ def _normalise_extensions(extensions: str | Sequence[str]) -> tuple[str, ...]:
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
     """ImageFolder's ``find_classes`` + ``make_dataset``, step for step, with the same order."""
     if not os.path.exists(root):
-        raise FileNotFoundError(f"image folder root {root!r} does not exist")
+        raise FileNotFoundError(f"image folder root {shown(root)!r} does not exist")  # a URL too: local folders only
     if not os.path.isdir(root):
         raise NotADirectoryError(f"image folder root {root!r} is a file; pass the folder holding one folder per class")
     classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())

@@ -66,6 +66,8 @@ def test_demo_of_one_domain_prints_size_batch_structure_and_throughput(capsys):
     assert "TokenizedTextDataset, 120 samples" in out
     assert "['input_ids']: Tensor [16, " in out and "int64" in out
     assert "batches/s" in out and "samples/s" in out
+    # 120 lines in batches of 16: training keeps 7 batches, and the demo says where the 8 went
+    assert "7 batches, 112 samples" in out and "8 of 120 samples left out: training drops incomplete batches" in out
 
 
 def test_python_dash_m_returns_the_check_exit_status(fixtures):

@@ -2,6 +2,7 @@
 captions and token rows as the tokenizer's decoder gives them, padding shaded."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from tokenizers import Tokenizer
 
 from recipes.__main__ import main
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, fit, place_labels, text_width, upscale_factor, wrap
-from recipes.cli.show import PADDING, category_colour, grid_columns
+from recipes.cli.show import MIN_WIDTH, PADDING, TITLE_HEIGHT, category_colour, grid_columns
 from recipes.cli.token_rows import HEADER, MARGIN, PAD_COLOUR, layout_row, render_tokens, row_height
 from recipes.cli.token_text import SEPARATOR, caption_text, token_pieces
 
@@ -23,12 +24,18 @@ def tile_origin(position, tile_size, count):
     return PADDING + (position % columns) * (width + PADDING), PADDING + (position // columns) * (height + PADDING)
 
 
-def _show(args, tmp_path, capsys):
+def _show(args, tmp_path, capsys, title=None):
+    """The picture below its title band; ``title`` collects the title lines printed."""
     out = tmp_path / "sub" / "batch.png"
     assert main(["show", *map(str, args), "-o", str(out)]) == 0
-    assert f"wrote {out}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"wrote {out}" in printed
+    if title is not None:
+        title.extend(line.strip() for line in printed.splitlines()[1:])
     with Image.open(out) as picture:
-        return np.array(picture.convert("RGB"))
+        picture = np.array(picture.convert("RGB"))
+    assert picture.shape[1] >= MIN_WIDTH and (picture[:TITLE_HEIGHT].min(axis=2) < 100).any()  # a title is drawn
+    return picture[TITLE_HEIGHT:]
 
 
 @pytest.fixture
@@ -53,8 +60,8 @@ def test_image_grid_tiles_are_the_evaluation_images_in_order_enlarged(fixtures, 
     factor = upscale_factor(40, 40)
     side = 40 * factor
     assert side >= READABLE_SIDE
-    # 6 enlarged tiles in one row, each over one line of text, make_grid padding around all
-    assert picture.shape == (side + LINE_HEIGHT + 2 * PADDING, 6 * (side + PADDING) + PADDING, 3)
+    # 6 enlarged tiles in one row, each over two lines of text (class, file), make_grid padding around all
+    assert picture.shape == (side + 2 * LINE_HEIGHT + 2 * PADDING, 6 * (side + PADDING) + PADDING, 3)
     files = sorted((fixtures / "vision" / "bird").iterdir())[:5] + [min((fixtures / "vision" / "cat").iterdir())]
     resize = v2.Compose([v2.Resize(round(40 * 256 / 224), antialias=True), v2.CenterCrop(40)])
     for position, file in enumerate(files):  # the oracle: PIL decode + the same v2 resize
@@ -62,7 +69,7 @@ def test_image_grid_tiles_are_the_evaluation_images_in_order_enlarged(fixtures, 
             continue  # PIL's convert("RGB") clips 16-bit to white; tests/core/test_images covers it
         with Image.open(file) as original:
             expected = resize(torch.from_numpy(np.array(original.convert("RGB"))).permute(2, 0, 1))
-        x, y = tile_origin(position, (side, side + LINE_HEIGHT), 6)
+        x, y = tile_origin(position, (side, side + 2 * LINE_HEIGHT), 6)
         tile = torch.from_numpy(picture[y : y + side : factor, x : x + side : factor]).permute(2, 0, 1)
         assert (tile.int() - expected.int()).abs().float().mean() < 3, file.name
 
@@ -88,13 +95,13 @@ def _one_box_coco(tmp_path):
 def test_boxes_land_where_the_annotations_say_on_the_enlarged_image(tmp_path, capsys):
     path, annotations = _one_box_coco(tmp_path)
     picture = _show(["detection", path], tmp_path, capsys)
-    k = upscale_factor(40, 60)
+    k = READABLE_SIDE // 40  # every image scaled to the row height
     width, height = 60 * k, 40 * k
-    assert height >= READABLE_SIDE or width >= READABLE_SIDE
-    assert picture.shape == (height + LINE_HEIGHT + 2 * PADDING, 2 * (width + PADDING) + PADDING, 3)
+    assert picture.shape[0] == height + 2 * LINE_HEIGHT + 2 * PADDING
+    assert (picture[:, 2 * (width + PADDING) + PADDING :] == 255).all()  # then only the white of a wider title
     grey = (128, 128, 128)
     for position, annotation in enumerate(annotations):
-        x0, y0 = tile_origin(position, (width, height + LINE_HEIGHT), 2)
+        x0, y0 = tile_origin(position, (width, height + 2 * LINE_HEIGHT), 2)
         x, y, w, h = (k * v for v in annotation["bbox"])
         colour = category_colour(annotation["category_id"])
         middle = y + h // 2
@@ -159,7 +166,7 @@ def test_caption_tiles_show_the_enlarged_images_over_their_decoded_captions(fixt
     side = 48 * upscale_factor(48, 48)
     assert picture.shape[1] == 4 * (side + PADDING) + PADDING
     lines = (picture.shape[0] - 2 * PADDING - side) / LINE_HEIGHT
-    assert lines == int(lines) and 1 <= lines <= 4
+    assert lines == int(lines) and 2 <= lines <= 5  # the index and file, then up to 4 lines of caption
     # the band under each image holds dark text pixels
     for position in range(4):
         x, y = tile_origin(position, (side, picture.shape[0] - 2 * PADDING), 4)
@@ -207,7 +214,67 @@ def test_the_token_picture_of_a_tokenizer_without_a_decoder_renders(fixtures, ba
 def test_a_training_batch_can_be_shown_too(fixtures, tmp_path, capsys):
     picture = _show(["vision", fixtures / "vision", "--size", 32, "--batch-size", 4, "--train"], tmp_path, capsys)
     side = 32 * upscale_factor(32, 32)
-    assert picture.shape == (side + LINE_HEIGHT + 2 * PADDING, 4 * (side + PADDING) + PADDING, 3)
+    assert picture.shape == (side + 2 * LINE_HEIGHT + 2 * PADDING, max(MIN_WIDTH, 4 * (side + PADDING) + PADDING), 3)
+
+
+@pytest.mark.parametrize(("batch_size", "train", "left_out"), [
+    (8, True, "left out: 6 dropped by training as incomplete batches"),      # 14 images: one batch of 8
+    (4, True, "left out: 8 samples in later batches; 2 dropped by training"),
+    (20, True, "nothing left out: the dataset holds fewer samples than the batch size, all 14 in this one batch"),
+    (8, False, "left out: 6 samples in later batches"),
+])
+def test_the_title_says_how_many_were_drawn_and_why_the_rest_were_left_out(fixtures, tmp_path, capsys, batch_size,
+                                                                          train, left_out):
+    title = []
+    _show(["vision", fixtures / "vision", "--size", 32, "--batch-size", batch_size, *(["--train"] if train else [])],
+          tmp_path, capsys, title)
+    mode = "training" if train else "evaluation"
+    assert title[0].startswith(f"vision: the first {mode} batch") and f"batch size {batch_size}, {min(batch_size, 14)} drawn" in title[0]
+    assert title[1].startswith(left_out), title
+
+
+def test_each_tile_is_named_by_the_file_the_batch_drew(fixtures):
+    from recipes.cli.datasets import DataOptions, make_loader, open_dataset
+    from recipes.cli.show import first_batch_indices, sample_names
+
+    dataset = open_dataset(DataOptions("vision", fixtures / "vision", size=32), train=True)
+    loader = make_loader("vision", dataset, 8, train=True, device="cpu", num_workers=0)
+    indices = first_batch_indices(loader)
+    _, labels = next(iter(loader))  # the sampler was left at epoch 0: the same batch
+    assert labels.tolist() == [dataset.targets[i] for i in indices]
+    files = [dataset.samples[i][0] for i in indices]
+    assert sample_names(dataset, indices) == [f"{os.path.basename(os.path.dirname(f))}/{os.path.basename(f)}" for f in files]
+
+
+def test_box_rows_have_no_gaps_and_crowd_regions_are_hatched(tmp_path, capsys):
+    (tmp_path / "images").mkdir()
+    sizes = {"wide.png": (90, 30), "tall.png": (30, 90)}
+    for name, size in sizes.items():
+        Image.new("RGB", size, (128, 128, 128)).save(tmp_path / "images" / name)
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "wide.png", "width": 90, "height": 30},
+                   {"id": 2, "file_name": "tall.png", "width": 30, "height": 90}],
+        "annotations": [{"id": 10, "image_id": 1, "category_id": 3, "bbox": [4, 4, 20, 20], "area": 400, "iscrowd": 0},
+                        {"id": 11, "image_id": 1, "category_id": 3, "bbox": [50, 4, 30, 20], "area": 600, "iscrowd": 1}],
+        "categories": [{"id": 3, "name": "car"}],
+    }))
+    title = []
+    picture = _show(["detection", path], tmp_path, capsys, title)
+    # both images scaled to one row height: a 3:1 and a 1:3 tile side by side, no padding to the larger
+    height = READABLE_SIDE
+    wide, tall = 3 * height, height // 3
+    assert picture.shape[0] == height + 2 * LINE_HEIGHT + 2 * PADDING
+    assert (picture[PADDING : PADDING + height, PADDING + wide + PADDING + tall - 1] != 255).any()  # the tall tile's last column
+    scale = height / 30
+    colour = category_colour(3)
+    inside = lambda box: picture[PADDING + round(box[1] * scale) + 4 : PADDING + round((box[1] + box[3]) * scale) - 4,
+                                 PADDING + round(box[0] * scale) + 4 : PADDING + round((box[0] + box[2]) * scale) - 4]
+    assert (inside([4, 4, 20, 20]) == 128).all()  # a plain box leaves its inside alone
+    crowd = inside([50, 4, 30, 20])
+    hatched = (crowd == colour).all(axis=2)
+    assert 0.1 < hatched.mean() < 0.5 and ((crowd == 128).all(axis=2) | hatched).all()
+    assert "image 1: 1 box, 1 crowd" not in title and any("hatched: crowd regions" in line for line in title)
 
 
 def test_bad_data_stops_show_with_a_message_naming_the_file(fixtures, tmp_path, capsys):

@@ -8,8 +8,17 @@ import torch
 from torchvision.transforms import v2
 
 from recipes.core.device import DevicePrefetcher
-from recipes.core.device_augment import decode_batch, resize
-from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, centre_box, pack_images, resized_size
+from recipes.core.device_augment import augment, decode_batch, resize
+from recipes.core.device_decode import (
+    EncodedBatch,
+    EncodedImage,
+    ImagePlan,
+    centre_box,
+    draft_scale,
+    encode_image,
+    pack_images,
+    resized_size,
+)
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.image_headers import device_decodable
 from recipes.core.images import decode_image, read_file
@@ -50,6 +59,54 @@ def test_unsupported_transforms_are_refused_with_the_choices():
                       v2.Resize(8, interpolation=v2.InterpolationMode.NEAREST)):
         with pytest.raises(ValueError, match="decode='device' supports"):
             ImagePlan(transform)
+
+
+def test_draft_scale_is_the_scale_the_reduced_decode_gives():
+    # the oracle: the size decode_image returns for that draft_size, against the full decode's
+    for width, height in [(16, 16), (33, 17), (40, 30), (64, 48), (70, 31), (97, 71), (130, 45)]:
+        data = bytearray(_jpeg((width, height), seed=width))
+        for draft in [(2, 2), (3, 5), (4, 4), (5, 3), (8, 8), (9, 6), (15, 15), (16, 9), (20, 20), (40, 40)]:
+            scale = draft_scale(width, height, draft)
+            shape = tuple(decode_image(data, draft_size=draft).shape[-2:])
+            assert shape == (-(-height // scale), -(-width // scale)), (width, height, draft, scale)
+    assert draft_scale(4000, 3000, None) == 1
+
+
+def test_a_reduced_scale_jpeg_is_planned_on_its_reduced_size_and_decoded_so_on_the_cpu():
+    data = bytearray(_jpeg((97, 71), seed=5))
+    plan = ImagePlan(v2.Compose([v2.Resize(12, antialias=True), v2.CenterCrop(10)]))
+    item = encode_image(data, "big.jpg", plan, None, draft_size=(12, 12))
+    assert item.scale == 4 and item.params[:4] == (0, 0, 18, 25)  # libjpeg rounds 71/4 and 97/4 up
+    pixels, keep = decode_batch(pack_images([item], caller="test", fix="-"), "cpu")
+    reduced = decode_image(data, draft_size=(12, 12), contiguous=False)
+    assert keep == [True] and torch.equal(pixels[0], plan.steps[1][1](plan.steps[0][1](reduced)))
+
+
+def test_a_full_decode_with_its_box_scaled_up_is_near_the_reduced_scale_decode():
+    # nvJPEG has no reduced-scale decode: the full image and the box times the scale stand in for it
+    data = bytearray(_jpeg((320, 240), seed=6))
+    full = decode_image(data)
+    transform = v2.Compose([v2.Resize(50, antialias=True), v2.CenterCrop(48)])
+    plan = ImagePlan(transform)
+    for draft, scale in [((50, 50), 4), ((100, 100), 2)]:
+        reduced = decode_image(data, draft_size=draft)
+        assert draft_scale(320, 240, draft) == scale and reduced.shape[-2:] == (240 // scale, 320 // scale)
+        params = plan.draw(*reduced.shape[-2:])
+        near, exact = augment(full, params, scale=scale), augment(reduced, params)
+        assert torch.equal(near, transform(full))  # sides the scale divides: the whole image, resized once
+        assert exact.shape == (3, 48, 48) and (near.float() - exact.float()).abs().mean() < 2.0
+    data = bytearray(_jpeg((322, 241), seed=7))  # sides that 4 does not divide: libjpeg rounds them up
+    full, reduced = decode_image(data), decode_image(data, draft_size=(50, 50))
+    assert reduced.shape[-2:] == (61, 81)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):  # random boxes, edges included: the same region, scaled up, from the full decode
+        height, width = (int(torch.randint(12, 62, (), generator=generator)) for _ in range(2))
+        top = int(torch.randint(0, 62 - height, (), generator=generator))
+        left = int(torch.randint(0, 82 - width, (), generator=generator))
+        params = (top, left, height, width, 48, 48, 0, 0, 48, 48, 1)
+        near, exact = augment(full, params, scale=4).float(), augment(reduced, params).float()
+        # up to ~2.4 for a small box, which the reduced decode enlarges; 4.4 if an edge box were cut short
+        assert near.shape == exact.shape == (3, 48, 48) and (near - exact).abs().mean() < 3.0
 
 
 def _encoded(data: bytes, params, source="a.jpg") -> EncodedImage:
@@ -135,3 +192,15 @@ def test_cuda_decode_and_augment_is_near_the_cpu_and_never_waits_on_the_device()
         torch.cuda.set_sync_debug_mode("default")
     assert keep == [True] * 3 and cuda.is_cuda
     assert (cuda.cpu().float() - cpu.float()).abs().mean() < 1.0  # nvJPEG's IDCT and float resize: ~1 grey level
+
+
+@pytest.mark.gpu
+def test_cuda_decodes_a_reduced_scale_jpeg_in_full_near_the_cpu():
+    data = bytearray(_jpeg((320, 240), seed=6))
+    plan = ImagePlan(v2.Compose([v2.Resize(50, antialias=True), v2.CenterCrop(48)]))
+    item = encode_image(data, "big.jpg", plan, None, draft_size=(50, 50))
+    batch = pack_images([item], caller="test", fix="-")
+    cpu, _ = decode_batch(batch, "cpu")
+    cuda, keep = decode_batch(batch, "cuda")
+    assert item.scale == 4 and keep == [True] and cuda.is_cuda and cuda.shape == cpu.shape == (1, 3, 48, 48)
+    assert (cuda.cpu().float() - cpu.float()).abs().mean() < 2.5  # a full decode resized once: ~1 grey level

@@ -90,7 +90,7 @@ def test_fingerprint_follows_the_content(shards, tmp_path):
 
 def test_missing_pyarrow_names_the_pip_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ImportError, match=r'pip install "recipes\[parquet\]"'):
+    with pytest.raises(ImportError, match=r'pip install pyarrow'):
         require_pyarrow()
 
 

@@ -35,3 +35,19 @@ def test_every_readme_example_runs_without_a_warning():
         if result.returncode or "Warning" in result.stderr:
             failures.append(f"block {number}:\n{block}\n{result.stderr[-1500:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_every_install_line_installs_this_project_or_a_named_dependency():
+    # "recipes" on the package index is another project: an extra is installed from the clone
+    # (".[parquet]") or by naming the dependency itself, never as "recipes[...]".
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = set(project["optional-dependencies"])
+    texts = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "recipes").rglob("*.py"))]
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\brecipes\[", text), f"{path}: installs 'recipes[...]' from the index"
+        for extra in re.findall(r"""pip install (?:-e )?["']?\.\[([\w,-]+)\]""", text):
+            assert set(extra.split(",")) <= extras, f"{path}: no extra {extra!r} in pyproject.toml"
+    assert project["name"] != "recipes"

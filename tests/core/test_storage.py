@@ -1,11 +1,12 @@
 """Local paths and URLs read the same bytes; transient faults are survived exactly, or named."""
 
+import logging
 import os
 
 import pytest
 
 from recipes.core.errors import DataError
-from recipes.core.storage import is_transient, open_stream, shown, stream_size, suffix
+from recipes.core.storage import has_glob, is_transient, open_stream, shown, stream_size, suffix
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 
@@ -95,7 +96,79 @@ def test_a_missing_backend_names_the_pip_command():
     try:
         import gcsfs  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match=r'pip install "recipes\[gcs\]"'):
+        with pytest.raises(ImportError, match=r'pip install gcsfs'):
             stream_size("gs://bucket/file.jsonl")
     else:
         pytest.skip("gcsfs is installed")
+
+
+def _requests(caplog, bucket: str) -> int:
+    """Requests moto's server answered for ``bucket`` (its access log, one record each)."""
+    return sum(f" /{bucket}" in record.getMessage() for record in caplog.records if record.name == "werkzeug")
+
+
+@pytest.mark.parametrize(
+    "bucket, key, refused, error, words",
+    [
+        pytest.param("nobucket", "x.jsonl", False, FileNotFoundError, "s3://nobucket/x.jsonl does not exist",
+                     id="no-such-bucket"),
+        pytest.param("data", "missing.jsonl", False, FileNotFoundError, "s3://data/missing.jsonl does not exist",
+                     id="404"),
+        pytest.param("data", "small.jsonl", True, DataError, "s3://data/small.jsonl: cannot read (PermissionError",
+                     id="403"),
+    ],
+)
+def test_a_refusal_from_s3_fails_at_once_naming_the_url(folder, caplog, monkeypatch, bucket, key, refused, error,
+                                                        words):
+    from recipes.core.storage import filesystem
+
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    with s3_server() as (endpoint, options):
+        upload(endpoint, folder)
+        if refused:  # moto checks signatures from here on, and knows no key: every request is a 403
+            monkeypatch.setattr("moto.settings.INITIAL_NO_AUTH_ACTION_COUNT", 0)
+        url = f"s3://{bucket}/{key}"
+        fs, inner = filesystem(url, options)
+        caplog.clear()
+        with pytest.raises(Exception):  # noqa: B017 - s3fs's own answer, asked once: the oracle
+            fs.info(inner)
+        once = _requests(caplog, bucket)
+        fs.invalidate_cache()
+        caplog.clear()
+        with pytest.raises(error) as raised:
+            stream_size(url, options, retries=5, backoff=0.001)
+        assert _requests(caplog, bucket) == once > 0  # retried, it would be 6 times as many
+    assert words in str(raised.value)
+    assert raised.value.__suppress_context__ and raised.value.__cause__ is None
+
+
+def test_s3_answers_are_transient_only_when_asking_again_may_cure_them():
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, ParamValidationError
+
+    def answer(status, code):
+        response = {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+        return ClientError(response, "GetObject")
+
+    def translated(kind, cause):  # what s3fs raises: an OSError from S3's answer
+        error = kind(cause.response["Error"]["Message"])
+        error.__cause__ = cause
+        return error
+
+    final = [answer(404, "NoSuchKey"), answer(404, "NoSuchBucket"), answer(403, "AccessDenied"),
+             answer(400, "InvalidRequest"), translated(FileNotFoundError, answer(404, "NoSuchBucket")),
+             translated(PermissionError, answer(403, "AccessDenied")), translated(OSError, answer(400, "InvalidArgument")),
+             ParamValidationError(report="bad bucket name"), NoCredentialsError()]
+    healing = [answer(500, "InternalError"), answer(503, "SlowDown"), answer(429, "TooManyRequests"),
+               translated(OSError, answer(503, "ServiceUnavailable")), EndpointConnectionError(endpoint_url="http://x")]
+    assert [is_transient(e) for e in final] == [False] * len(final)
+    assert [is_transient(e) for e in healing] == [True] * len(healing)
+
+
+def test_a_signed_url_is_one_file_not_a_glob():
+    from recipes.core.parquet_files import parquet_entries
+    from recipes.multimodal import expand_shards
+
+    shard, table = "https://host/a/shard-000.tar?sig=x&se=2026", "https://host/a/t.parquet?sig=x"
+    assert expand_shards(shard) == [shard] and parquet_entries(table) == [table]  # no listing asked for
+    assert has_glob("https://host/a/shard-*.tar?sig=x") and has_glob("/data/shard-00?.tar")
+    assert not has_glob("https://host/a/shard-000.tar?sig=x")

@@ -19,7 +19,7 @@ def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert build.returncode == 0, build.stderr[-2000:]
-    (wheel,) = (tmp_path / "dist").glob("recipes-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("dataloader_recipes-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "recipes/fixtures.py" in names and not any(n.startswith(("fixtures/", "tests/")) for n in names)
 

@@ -168,3 +168,10 @@ def test_a_bomb_is_refused_by_the_dataset_before_its_pixels_are_allocated(hostil
     growth, out = peak_rss_growth_mb(setup, action)
     assert "image 14: " in out and "bomb.png: refused as a decompression bomb" in out
     assert growth < 32  # decoding the 16000x16000 header's image would take 256-768 MB
+
+
+def test_a_missing_annotation_file_or_image_root_is_named_by_its_role(fixtures, tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"^ann_file .*nope\.json does not exist"):
+        CocoDataset(fixtures / "detection/images", tmp_path / "nope.json")
+    with pytest.raises(FileNotFoundError, match=r"^image_root .*nope is not a directory"):
+        CocoDataset(tmp_path / "nope", fixtures / "detection/instances.json")

@@ -9,6 +9,7 @@ from torchvision.transforms import v2
 
 from recipes.core import DevicePrefetcher, MixedDataset
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_loader
+from recipes.vision import train_transform
 from tests.photos import photo
 
 TRANSFORMS = {
@@ -44,6 +45,38 @@ def test_cpu_batches_equal_the_worker_path_captions_and_pixels(fixtures, tokeniz
     assert len(batches["worker"]) == len(batches["device"]) > 1
     for a, b in zip(batches["worker"], batches["device"]):
         assert a.keys() == b.keys()
+        for key in ("input_ids", "attention_mask", "lengths", "index"):
+            assert torch.equal(a[key], b[key]), key
+        torch.testing.assert_close(b["pixel_values"], a["pixel_values"], rtol=0, atol=1e-6)
+
+
+LARGE = {
+    "train": lambda: train_transform(24),
+    "eval": lambda: v2.Compose([v2.Resize(110, antialias=True), v2.CenterCrop(96)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(LARGE))
+def test_photos_over_twice_the_resize_give_the_worker_path_pairs_through_workers(tokenizer, tmp_path, kind):
+    images = tmp_path / "images"
+    images.mkdir()
+    sizes = [(320, 240), (240, 320), (900, 700), (420, 330), (60, 50)] * 2
+    for j, size in enumerate(sizes):
+        photo(*size, seed=j).save(images / f"{j}.jpg", quality=90)
+    photo(320, 240, seed=20).convert("L").save(images / "gray.jpg", quality=90)
+    photo(320, 240, seed=21).save(images / "flat.png")
+    rows = [{"image": f"images/{p.name}", "captions": [f"photo {p.stem}", "a photo"]} for p in sorted(images.iterdir())]
+    manifest = tmp_path / "pairs.jsonl"
+    manifest.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    dataset = ImageTextDataset(manifest, tokenizer, transform=LARGE[kind]())
+    batches = {
+        decode: list(DevicePrefetcher(
+            multimodal_loader(dataset, 4, train=kind == "train", device="cpu", seed=7, decode=decode, num_workers=2),
+            "cpu", mean=CLIP_MEAN, std=CLIP_STD))
+        for decode in ("worker", "device")
+    }
+    assert len(batches["worker"]) == len(batches["device"]) == 3
+    for a, b in zip(batches["worker"], batches["device"]):
         for key in ("input_ids", "attention_mask", "lengths", "index"):
             assert torch.equal(a[key], b[key]), key
         torch.testing.assert_close(b["pixel_values"], a["pixel_values"], rtol=0, atol=1e-6)

@@ -158,6 +158,17 @@ def test_collate_drops_skipped_samples_and_uses_the_pad_id():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
 
 
+def test_keys_a_user_adds_to_caption_items_reach_the_batch():
+    items = [{"image": torch.zeros(3, 4, 4, dtype=torch.uint8), "input_ids": torch.tensor([5, 6, 7][:n]), "index": n,
+              "source": f"shard {n}", "score": 0.5 * n, "boxes": torch.ones(n, 4)} for n in (1, 2, 3)]
+    batch = multimodal_collate(items)
+    assert batch["source"] == ["shard 1", "shard 2", "shard 3"]
+    assert batch["score"].tolist() == [0.5, 1.0, 1.5]
+    assert [tuple(b.shape) for b in batch["boxes"]] == [(1, 4), (2, 4), (3, 4)]  # ragged: kept as a list
+    with pytest.raises(ValueError, match=r"multimodal_collate: the items' key 'lengths' would overwrite"):
+        multimodal_collate([{**item, "lengths": 1} for item in items])
+
+
 def test_collate_of_different_sizes_asks_for_a_resize_and_crop(fixtures, tokenizer):
     dataset = ImageTextDataset(fixtures / "multimodal" / "manifest.jsonl", tokenizer)
     with pytest.raises(ValueError, match="add a resize \\+ crop transform"):

@@ -123,3 +123,38 @@ def test_block_diagonal_attention_over_the_packed_row_equals_unpacked_sequences(
             own = torch.ones(n, n, dtype=torch.bool).tril() if causal else None
             alone = attend(item["input_ids"][None], torch.arange(n)[None], own)
             torch.testing.assert_close(packed[cu[b] : cu[b + 1]], alone, atol=1e-6, rtol=1e-6)
+
+
+class _WithTokenCount(TokenizedTextDataset):
+    """A copied recipe that adds keys to its items: a number, a ragged tensor and a string."""
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        ids = item["input_ids"]
+        return {**item, "n_tokens": len(ids), "first_two": ids[:2].clone(), "tail": ids[-(index % 3 + 1):].clone(),
+                "source": f"line {index}"}
+
+
+def test_keys_a_user_adds_to_items_reach_the_batch_in_every_collate(fixtures, tok):
+    from recipes.text import text_loader
+    from recipes.text.streaming import stream_collate
+
+    dataset = _WithTokenCount(fixtures / "text" / "labeled.jsonl", tok, label_field="label", max_length=40)
+    batch = next(iter(text_loader(dataset, 6, train=False, device="cpu", num_workers=0)))
+    items = [dataset[int(i)] for i in batch["index"]]
+    assert torch.equal(batch["n_tokens"], batch["lengths"])          # numbers -> an int64 tensor
+    assert torch.equal(batch["first_two"], torch.stack([item["first_two"] for item in items]))  # one shape: stacked
+    assert [t.tolist() for t in batch["tail"]] == [item["tail"].tolist() for item in items]      # ragged: a list
+    assert batch["source"] == [f"line {int(i)}" for i in batch["index"]]
+    packed = pack_collate(items)
+    assert torch.equal(packed["n_tokens"], batch["lengths"]) and packed["source"] == batch["source"]
+    assert stream_collate(items)["source"] == batch["source"]
+
+
+def test_an_item_key_that_would_overwrite_a_batch_key_is_refused_by_name(fixtures, tok):
+    dataset = TokenizedTextDataset(fixtures / "text" / "labeled.jsonl", tok, label_field="label")
+    items = [{**dataset[i], "attention_mask": torch.ones(3)} for i in range(2)]
+    with pytest.raises(ValueError, match=r"text_collate: the items' key 'attention_mask' would overwrite"):
+        text_collate(items)
+    with pytest.raises(ValueError, match=r"item 0 has the key 'extra' but item 1 of the batch has not"):
+        text_collate([{**dataset[0], "extra": 1}, dataset[1]])

@@ -27,6 +27,41 @@ def _folder(fixtures, tmp_path):
     return root
 
 
+def _large_photos(root):
+    """Two classes of JPEGs 2-9 times the presets' draft sizes below (decoded at 1/2 or 1/4 by
+    the worker path), gray and colour, landscape and portrait, plus a PNG and a small JPEG."""
+    for k in range(2):
+        folder = root / f"class_{k}"
+        folder.mkdir(parents=True)
+        for j, size in enumerate([(320, 240), (240, 320), (900, 700), (420, 330), (60, 50)]):
+            photo(*size, seed=10 * k + j).save(folder / f"{j}.jpg", quality=90)
+        photo(320, 240, seed=10 * k + 7).convert("L").save(folder / "gray.jpg", quality=90)
+        photo(320, 240, seed=10 * k + 8).save(folder / "flat.png")
+    return root
+
+
+# draft sizes (99, 99) and (110, 110): every JPEG but the small one is at least twice that
+LARGE = {"train": lambda: train_transform(24), "eval": lambda: eval_transform(96, resize_size=110)}
+
+
+@pytest.mark.parametrize("preset", list(LARGE))
+def test_photos_decoded_at_reduced_scale_give_the_worker_path_batches_through_workers(tmp_path, preset):
+    dataset = ImageFolderDataset(_large_photos(tmp_path / "photos"), LARGE[preset]())  # draft_size="auto"
+    train = preset == "train"
+    worker, device = (
+        list(DevicePrefetcher(vision_loader(dataset, 4, train=train, device="cpu", seed=7, decode=decode,
+                                            num_workers=2), "cpu"))
+        for decode in ("worker", "device")
+    )
+    assert len(worker) == len(device) == (3 if train else 4)
+    for (a, labels_a), (b, labels_b) in zip(worker, device):
+        assert torch.equal(labels_a, labels_b)
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-6)
+    raw = list(vision_loader(dataset, 4, train=train, device="cpu", seed=7, decode="device", num_workers=0))
+    scales = torch.cat([images.scales for images, _ in raw if isinstance(images, EncodedBatch)])
+    assert (scales > 1).sum() >= 8 and (scales == 1).any()  # reduced-scale JPEGs went to the device decoder
+
+
 def _batches(dataset, decode, device="cpu", train=True, **overrides):
     loader = vision_loader(dataset, 5, train=train, device=device, seed=3, decode=decode, num_workers=0, **overrides)
     return list(DevicePrefetcher(loader, device))
@@ -34,8 +69,7 @@ def _batches(dataset, decode, device="cpu", train=True, **overrides):
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_cpu_batches_equal_the_worker_path_with_fallbacks_in_the_same_batch(fixtures, tmp_path, preset):
-    # draft_size=None: a worker's reduced-scale JPEG decode is the one intended difference
-    dataset = ImageFolderDataset(_folder(fixtures, tmp_path), PRESETS[preset](), draft_size=None)
+    dataset = ImageFolderDataset(_folder(fixtures, tmp_path), PRESETS[preset]())
     raw = list(vision_loader(dataset, 5, device="cpu", seed=3, decode="device", num_workers=0))
     # batches mixing device and worker decoding ran
     assert any(isinstance(images, EncodedBatch) and not images.on_device.all() for images, _ in raw)
@@ -48,7 +82,7 @@ def test_cpu_batches_equal_the_worker_path_with_fallbacks_in_the_same_batch(fixt
 
 
 def test_a_spawned_two_worker_loader_gives_the_same_batches(fixtures):
-    dataset = ImageFolderDataset(fixtures / "vision", train_transform(16), draft_size=None)
+    dataset = ImageFolderDataset(fixtures / "vision", train_transform(16))
     spawned = vision_loader(dataset, 4, device="cpu", seed=1, decode="device", num_workers=2,
                             multiprocessing_context="spawn", persistent_workers=False)
     local = vision_loader(dataset, 4, device="cpu", seed=1, num_workers=0)
@@ -62,7 +96,7 @@ def test_bad_files_follow_the_error_policy_as_with_worker_decoding(fixtures, tmp
     shutil.copytree(fixtures / "hostile" / "images", root / "bad")
     with pytest.raises(DataError, match="bad"):
         _batches(ImageFolderDataset(root, eval_transform(16, 16)), "device", train=False)
-    dataset = ImageFolderDataset(root, eval_transform(16, 16), on_error="skip", draft_size=None)
+    dataset = ImageFolderDataset(root, eval_transform(16, 16), on_error="skip")
     with pytest.warns(SkippedSampleWarning) as caught_device:
         device = _batches(dataset, "device", train=False)
     with pytest.warns(SkippedSampleWarning) as caught_worker:
@@ -117,8 +151,8 @@ def test_the_prepared_gpu_check_runs_through_without_cuda(tmp_path):
 
 def test_a_mixture_of_folders_with_their_own_transforms_gives_the_worker_path_batches(fixtures, tmp_path):
     root = _folder(fixtures, tmp_path)
-    cropped = ImageFolderDataset(root, train_transform(24), draft_size=None)
-    resized = ImageFolderDataset(fixtures / "vision", eval_transform(24, resize_size=28), draft_size=None)
+    cropped = ImageFolderDataset(root, train_transform(24))
+    resized = ImageFolderDataset(fixtures / "vision", eval_transform(24, resize_size=28))
     mixed = MixedDataset([cropped, resized], [3, 1], samples_per_epoch=30)
     for epoch in range(2):
         worker, device = (_batches(mixed, decode) for decode in ("worker", "device"))

@@ -1,0 +1,291 @@
+"""Credentials never leave the library: every public path-taking call and CLI command, driven
+into each failure it can hit with a URL carrying ``user:password@`` and ``?sig=TOKEN`` and
+``storage_options`` carrying a fake key and secret, shows none of them in its message,
+warnings, log records, repr, state or full exception chain.
+
+CASES is the table; ``test_every_public_path_argument_has_a_case`` derives the public names
+that take a path (an ``os.PathLike`` parameter) and the CLI's PATH commands, so a new one
+without a row fails.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import socket
+import traceback
+import warnings
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from torch.utils.data import DataLoader, IterableDataset
+
+from recipes.__main__ import build_parser, main
+from recipes.core import image_size, load_tokenizer, read_image, resolve_under, storage
+from recipes.detection import CocoDataset
+from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
+from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from recipes.vision import ImageFolderDataset
+from tests.servers import FaultyHTTPServer, s3_server, upload
+
+PASSWORD, TOKEN, KEY, SECRET = "pa55w0rd", "TOKEN123", "FAKEKEYID42", "FAKESECRET42"
+SECRETS = (PASSWORD, TOKEN, KEY, SECRET)
+MODULES = ("core", "vision", "text", "detection", "multimodal")  # recipes.<name>.__all__ is the public API
+
+
+@dataclass
+class Where:
+    """Where a case's URLs point: ``url(name)`` carries the credentials, ``options`` the fake keys."""
+
+    base: str  # http://127.0.0.1:PORT or s3://bucket
+    options: dict[str, Any]
+    local: Path  # a local folder for arguments that must be local (image roots, tokenizers, outputs)
+    tokenizer: Any
+
+    def url(self, name: str) -> str:
+        scheme, rest = self.base.split("://", 1)
+        userinfo = f"user:{PASSWORD}@" if scheme == "http" else ""  # s3fs reads no userinfo; its query is tested
+        return f"{scheme}://{userinfo}{rest}/{name}?sig={TOKEN}"
+
+
+def _first(dataset: Any) -> Any:
+    """The first sample: where a stream opens its first file, and a map-style dataset its first image."""
+    return next(iter(dataset)) if isinstance(dataset, IterableDataset) else dataset[0]
+
+
+def _after_one(stream: Any) -> Any:
+    """``stream`` once it has yielded a sample, so that its state holds a position."""
+    _first(stream)
+    return stream
+
+
+def _tok(w: Where, name: str, **options: Any) -> Any:
+    return TokenizedTextDataset(w.url(name), w.tokenizer, storage_options=w.options, **options)
+
+
+def _stream(w: Where, name: str, **options: Any) -> Any:
+    return StreamingTextDataset(w.url(name), w.tokenizer, storage_options=w.options, **options)
+
+
+def _pairs(w: Where, name: str, **options: Any) -> Any:
+    return ImageTextDataset(w.url(name), w.tokenizer, storage_options=w.options, **options)
+
+
+def _shards(w: Where, name: str) -> Any:
+    return ImageTextShards(w.url(name), w.tokenizer, storage_options=w.options)
+
+
+def _coco(w: Where, name: str, *, url_root: bool = False) -> Any:
+    return CocoDataset(w.url("images") if url_root else w.local, w.url(name), storage_options=w.options)
+
+
+def _write(w: Where, name: str) -> Any:
+    return write_shards(w.url(name), w.local / "out", storage_options=w.options)
+
+
+def _cli(*argv: str | Path) -> Any:
+    return main([str(part) for part in argv])
+
+
+# (id, public name, the server its URLs point at, the call). Servers: "http" serves the files
+# FILES writes, "closed" is a port nobody listens on, "s3" is moto with a bucket "data".
+# Each row's call fails with secrets in play, except: "-repr" and "-state" rows return what is
+# inspected for its repr and state, "-skip" rows warn and go on.
+CASES = [
+    ("tokenized-unsupported", "TokenizedTextDataset", "http", lambda w: _tok(w, "t.xml")),
+    ("tokenized-404", "TokenizedTextDataset", "http", lambda w: _tok(w, "gone.jsonl")),
+    ("tokenized-closed", "TokenizedTextDataset", "closed", lambda w: _tok(w, "t.jsonl")),
+    ("tokenized-missing-field", "TokenizedTextDataset", "http", lambda w: _tok(w, "rows.jsonl", text_field="body")),
+    ("tokenized-missing-column", "TokenizedTextDataset", "http", lambda w: _tok(w, "nocol.parquet")),
+    ("tokenized-parquet-404", "TokenizedTextDataset", "http", lambda w: _tok(w, "gone.parquet")),
+    ("tokenized-repr", "TokenizedTextDataset", "http", lambda w: _tok(w, "rows.jsonl")),
+    ("tokenized-skip", "TokenizedTextDataset", "http", lambda w: _tok(w, "bad_line.jsonl", on_error="skip")),
+    ("tokenized-nobucket", "TokenizedTextDataset", "s3-nobucket", lambda w: _tok(w, "rows.jsonl")),
+    ("tokenized-s3-404", "TokenizedTextDataset", "s3", lambda w: _tok(w, "gone.jsonl")),
+    ("tokenized-s3-403", "TokenizedTextDataset", "s3-403", lambda w: _tok(w, "rows.jsonl")),
+    ("tokenizer-url", "TokenizedTextDataset", "http",
+     lambda w: TokenizedTextDataset(w.local / "rows.jsonl", w.url("t.json"))),
+    ("streaming-unsupported", "StreamingTextDataset", "http", lambda w: _stream(w, "t.xml")),
+    ("streaming-404", "StreamingTextDataset", "http", lambda w: _stream(w, "gone.jsonl")),
+    ("streaming-closed", "StreamingTextDataset", "closed", lambda w: _stream(w, "t.jsonl")),
+    ("streaming-missing-column", "StreamingTextDataset", "http", lambda w: _stream(w, "nocol.parquet")),
+    ("streaming-state", "StreamingTextDataset", "http", lambda w: _after_one(_stream(w, "rows.jsonl"))),
+    ("streaming-skip", "StreamingTextDataset", "http", lambda w: list(_stream(w, "bad_line.jsonl", on_error="skip"))),
+    ("streaming-s3-404", "StreamingTextDataset", "s3", lambda w: _stream(w, "gone.jsonl")),
+    ("pairs-unsupported", "ImageTextDataset", "http", lambda w: _pairs(w, "c.xml")),
+    ("pairs-404", "ImageTextDataset", "http", lambda w: _pairs(w, "gone.jsonl")),
+    ("pairs-closed", "ImageTextDataset", "closed", lambda w: _pairs(w, "c.jsonl")),
+    ("pairs-bad-json", "ImageTextDataset", "http", lambda w: _pairs(w, "bad.json")),
+    ("pairs-missing-column", "ImageTextDataset", "http", lambda w: _pairs(w, "nocol.parquet")),
+    ("pairs-missing-image", "ImageTextDataset", "http", lambda w: _first(_pairs(w, "pairs.jsonl"))),
+    ("pairs-skip", "ImageTextDataset", "http", lambda w: _first(_pairs(w, "pairs.jsonl", on_error="skip"))),
+    ("pairs-local-root", "ImageTextDataset", "http",
+     lambda w: _first(_pairs(w, "pairs.jsonl", image_root=w.local / "nowhere"))),
+    ("shards-nothing-matched", "ImageTextShards", "http", lambda w: _shards(w, "none/x-*.tar")),
+    ("shards-404", "ImageTextShards", "http", lambda w: _first(_shards(w, "gone-000.tar"))),
+    ("shards-404-in-a-worker", "ImageTextShards", "http",
+     lambda w: next(iter(DataLoader(_shards(w, "gone-000.tar"), batch_size=None, num_workers=1)))),
+    ("shards-closed", "ImageTextShards", "closed", lambda w: _first(_shards(w, "x-000.tar"))),
+    ("shards-glob-closed", "ImageTextShards", "closed", lambda w: _shards(w, "x-*.tar")),
+    ("shards-bad-tar", "ImageTextShards", "http", lambda w: _first(_shards(w, "bad-000.tar"))),
+    ("shards-state", "ImageTextShards", "http", lambda w: _shards(w, "x-{000..001}.tar")),
+    ("shards-s3-nothing-matched", "ImageTextShards", "s3", lambda w: _shards(w, "none-*.tar")),
+    ("shards-s3-404", "ImageTextShards", "s3", lambda w: _first(_shards(w, "gone-000.tar"))),
+    ("expand-nothing-matched", "expand_shards", "http",
+     lambda w: expand_shards(w.url("none/x-*.tar"), w.options)),
+    ("writer-404", "write_shards", "http", lambda w: _write(w, "gone.parquet")),
+    ("writer-missing-column", "write_shards", "http", lambda w: _write(w, "nocol.parquet")),
+    ("writer-closed", "write_shards", "closed", lambda w: _write(w, "c.parquet")),
+    ("coco-url-root", "CocoDataset", "http", lambda w: _coco(w, "bad.json", url_root=True)),
+    ("coco-404", "CocoDataset", "http", lambda w: _coco(w, "gone.json")),
+    ("coco-bad-json", "CocoDataset", "http", lambda w: _coco(w, "bad.json")),
+    ("coco-missing-image", "CocoDataset", "http", lambda w: _first(_coco(w, "one.json"))),
+    ("coco-closed", "CocoDataset", "closed", lambda w: _coco(w, "a.json")),
+    ("coco-s3-nobucket", "CocoDataset", "s3-nobucket", lambda w: _coco(w, "a.json")),
+    ("folder-url", "ImageFolderDataset", "http",
+     lambda w: ImageFolderDataset(w.url("train"))),
+    ("read-image-404", "read_image", "http", lambda w: read_image(w.url("gone.jpg"), storage_options=w.options)),
+    ("read-image-closed", "read_image", "closed", lambda w: read_image(w.url("a.jpg"))),
+    ("read-image-s3-403", "read_image", "s3-403", lambda w: read_image(w.url("a.jpg"), storage_options=w.options)),
+    ("image-size-url", "image_size", "http", lambda w: image_size(w.url("a.jpg"))),
+    ("load-tokenizer-url", "load_tokenizer", "http", lambda w: load_tokenizer(w.url("tokenizer.json"))),
+    ("resolve-under-url", "resolve_under", "http", lambda w: resolve_under(w.url("images"), "../up.jpg")),
+    ("cli-check-url", "cli check", "http", lambda w: _cli("check", "text", w.url("rows.jsonl"))),
+    ("cli-check-tokenizer-url", "cli check", "http",
+     lambda w: _cli("check", "text", w.local / "rows.jsonl", "--tokenizer", w.url("tokenizer.json"))),
+    ("cli-check-root-url", "cli check", "http",
+     lambda w: _cli("check", "detection", w.local / "a.json", "--image-root", w.url("images"))),
+    ("cli-show-url", "cli show", "http", lambda w: _cli("show", "text", w.url("rows.jsonl"), "-o", w.local / "o.png")),
+    ("cli-bench-url", "cli bench", "http", lambda w: _cli("bench", "text", w.url("rows.jsonl"), "--seconds", "1")),
+]
+
+
+def public_path_takers() -> set[str]:
+    """Every public name with an ``os.PathLike`` parameter, and ``cli <command>`` for each command taking PATH."""
+    names = set()
+    for module in MODULES:
+        package = import_module(f"recipes.{module}")
+        for name in package.__all__:
+            try:
+                parameters = inspect.signature(getattr(package, name)).parameters.values()
+            except (TypeError, ValueError):  # exception classes and constants
+                continue
+            if any("PathLike" in str(parameter.annotation) for parameter in parameters):
+                names.add(name)
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices  # noqa: SLF001 - argparse's
+    names |= {f"cli {name}" for name, parser in commands.items()
+              if any(action.dest == "path" for action in parser._actions)}  # noqa: SLF001
+    return names
+
+
+def test_every_public_path_argument_has_a_case():
+    covered = {target for _, target, _, _ in CASES}
+    assert public_path_takers() - covered == set(), "add a row to CASES for each new public path argument"
+    assert covered - public_path_takers() == set()
+
+
+def _files(folder: Path) -> None:
+    """What the http server (and the bucket) hold: one file per kind of failure."""
+    (folder / "rows.jsonl").write_text('{"text": "hello world"}\n{"text": "one more line"}\n')
+    (folder / "pairs.jsonl").write_text('{"image": "missing.jpg", "caption": "a photo"}\n')
+    (folder / "bad_line.jsonl").write_text('{"text": "kept"}\n{"text": \n')
+    (folder / "bad.json").write_text('{"images": [{"id": 1, "file_name": ')
+    (folder / "a.json").write_text(json.dumps({"images": [], "annotations": [], "categories": []}))
+    pq.write_table(pa.table({"other": ["x", "y"]}), folder / "nocol.parquet")
+    image = {"id": 1, "file_name": "missing.jpg", "width": 8, "height": 8}
+    (folder / "one.json").write_text(json.dumps({"images": [image], "annotations": [], "categories": []}))
+    (folder / "bad-000.tar").write_bytes(b"not a tar header " * 64)
+    (folder / "x-000.tar").write_bytes(b"")
+    (folder / "x-001.tar").write_bytes(b"")
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory, tokenizer):
+    folder = tmp_path_factory.mktemp("served")
+    _files(folder)
+    local = tmp_path_factory.mktemp("local")
+    _files(local)
+    http_options = {"headers": {"X-Key": KEY, "X-Secret": SECRET}}  # sent with every request
+    with FaultyHTTPServer(folder) as http, s3_server() as (endpoint, options):
+        upload(endpoint, folder)
+        s3_options = dict(options, key=KEY, secret=SECRET)
+        yield {
+            "http": Where(http.url("").rstrip("/"), http_options, local, tokenizer),
+            "closed": Where(f"http://127.0.0.1:{_closed_port()}", http_options, local, tokenizer),
+            "s3": Where("s3://data", s3_options, local, tokenizer),
+            "s3-nobucket": Where("s3://nobucket", s3_options, local, tokenizer),
+            "s3-403": Where("s3://data", s3_options, local, tokenizer),
+        }
+
+
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """Transient faults (the closed port) are still retried, without the real backoff's seconds."""
+    for function in (storage.open_stream, storage.stream_size, storage.retried):
+        monkeypatch.setitem(function.__kwdefaults__, "backoff", 0.0001)
+
+
+def _around(text: str) -> str:
+    """Each line that shows a secret, for the failure message."""
+    return "\n".join(line[:400] for line in text.splitlines() if any(s in line for s in SECRETS))
+
+
+def _chain(error: BaseException | None) -> list[BaseException]:
+    """The error and the causes and contexts a traceback shows behind it."""
+    seen: list[BaseException] = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        if error.__cause__ is not None:
+            error = error.__cause__
+        else:
+            error = None if error.__suppress_context__ else error.__context__
+    return seen
+
+
+def _ours_or_loud(record: logging.LogRecord) -> bool:
+    """A record the library logs, or any warning a default logging set-up prints (not the test servers')."""
+    server = record.name.startswith(("werkzeug", "moto"))
+    return record.name.startswith("recipes") or (record.levelno >= logging.WARNING and not server)
+
+
+@pytest.mark.parametrize("kind, call", [pytest.param(kind, call, id=name) for name, _, kind, call in CASES])
+def test_no_secret_in_any_message(kind, call, servers, quick_retries, caplog, capsys, request, monkeypatch):
+    if kind == "s3-403":  # moto checks signatures from now on; the fake key is unknown: 403
+        monkeypatch.setattr("moto.settings.INITIAL_NO_AUTH_ACTION_COUNT", 0)
+    where = servers[kind]
+    shown_texts: list[str] = []
+    caplog.set_level(logging.DEBUG)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call(where)
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - every failure is inspected
+            shown_texts.append("".join(traceback.format_exception(error, chain=True)))
+            shown_texts += [f"{type(e).__name__}: {e} {e!r} {e.args!r}" for e in _chain(error)]
+            failed = True
+        else:
+            failed = False
+            shown_texts.append(repr(result))
+            if hasattr(result, "state_dict"):
+                shown_texts.append(repr(result.state_dict()))
+    shown_texts += [str(w.message) for w in caught]
+    shown_texts += [record.getMessage() for record in caplog.records if _ours_or_loud(record)]
+    out, err = capsys.readouterr()
+    shown_texts += [out, err]
+    everything = "\n".join(shown_texts)
+    assert [s for s in SECRETS if s in everything] == [], _around(everything)
+    name = request.node.callspec.id
+    assert failed != name.endswith(("-repr", "-state", "-skip")), everything
+    assert caught or not name.endswith("-skip"), "the case was meant to warn"
