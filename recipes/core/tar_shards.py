@@ -105,7 +105,7 @@ def read_samples(
     for position in range(begin[0], len(shards)):
         shard, offset = shards[position], begin[1] if position == begin[0] else 0
         key, files, first, name = None, {}, None, shown(shard)
-        seen: set[str] = set()  # the keys of this shard's samples so far: a key that comes back is refused
+        seen: set[str | None] = set()  # the keys of this shard's samples so far: one that comes back is refused
         dropped = False  # the current sample was refused under on_error="skip": its members are passed over
         reached = not offset  # a member at or after the resume offset was read
         walking = False  # the walk from the offset has begun (a plain shard's keys before it are known)
@@ -116,8 +116,7 @@ def read_samples(
             with _stream_from(shard, offset, storage_options, cache) as (stream, base):
                 for member in tar_members(stream, source=name):
                     if base + member.offset < offset:  # a compressed shard is read from its start
-                        if member.is_file and _safe(member, name):
-                            seen.add(_member_key(member, name)[0])
+                        seen.add(_known_key(member, name))
                         continue
                     if not reached and base + member.offset != offset:
                         raise _not_a_member(name, offset)
@@ -132,8 +131,7 @@ def read_samples(
                     if stem != key:
                         if files and not dropped:
                             yield [position, first], (shard, key, files)
-                        if key is not None:
-                            seen.add(key)
+                        seen.add(key)
                         key, files, first, dropped = stem, {}, base + member.offset, False
                         if stem in seen:
                             dropped = _refuse(f"{name}: key {stem!r} comes back at byte {first:,}, after other "
@@ -166,12 +164,12 @@ def _member_key(member: Any, name: str) -> tuple[str, str]:
     return split_key(member_name.removeprefix("./"))
 
 
-def _safe(member: Any, name: str) -> bool:
+def _known_key(member: Any, name: str) -> str | None:
+    """The key of a file member that :func:`read_samples` groups (None for any other member)."""
     try:
-        _member_key(member, name)
+        return _member_key(member, name)[0] if member.is_file else None
     except DataError:
-        return False
-    return True
+        return None
 
 
 def _refuse(message: str, on_error: str) -> bool:
@@ -180,7 +178,9 @@ def _refuse(message: str, on_error: str) -> bool:
     return True
 
 
-def _keys_before(shard: str, offset: int, storage_options: dict[str, Any] | None, cache: DiskCache | None) -> set[str]:
+def _keys_before(
+    shard: str, offset: int, storage_options: dict[str, Any] | None, cache: DiskCache | None
+) -> set[str | None]:
     """The keys of a plain shard's members before ``offset`` (headers only): a resumed read refuses
     a key that comes back exactly as the read from the shard's start did."""
     keys, name = set(), shown(shard)
@@ -188,8 +188,7 @@ def _keys_before(shard: str, offset: int, storage_options: dict[str, Any] | None
         for member in tar_members(stream, source=name):
             if member.offset >= offset:
                 break
-            if member.is_file and _safe(member, name):
-                keys.add(_member_key(member, name)[0])
+            keys.add(_known_key(member, name))
     return keys
 
 
