@@ -135,6 +135,17 @@ def test_a_row_group_declaring_more_than_the_limit_is_refused_before_it_is_read(
     # only the columns read count; a raised limit reads the file
     small = list(iter_rows(entries, ["n"], row_counts(entries), max_row_group_bytes=4 * 2**20))
     assert [record["n"] for _, _, record in small] == list(range(128))
-    row = next(iter_rows(entries, ["big"], row_counts(entries), max_row_group_bytes=declared))
+    row = next(iter_rows(entries, ["big"], row_counts(entries), max_row_group_bytes=declared + 2**20))
     assert row[2]["big"] == "a" * 2**16
     assert MAX_ROW_GROUP_BYTES == 256 * 2**20  # the documented default
+
+
+def test_a_row_group_of_many_null_values_counts_each_value_read(tmp_path):
+    pq.write_table(pa.table({"text": pa.nulls(2**20, pa.string()), "n": pa.array(range(2**20))}), tmp_path / "nulls.parquet",
+                   row_group_size=2**20)
+    meta = pq.ParquetFile(tmp_path / "nulls.parquet").metadata.row_group(0)
+    assert meta.column(0).total_uncompressed_size < 2**15  # a million nulls declare a few KB
+    entries = parquet_entries(tmp_path / "nulls.parquet")
+    with pytest.raises(DataError, match=r"nulls.parquet: row group 0 declares [\d,]+ bytes uncompressed and 1,048,576 rows"):
+        next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=4 * 2**20))
+    assert next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=16 * 2**20))[2] == {"text": None}

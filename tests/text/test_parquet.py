@@ -153,11 +153,9 @@ def test_parquet_over_http_with_503s_and_cut_bodies_gives_the_local_items(tmp_pa
 def test_a_row_group_over_max_row_group_bytes_is_refused_by_both_datasets(tmp_path, tokenizer, rows):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
     meta = pq.ParquetFile(tmp_path / "labeled.parquet").metadata
-    column = meta.schema.names.index("text")
-    declared = [meta.row_group(group).column(column).total_uncompressed_size for group in range(meta.num_row_groups)]
-    group, limit = declared.index(max(declared)), max(declared) - 1  # the largest group is the only one over
-    with pytest.raises(DataError, match=f"labeled.parquet: row group {group} declares {max(declared):,} bytes"):
-        TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=limit)
-    with pytest.raises(DataError, match=f"labeled.parquet: row group {group} declares {max(declared):,} bytes"):
-        list(StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=limit))
-    assert len(TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=limit + 1)) == len(rows)
+    declared = meta.row_group(0).column(meta.schema.names.index("text")).total_uncompressed_size
+    with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
+        TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared)
+    with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
+        list(StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared))
+    assert len(TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=2**20)) == len(rows)
