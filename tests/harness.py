@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -385,3 +387,30 @@ def with_skip_warnings(make: Callable[[], Any]) -> tuple[Any, list[str]]:
         warnings.simplefilter("always")
         result = make()
     return result, [str(w.message) for w in caught if w.category is SkippedSampleWarning]
+
+
+# How a field of a loaded state is broken: a value out of range either way, another type, the
+# field taken out, and a key (or list item) next to it that no state has.
+MUTATIONS = ("negative", "too-large", "wrong-type", "missing", "extra")
+
+
+def mutated_state(state: dict[str, Any], field: str, kind: str) -> dict[str, Any]:
+    """A copy of ``state`` whose ``field`` (a dotted path: ``"position.1.0"``) is broken as ``kind``."""
+    state = copy.deepcopy(state)
+    *parents, last = [int(part) if part.isdigit() else part for part in field.split(".")]
+    holder = state
+    for part in parents:
+        holder = holder[part]
+    if kind == "missing":
+        del holder[last]
+    elif kind == "extra":
+        holder.append(0) if isinstance(holder, list) else holder.update(unexpected=0)
+    else:
+        holder[last] = {"negative": -1, "too-large": 10**12, "wrong-type": "x"}[kind]
+    return state
+
+
+def mutation_cases(fields: list[str], accepted: set[tuple[str, str]] = frozenset()) -> list[Any]:
+    """``pytest.param(field, kind)`` for every field and mutation, but those ``accepted`` as valid
+    values (a seed may be any integer, an epoch any large one)."""
+    return [pytest.param(f, k, id=f"{f}-{k}") for f in fields for k in MUTATIONS if (f, k) not in accepted]

@@ -29,7 +29,7 @@ from recipes.core.errors import NamedCollate
 from recipes.core.mixing import MixedStream
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
-from recipes.core.streams import EqualSteps
+from recipes.core.streams import EqualSteps, check_int
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -247,24 +247,40 @@ class ResumableLoader(StatefulDataLoader):
     """
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's
+        or the stream's own ``load_state_dict`` checks its fields (a ValueError names the field)."""
+        owner = "ResumableLoader"
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("_snapshot", {}), dict):
+            raise ValueError(
+                f"{owner} state must be a dict (a StatefulDataLoader's state_dict()), got {type(state_dict).__name__}"
+            )
         main = state_dict.get("_snapshot", {}).get("_main_snapshot", state_dict)
-        saved_workers = main.get("_num_workers", 0)
+        if not isinstance(main, dict):
+            raise ValueError(f"{owner} state: _snapshot['_main_snapshot'] is a {type(main).__name__}, not a dict")
+        saved_workers = check_int(main.get("_num_workers", 0), "_num_workers", owner)
         if saved_workers == self.num_workers:
             super().load_state_dict(state_dict)
             return
         self.next_iter_state = None  # nothing of torchdata's own state is used: start fresh from ours
         if isinstance(self.batch_sampler, GroupedBatchSampler):
-            sampler_state = dict(main["_index_sampler_state"])
-            sampler_state["yielded"] += state_dict.get("_steps_since_snapshot", 0)
-            self.batch_sampler.load_state_dict(sampler_state)
+            sampler_state = main.get("_index_sampler_state")
+            if not isinstance(sampler_state, dict) or "yielded" not in sampler_state:
+                raise ValueError(
+                    f"{owner} state: _index_sampler_state = {str(sampler_state)[:80]} is not a sampler's state"
+                )
+            steps = check_int(state_dict.get("_steps_since_snapshot", 0), "_steps_since_snapshot", owner)
+            yielded = check_int(sampler_state["yielded"], "_index_sampler_state['yielded']", owner)
+            self.batch_sampler.load_state_dict({**sampler_state, "yielded": yielded + steps})
             return
         workers = state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()
         states = [state for state in [w["dataset_state"] for w in workers] or [state_dict.get("dataset_state")] if state]
         ended = state_dict.get("_iterator_finished", False)  # every reader got to the end of its part
         if not states:
             return  # taken before the first pass: nothing to restore
+        if not all(isinstance(state, dict) for state in states):
+            raise ValueError(f"{owner} state: a worker's dataset_state is not a dict")
         if not hasattr(self.dataset, "load_state_dict") or not (
-            ended or all(state["position"] in (None, "end") for state in states)
+            ended or all(state.get("position") in (None, "end") for state in states)
         ):
             raise ValueError(
                 f"this stream's state was saved with num_workers={saved_workers} in the middle of a pass; its "

@@ -33,7 +33,7 @@ from torch.utils.data import Dataset, IterableDataset
 from recipes.core.distributed import shared_seed
 from recipes.core.errors import describe_sample
 from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
-from recipes.core.streams import StreamCursor, reader_slot
+from recipes.core.streams import StreamCursor, check_int, check_keys, reader_slot
 
 # What a domain loader reads from a dataset: per-sample arrays, laid end to end for a mixture...
 PER_SAMPLE = ("lengths", "aspect_ratios")
@@ -192,9 +192,38 @@ class MixedStream(IterableDataset):
         return {**self.cursor.state_dict(), "sources": [stream.state_dict() for stream in self.streams]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.cursor.load_state_dict(state)
-        for stream, source_state in zip(self.streams, state["sources"]):
-            stream.load_state_dict(source_state)
+        """Resume from ``state``: every field, and each source's state, is checked first (a
+        ValueError names it); a refused state leaves the mixture and its sources as they were."""
+        owner = "MixedStream"
+        check_keys(state, ("seed", "epoch", "slots", "position", "sources"), owner)
+        sources = state["sources"]
+        if not isinstance(sources, list) or len(sources) != len(self.streams):
+            count = len(sources) if isinstance(sources, list) else type(sources).__name__
+            raise ValueError(f"{owner} state: sources holds {count} states for {len(self.streams)} streams")
+        slots = state["slots"]
+        most = None  # the largest share of the epoch's draws a reader takes
+        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+            most = -(-self.samples_per_epoch // slots)
+
+        def check_position(position: list[Any], slots: int) -> None:
+            check_int(position[0], "position[0] (block)", owner, 0, 0)
+            check_int(position[1], "position[1] (start)", owner, 0, 0)
+
+        before, number = [stream.state_dict() for stream in self.streams], None
+        try:
+            for number, (stream, source_state) in enumerate(zip(self.streams, sources)):
+                stream.load_state_dict(source_state)
+            number = None
+            cursor = {name: state[name] for name in ("seed", "epoch", "slots", "position")}
+            self.cursor.load_state_dict(
+                cursor, owner=owner, world_size=self.world_size, check_position=check_position, max_taken=most
+            )
+        except ValueError as error:
+            for stream, previous in zip(self.streams, before):
+                stream.load_state_dict(previous)
+            if number is None:
+                raise
+            raise ValueError(f"{owner} state: sources[{number}]: {error}") from None
         self._passes = [None] * len(self.streams)  # resume each source from its state, not a running pass
         self._sources_epoch = int(state["epoch"]) + (state["position"] == "end")
         self._ran = False

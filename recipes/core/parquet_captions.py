@@ -36,6 +36,7 @@ from recipes.core.parquet_files import (
     columns_of,
     entry_name,
     fingerprint,
+    MAX_ROW_GROUP_BYTES,
     iter_rows,
     parquet_entries,
     row_counts,
@@ -78,6 +79,7 @@ def caption_rows(
     caption_field: str = "caption",
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> Iterator[CaptionRow]:
     """The usable rows of a Parquet source (see the module docstring), a row group at a time."""
     check_on_error(on_error)
@@ -87,7 +89,8 @@ def caption_rows(
         if caption_field == "caption" and "caption" not in (present := columns_of(entry, storage_options)):
             captions = "captions" if "captions" in present else caption_field
         check_columns(entry, {"image_field": image_field, "caption_field": captions}, storage_options)
-        for row, where, record in iter_rows([entry], [image_field, captions], [size], storage_options=storage_options):
+        options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
+        for row, where, record in iter_rows([entry], [image_field, captions], [size], **options):
             try:
                 name, data = parse_image(record[image_field], where, image_field)
                 texts = parse_captions(record[captions], where, captions)
@@ -132,6 +135,7 @@ def index_caption_parquet(
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> CaptionIndex:
     """Read a Parquet source into a :class:`CaptionIndex`, tokenising captions a chunk of rows at a time.
 
@@ -141,9 +145,8 @@ def index_caption_parquet(
     """
     entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
     tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
-    rows = caption_rows(
-        entries, image_field=image_field, caption_field=caption_field, on_error=on_error, storage_options=storage_options
-    )
+    fields = {"image_field": image_field, "caption_field": caption_field, "max_row_group_bytes": max_row_group_bytes}
+    rows = caption_rows(entries, on_error=on_error, storage_options=storage_options, **fields)
     cached = key = None
     if cache_dir is not None:
         digest = hashlib.sha256(fingerprint(entries, storage_options))

@@ -32,6 +32,7 @@ from recipes.core.parquet_files import (
     entry_name,
     fingerprint,
     is_arrow_dataset,
+    MAX_ROW_GROUP_BYTES,
     iter_rows,
     parquet_entries,
     row_counts,
@@ -74,6 +75,7 @@ class ParquetSource:
         label_field: str | None = None,
         max_length: int | None = None,
         on_error: str = "raise",
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> ParquetCorpus:
         """Read and tokenise every row: :func:`read_parquet_corpus` of the entries."""
         return read_parquet_corpus(
@@ -84,6 +86,7 @@ class ParquetSource:
             max_length=max_length,
             on_error=on_error,
             storage_options=self.storage_options,
+            max_row_group_bytes=max_row_group_bytes,
         )
 
 
@@ -119,6 +122,7 @@ def parquet_rows(
     label_field: str | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> Iterator[tuple[int, str, Any]]:
     """``(row, text, label)`` for each usable row of ``entries``, checked by :func:`check_record`,
     after checking that every entry has the columns (a :class:`DataError` listing them if not)."""
@@ -127,7 +131,8 @@ def parquet_rows(
         check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
     columns = [text_field] if label_field is None else [text_field, label_field]
     sizes = row_counts(entries, storage_options)
-    for row, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
+    options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
+    for row, where, record in iter_rows(entries, columns, sizes, **options):
         try:
             text, label = check_record(record, where, text_field=text_field, label_field=label_field)
         except DataError as error:
@@ -145,6 +150,7 @@ def read_parquet_corpus(
     max_length: int | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> ParquetCorpus:
     """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
     tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
@@ -158,7 +164,7 @@ def read_parquet_corpus(
         for chunk in (texts, labels, rows):
             chunk.clear()
 
-    fields = {"text_field": text_field, "label_field": label_field}
+    fields = {"text_field": text_field, "label_field": label_field, "max_row_group_bytes": max_row_group_bytes}
     for row, text, label in parquet_rows(entries, on_error=on_error, storage_options=storage_options, **fields):
         texts.append(text)
         labels.append(label)

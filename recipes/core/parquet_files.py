@@ -11,7 +11,11 @@ those, or a Hugging Face ``datasets.Dataset``. A Dataset is read through its pub
 Rows are numbered from 0, across the entries in order (``row``); messages name the file and
 the row within it. Only one row group's values are Python objects at a time, so a file of any
 size reads in flat memory. A column that a file lacks is a :class:`DataError` naming the file
-and listing the columns it has.
+and listing the columns it has. A row group whose footer declares more than
+``max_row_group_bytes`` (``MAX_ROW_GROUP_BYTES``, 256 MiB, by default) uncompressed in the
+columns read, 8 bytes a value at least, is a :class:`DataError` naming the file and the row
+group, before it is read: a 16 KB file can declare 400 MB of one repeated byte, a 121 KB one 67M
+nulls, and reading either costs gigabytes.
 
 pyarrow is an extra (``pip install ".[parquet]"`` from a clone, or ``pip install pyarrow``); without it the first Parquet read says so.
 """
@@ -30,6 +34,9 @@ from recipes.core.storage import glob_paths, has_glob, is_url, open_stream, show
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
+# A row group is read whole, then held as Python objects (several times its size): the limit on
+# what its footer declares, uncompressed, in the columns read. Hub files keep row groups far smaller.
+MAX_ROW_GROUP_BYTES = 256 * 2**20
 
 
 def require_pyarrow() -> Any:
@@ -154,12 +161,17 @@ def iter_rows(
     start: int = 0,
     stop: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """``(row, "file row N", {column: value})`` for the rows ``start <= row < stop`` of ``entries``.
 
     ``sizes`` are the entries' row counts (:func:`row_counts`); only the row groups that hold
     wanted rows are read, and only the named ``columns`` of them. Values are Python objects
     (``str``, ``bytes``, ``list``, ``dict`` for a struct such as Hugging Face's Image).
+
+    Raises:
+        DataError: naming the file and row group, when its footer declares more than
+            ``max_row_group_bytes`` uncompressed in ``columns`` (checked before reading it).
     """
     stop = sum(sizes) if stop is None else stop
     base = 0
@@ -167,7 +179,7 @@ def iter_rows(
         low, high = max(start, base) - base, min(stop, base + size) - base
         if low < high:
             name = entry_name(entry)
-            for first, batch in _batches(entry, list(columns), low, high, storage_options):
+            for first, batch in _batches(entry, list(columns), low, high, storage_options, max_row_group_bytes):
                 values = batch.to_pydict()  # one row group at a time: memory stays flat
                 for offset in range(batch.num_rows):
                     row = first + offset
@@ -176,7 +188,12 @@ def iter_rows(
 
 
 def _batches(
-    entry: Any, columns: list[str], low: int, high: int, storage_options: dict[str, Any] | None
+    entry: Any,
+    columns: list[str],
+    low: int,
+    high: int,
+    storage_options: dict[str, Any] | None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> Iterator[tuple[int, Any]]:
     """``(first row, Table or RecordBatch)`` covering rows ``low:high`` of one entry, a row group at a time."""
     if is_arrow_dataset(entry):
@@ -191,6 +208,7 @@ def _batches(
         for group in range(file.metadata.num_row_groups):
             count = file.metadata.row_group(group).num_rows
             if first + count > low and first < high:
+                _check_declared_size(file.metadata.row_group(group), columns, entry, group, max_row_group_bytes)
                 try:
                     table = file.read_row_group(group, columns=columns)
                 except (OSError, ValueError) as error:  # a corrupt page (ArrowInvalid is a ValueError)
@@ -201,6 +219,26 @@ def _batches(
             first += count
             if first >= high:
                 return
+
+
+def _check_declared_size(group_meta: Any, columns: list[str], entry: Any, group: int, limit: int) -> None:
+    """Refuse a row group whose footer declares more than ``limit`` bytes uncompressed in ``columns``,
+    counting each value as a pointer at least (8 bytes): 67M nulls take 114 KB in a file."""
+    declared = 0
+    for index in range(group_meta.num_columns):
+        chunk = group_meta.column(index)
+        # a leaf's path is "column" or "column.field..." (a struct, a list): it belongs to the column read
+        if any(chunk.path_in_schema == name or chunk.path_in_schema.startswith(name + ".") for name in columns):
+            declared += chunk.total_uncompressed_size
+    declared = declared or group_meta.total_byte_size  # no leaf matched by name: the whole group's size
+    rows = group_meta.num_rows
+    if declared + 8 * rows * len(columns) > limit:
+        raise DataError(
+            f"{entry_name(entry)}: row group {group} declares {declared:,} bytes uncompressed and {rows:,} rows in "
+            f"columns {columns}, over the limit of {limit:,} bytes once read (max_row_group_bytes=): raise the limit "
+            "if the file is trusted and memory allows, or write it with smaller row groups "
+            "(pyarrow.parquet.write_table(..., row_group_size=...))"
+        )
 
 
 def fingerprint(entries: Sequence[Any], storage_options: dict[str, Any] | None = None) -> bytes:

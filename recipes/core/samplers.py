@@ -38,6 +38,7 @@ from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.seeding import epoch_generator, sample_seeds
+from recipes.core.streams import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
 # trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
@@ -144,18 +145,36 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         dealt to the ``W2`` ranks, at most ``W2 - 1`` dropped; no sample twice, the same number
         of steps on every rank. The state of a pass taken after its last batch resumes nothing
         of it; taken after it ended, the next epoch. An evaluation pass resumes only on its
-        own world size.
+        own world size. Every field is checked first, against the epoch's own batches: a
+        ValueError names the field, its value and the allowed range, and changes nothing.
         """
-        self.seed = int(state["seed"])
-        self.epoch = int(state["epoch"])
-        world_size = int(state.get("world_size", self.world_size))
-        self._resume = (self.epoch, int(state.get("offset", 0)), int(state["yielded"]), world_size)
-        self._position = None
+        owner = "GroupedBatchSampler"
+        check_keys(state, ("seed", "epoch", "yielded", "world_size", "offset"), owner)
+        seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
+        epoch = check_int(state["epoch"], "epoch", owner, *EPOCH_RANGE)
+        world_size = check_int(state["world_size"], "world_size", owner, 1, 2**31)
         if world_size != self.world_size and not self.shuffle:
             raise ValueError(
                 f"this evaluation pass was saved on {world_size} ranks and cannot resume on {self.world_size}: "
                 "each rank reads its own block of samples; start the evaluation again"
             )
+        saved = self.seed, self._cache
+        self.seed, self._cache = seed, None if seed != self.seed else self._cache  # batches depend on the seed
+        try:
+            if self.shuffle:
+                total = len(self._plan(epoch)[1])  # the epoch's global batches
+                offset = check_int(state["offset"], "offset", owner, 0, total)
+                per_rank = (total - offset) // world_size  # what each of the saving ranks had to take
+            else:
+                offset = check_int(state["offset"], "offset", owner, 0, 0)
+                per_rank = len(self._plan(epoch)[1])
+            yielded = check_int(state["yielded"], "yielded", owner, 0, per_rank)
+        except ValueError:
+            self.seed, self._cache = saved
+            raise
+        self.epoch = epoch
+        self._resume = (epoch, offset, yielded, world_size)
+        self._position = None
 
     def __len__(self) -> int:
         epoch = self._resume[0] if self._resume is not None else self.epoch

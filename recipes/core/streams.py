@@ -11,6 +11,7 @@ times. ``reader_slot`` numbers the copies ``0 .. slots-1``, so a dataset can tak
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -18,6 +19,44 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch.utils.data import get_worker_info
+
+
+SEED_RANGE = (-(2**63), 2**64 - 1)  # what a seed may be: it is folded to 64 bits
+EPOCH_RANGE = (0, 2**63 - 1)
+
+
+def check_keys(state: Any, keys: Iterable[str], owner: str) -> None:
+    """Refuse a loaded state that is not a dict with exactly ``keys``, naming what is missing or extra."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{owner} state must be a dict, got {type(state).__name__}")
+    expected = set(keys)
+    missing, extra = sorted(expected - set(state)), sorted(map(repr, set(state) - expected))
+    if missing or extra:
+        raise ValueError(
+            f"{owner} state: missing keys {missing}, unknown keys [{', '.join(extra)}]; a state of this object has "
+            f"exactly {sorted(expected)} (a state of something else?)"
+        )
+
+
+def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None = None) -> int:
+    """``value`` as an int, or a ValueError naming ``field``, the value and the allowed range ``[low, high]``."""
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not integer or value < low or (high is not None and value > high):
+        shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        allowed = f"[{low:,}, {'...' if high is None else f'{high:,}'}]"
+        raise ValueError(f"{owner} state: {field} = {shown_value} is not an integer in {allowed}")
+    return int(value)
+
+
+def check_source(state: Any, source: str, owner: str) -> dict[str, Any]:
+    """The cursor's part of a stream's state, once its ``"source"`` (what the stream reads, in a few
+    words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError."""
+    check_keys(state, ("seed", "epoch", "slots", "position", "source"), owner)
+    if not (isinstance(state["source"], str) and state["source"] == source):
+        raise ValueError(
+            f"{owner} state: source = {str(state['source'])[:60]!r} is not this one's {source!r}: a state of other data"
+        )
+    return {name: value for name, value in state.items() if name != "source"}
 
 
 def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
@@ -112,9 +151,47 @@ class StreamCursor:
         position = self._resume if self._resume is not None else self.position
         return {"seed": self.seed, "epoch": self.epoch, "slots": self.slots, "position": position}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.seed, self.epoch, self.slots = int(state["seed"]), int(state["epoch"]), state["slots"]
-        self.position, self._resume, self._begun = None, state["position"], False
+    def load_state_dict(
+        self,
+        state: dict[str, Any],
+        *,
+        owner: str = "stream",
+        world_size: int = 1,
+        check_position: Callable[[list[Any], int], None] | None = None,
+        max_taken: int | None = None,
+    ) -> None:
+        """Load ``state`` after checking every field; a ValueError names the field, value and range.
+
+        ``position`` must be None, ``"end"`` or ``[block >= 0, start, taken >= 0]`` (``taken`` at
+        most ``max_taken``), and ``slots`` a multiple of ``world_size`` mid-pass;
+        ``check_position(position, slots)`` raises for a position the stream cannot resume from.
+        """
+        check_keys(state, ("seed", "epoch", "slots", "position"), owner)
+        seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
+        epoch = check_int(state["epoch"], "epoch", owner, *EPOCH_RANGE)
+        slots, position = state["slots"], state["position"]
+        if slots is not None:
+            slots = check_int(slots, "slots", owner, 1, 2**31)
+        if isinstance(position, (list, tuple)):
+            if len(position) != 3:
+                raise ValueError(f"{owner} state: position = {str(position)[:80]} is not [block, start, taken]")
+            if slots is None or slots % world_size:
+                raise ValueError(
+                    f"{owner} state: slots = {slots!r}: saved in the middle of a pass read by {slots} readers (ranks x "
+                    f"workers), it cannot resume on {world_size} ranks; resume with the same world size and "
+                    "num_workers, or from a state taken at the end of a pass"
+                )
+            block = check_int(position[0], "position[0] (block)", owner)
+            taken = check_int(position[2], "position[2] (items taken)", owner, 0, max_taken)
+            position = [block, position[1], taken]
+            if check_position is not None:
+                check_position(position, slots)
+        elif not (position is None or (isinstance(position, str) and position == "end")):
+            raise ValueError(
+                f"{owner} state: position = {str(position)[:80]!r} is not None, 'end' or [block, start, taken]"
+            )
+        self.seed, self.epoch, self.slots = seed, epoch, slots
+        self.position, self._resume, self._begun = None, position, False
 
 
 _END = object()

@@ -50,7 +50,7 @@ from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_captions import index_caption_parquet
-from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
+from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
@@ -91,6 +91,9 @@ class ImageTextDataset(Dataset):
             Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
             decodes (rare EXIF metadata); benchmarks/README.md. With ``decode="device"``
             every image is then decoded, and checked, in the worker.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class ImageTextDataset(Dataset):
         caption_field: str = "caption",
         cache_dir: str | os.PathLike | None = None,
         strict_decode: bool = False,
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -117,7 +121,8 @@ class ImageTextDataset(Dataset):
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
         if is_parquet(manifest):
-            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir}
+            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
+                      "max_row_group_bytes": max_row_group_bytes}
             index = index_caption_parquet(
                 manifest, tokenizer, max_length=max_length, on_error=on_error, storage_options=storage_options, **fields
             )

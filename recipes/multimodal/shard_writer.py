@@ -27,7 +27,7 @@ from recipes.core.caption_files import CaptionManifest, read_caption_manifest
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.images import open_image
 from recipes.core.parquet_captions import caption_rows
-from recipes.core.parquet_files import is_arrow_dataset, is_parquet, parquet_entries
+from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
 from recipes.core.paths import resolve_under
 from recipes.core.tar_shards import EXTENSION_OF_FORMAT, caption_member
 
@@ -43,6 +43,7 @@ def write_shards(
     image_field: str = "image",
     caption_field: str = "caption",
     storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
 ) -> list[Path]:
     """Write a manifest (or an ``ImageTextDataset``'s manifest) as WebDataset tar shards.
 
@@ -57,6 +58,9 @@ def write_shards(
         on_error: ``"raise"`` on a bad row or an unreadable image header, or ``"skip"`` it.
         image_field, caption_field: the Parquet columns of the image and the caption(s).
         storage_options: passed to fsspec for a Parquet URL.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
 
     Returns:
         The shard paths, in order.
@@ -65,7 +69,8 @@ def write_shards(
         raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
     manifest = getattr(source, "manifest", source)
     if is_parquet(manifest):
-        fields = {"image_field": image_field, "caption_field": caption_field, "storage_options": storage_options}
+        fields = {"image_field": image_field, "caption_field": caption_field, "storage_options": storage_options,
+                  "max_row_group_bytes": max_row_group_bytes}
         rows = ((r.where, r.name, r.data, r.captions) for r in caption_rows(manifest, on_error=on_error, **fields))
         first = None if is_arrow_dataset(manifest) else parquet_entries(manifest, storage_options)[0]
     else:

@@ -46,7 +46,7 @@ from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_rai
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
-from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 from recipes.core.tokens import load_tokenizer, pad_id_of
 
@@ -140,6 +140,8 @@ class ImageTextShards(IterableDataset):
         # Read here, in the main process: a spawned worker has no process group to ask.
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
+        # what a state names as its data: the shards' count and names (not where they are kept)
+        self._source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         try:
             self.pad_id = pad_id_of(self.tokenizer)
         except ValueError:
@@ -154,12 +156,37 @@ class ImageTextShards(IterableDataset):
         self.cursor.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        """Seed, epoch and this reader's position (see :class:`recipes.core.streams.StreamCursor`)."""
-        return self.cursor.state_dict()
+        """Seed, epoch, this reader's position (see :class:`recipes.core.streams.StreamCursor`) and
+        ``source``, the shards it is a position in (their count and a digest of their names)."""
+        return {**self.cursor.state_dict(), "source": self._source}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you."""
-        self.cursor.load_state_dict(state)
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
+
+        Every field is checked first (a ValueError names it, its value and the allowed range): a
+        state of other shards or a crafted one is refused, not read from the wrong place.
+        """
+        per_block = max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
+        cursor = check_source(state, self._source, "ImageTextShards")
+        self.cursor.load_state_dict(
+            cursor, owner="ImageTextShards", world_size=self.world_size, check_position=self._check_position,
+            max_taken=per_block,
+        )
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """Refuse a resume point ``[shard position in the reader's list, byte offset]`` outside these shards."""
+        owner, start = "ImageTextShards", position[1]
+        if not isinstance(start, (list, tuple)) or len(start) != 2:
+            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset]")
+        if slots > len(self.shards):
+            raise ValueError(f"{owner} state: slots = {slots} is more readers than the {len(self.shards)} shards")
+        per_slot = -(-len(self.shards) // slots)  # the longest reader's list of shards
+        check_int(start[0], "position[1][0] (shard)", owner, 0, per_slot - 1)
+        offset = check_int(start[1], "position[1][1] (byte offset)", owner)
+        if offset % 512:
+            raise ValueError(
+                f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)"
+            )
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a shard."""

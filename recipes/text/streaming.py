@@ -46,10 +46,17 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import check_record
-from recipes.core.parquet_files import check_columns, is_parquet, iter_rows, parquet_entries, row_counts
+from recipes.core.parquet_files import (
+    MAX_ROW_GROUP_BYTES,
+    check_columns,
+    is_parquet,
+    iter_rows,
+    parquet_entries,
+    row_counts,
+)
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 STREAM_FORMATS = (".txt", ".jsonl")
@@ -76,6 +83,9 @@ class StreamingTextDataset(IterableDataset):
         on_error: ``"raise"`` or ``"skip"``.
         rank, world_size: override what is read from ``torch.distributed`` at construction.
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
     """
 
     def __init__(
@@ -93,8 +103,10 @@ class StreamingTextDataset(IterableDataset):
         rank: int | None = None,
         world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> None:
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
+        self.max_row_group_bytes = max_row_group_bytes
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
             self.paths = parquet_entries(paths, storage_options)
             for entry in self.paths:
@@ -120,6 +132,8 @@ class StreamingTextDataset(IterableDataset):
             self._pad_id = None  # only padding needs it: the pad_id property raises on use
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
+        # what a state names as its data: offsets into these many files of this size
+        self._source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
 
     @property
     def seed(self) -> int:
@@ -139,12 +153,31 @@ class StreamingTextDataset(IterableDataset):
         self.cursor.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        """Seed, epoch and this reader's position (see :class:`recipes.core.streams.StreamCursor`)."""
-        return self.cursor.state_dict()
+        """Seed, epoch, this reader's position (see :class:`recipes.core.streams.StreamCursor`) and
+        ``source``, the files it is a position in (their count and total bytes, or rows)."""
+        return {**self.cursor.state_dict(), "source": self._source}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you."""
-        self.cursor.load_state_dict(state)
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
+
+        Every field is checked first (a ValueError names it, its value and the allowed range): a
+        state of other files or a crafted one is refused, not read from the wrong place.
+        """
+        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        cursor = check_source(state, self._source, "StreamingTextDataset")
+        self.cursor.load_state_dict(
+            cursor, owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
+            max_taken=per_block,
+        )
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """Refuse a resume offset (bytes, or Parquet rows) outside this rank's share of the files, and
+        a block index that many blocks could not have come before (each line or row is a byte at least)."""
+        owner, total, workers = "StreamingTextDataset", sum(self.sizes), slots // self.world_size
+        low, high = self.rank * workers * total // slots, (self.rank + 1) * workers * total // slots
+        start = check_int(position[1], "position[1] (offset)", owner, low, high - 1)
+        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
+        check_int(position[0], "position[0] (block)", owner, 0, (start - low) // per_block)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if get_worker_info() is not None:
@@ -159,6 +192,10 @@ class StreamingTextDataset(IterableDataset):
         if resume == "end":
             return
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
+        if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
+            total = sum(self.sizes)
+            check_int(begin, f"position[1] (offset) of reader {slot}", "StreamingTextDataset",
+                      slot * total // slots, (slot + 1) * total // slots - 1)
         rng_of_block = None
         if self.shuffle_buffer > 1:
             seed = self.cursor.seed
@@ -187,12 +224,19 @@ class StreamingTextDataset(IterableDataset):
             if start < stop:
                 json_rows, name = suffix(path) == ".jsonl", shown(path)
                 line_start = begin is not None and begin >= base  # start is where a line begins
-                position = start if line_start else max(start - 1, 0)
+                position = max(start - 1, 0)
                 with open_stream(path, start=position, storage_options=self.storage_options) as file:
                     if start > 0 and not line_start:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
                         position += len(file.readline())
+                    elif start > 0:  # a resumed offset: a line must start there, after a newline
+                        if file.read(1) != b"\n":
+                            raise ValueError(
+                                f"StreamingTextDataset state: position[1] (offset) = {begin} is not where a line of "
+                                f"{name} starts (byte {start}): a state of other files, or the file has changed"
+                            )
+                        position += 1
                     while position < stop:
                         raw = file.readline()
                         if not raw:
@@ -207,7 +251,8 @@ class StreamingTextDataset(IterableDataset):
         total = sum(self.sizes)
         low, high = slot * total // slots, (slot + 1) * total // slots
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options}
+        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+                   "max_row_group_bytes": self.max_row_group_bytes}
         for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
             yield row, where, None, record
 

@@ -34,7 +34,7 @@ from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_corpus import parquet_source
-from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
+from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
@@ -74,6 +74,9 @@ class TokenizedTextDataset(Dataset):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
+        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
+            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            it for a trusted file written with larger row groups.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class TokenizedTextDataset(Dataset):
         pad_id: int | None = None,
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
+        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     ) -> None:
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
         parquet = parquet_source(path, storage_options) if is_parquet(path) else None
@@ -119,7 +123,7 @@ class TokenizedTextDataset(Dataset):
             self._load_cache()
             return
         if parquet is not None:
-            corpus = parquet.read(tokenizer, max_length=max_length, **fields)
+            corpus = parquet.read(tokenizer, max_length=max_length, max_row_group_bytes=max_row_group_bytes, **fields)
             tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
         else:
             rows = read_rows(self.path, data=data, **fields)

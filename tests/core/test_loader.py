@@ -244,3 +244,30 @@ def test_torchdata_still_calls_the_deprecated_set_vital():
         pytest.skip(f"torch {torch.__version__} does not deprecate set_vital")
     with pytest.warns(UserWarning, match=SET_VITAL_WARNING):
         StatefulDataLoader(list(range(4)), batch_size=2)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda state: state.update(_steps_since_snapshot=-1), r"_steps_since_snapshot = -1 is not an integer"),
+        (lambda state: state.update(_num_workers="x"), r"_num_workers = 'x' is not an integer"),
+        (lambda state: state.update(_index_sampler_state=None), r"_index_sampler_state = None is not a sampler's state"),
+        (lambda state: state["_index_sampler_state"].update(yielded=10**12), r"GroupedBatchSampler state: yielded"),
+        (lambda state: state["_index_sampler_state"].pop("offset"), r"GroupedBatchSampler state: missing keys \['offset'\]"),
+    ],
+    ids=["negative-steps", "workers-not-an-int", "no-sampler-state", "yielded-past-the-epoch", "sampler-key-missing"],
+)
+def test_a_crafted_loader_state_loaded_with_another_worker_count_is_refused(change, reason):
+    def make(workers):
+        return build_loader(NoisyRange(37), collate, batch_size=4, train=True, device="cpu", seed=1, stateful=True,
+                            num_workers=workers)
+
+    loader = make(0)
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    assert make(2).load_state_dict(json.loads(json.dumps(state))) is None  # the state as saved loads
+    change(state)
+    with pytest.raises(ValueError, match=f"ResumableLoader state|{reason}") as refused:
+        make(2).load_state_dict(state)
+    assert refused.match(reason)

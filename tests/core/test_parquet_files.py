@@ -12,6 +12,7 @@ import pytest
 from recipes.core.blob_file import BlobWriter
 from recipes.core.errors import DataError
 from recipes.core.parquet_files import (
+    MAX_ROW_GROUP_BYTES,
     fingerprint,
     is_parquet,
     iter_rows,
@@ -108,3 +109,43 @@ def test_blob_file_reads_back_each_entry_pickles_as_its_path_and_is_removed_with
     del blobs, copy
     gc.collect()
     assert not folder.exists()
+
+
+def _bomb(path, size=8 * 2**20):
+    """One row group: a column of ``size`` bytes of one repeated byte (a few KB on disk) and a small one."""
+    rows = size // 2**16
+    table = pa.table({"big": pa.array(["a" * 2**16] * rows), "n": pa.array(range(rows))})
+    pq.write_table(table, path, compression="zstd", use_dictionary=False, row_group_size=rows)
+    return path
+
+
+def test_a_row_group_declaring_more_than_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = _bomb(tmp_path / "bomb.parquet")
+    declared = pq.ParquetFile(path).metadata.row_group(0).column(0).total_uncompressed_size
+    assert path.stat().st_size < 64 * 2**10 < 8 * 2**20 <= declared  # the footer's claim, not the file's size
+    entries = parquet_entries(path)
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the row group was read")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pq.ParquetFile, "read_row_group", no_read)
+        with pytest.raises(DataError, match=rf"bomb.parquet: row group 0 declares {declared:,} bytes .*\(max_row_group_bytes=\)"):
+            next(iter_rows(entries, ["big"], row_counts(entries), max_row_group_bytes=4 * 2**20))
+    # only the columns read count; a raised limit reads the file
+    small = list(iter_rows(entries, ["n"], row_counts(entries), max_row_group_bytes=4 * 2**20))
+    assert [record["n"] for _, _, record in small] == list(range(128))
+    row = next(iter_rows(entries, ["big"], row_counts(entries), max_row_group_bytes=declared + 2**20))
+    assert row[2]["big"] == "a" * 2**16
+    assert MAX_ROW_GROUP_BYTES == 256 * 2**20  # the documented default
+
+
+def test_a_row_group_of_many_null_values_counts_each_value_read(tmp_path):
+    pq.write_table(pa.table({"text": pa.nulls(2**20, pa.string()), "n": pa.array(range(2**20))}), tmp_path / "nulls.parquet",
+                   row_group_size=2**20)
+    meta = pq.ParquetFile(tmp_path / "nulls.parquet").metadata.row_group(0)
+    assert meta.column(0).total_uncompressed_size < 2**15  # a million nulls declare a few KB
+    entries = parquet_entries(tmp_path / "nulls.parquet")
+    with pytest.raises(DataError, match=r"nulls.parquet: row group 0 declares [\d,]+ bytes uncompressed and 1,048,576 rows"):
+        next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=4 * 2**20))
+    assert next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=16 * 2**20))[2] == {"text": None}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from recipes.core.samplers import GroupedBatchSampler
+from tests.harness import mutated_state, mutation_cases
 
 
 def _epoch(sampler):
@@ -187,3 +188,38 @@ def test_one_sample_seed_equals_the_vectorised_seeds():
     rng = random.Random(0)
     cases = [(rng.getrandbits(64), rng.getrandbits(20), rng.getrandbits(64)) for _ in range(500)] + [(0, 0, 0)]
     assert [sample_seed(*case) for case in cases] == [int(sample_seeds(s, e, [i])[0]) for s, e, i in cases]
+
+
+SAMPLER_FIELDS = ["seed", "epoch", "yielded", "world_size", "offset"]
+
+
+@pytest.mark.parametrize(
+    ("field", "kind"),
+    mutation_cases(SAMPLER_FIELDS, {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large")}),
+)
+def test_every_field_of_a_loaded_sampler_state_is_checked_and_a_refusal_changes_nothing(field, kind):
+    sampler = GroupedBatchSampler(103, 8, shuffle=True, seed=2)
+    iterator = iter(sampler)
+    taken = [next(iterator) for _ in range(3)]
+    state = sampler.state_dict()
+    fresh = GroupedBatchSampler(103, 8, shuffle=True, seed=9)
+    before = fresh.state_dict()
+    with pytest.raises(ValueError, match="GroupedBatchSampler state"):
+        fresh.load_state_dict(mutated_state(state, field, kind))
+    assert fresh.state_dict() == before
+    fresh.load_state_dict(state)  # the state itself still resumes exactly
+    assert taken + list(fresh) == list(GroupedBatchSampler(103, 8, shuffle=True, seed=2))
+
+
+def test_a_sampler_state_past_the_epochs_batches_is_refused():
+    sampler = GroupedBatchSampler(103, 8, shuffle=True, seed=2, drop_last=True)  # 12 batches
+    state = {"seed": 2, "epoch": 0, "yielded": 13, "world_size": 1, "offset": 0}
+    with pytest.raises(ValueError, match=r"yielded = 13 is not an integer in \[0, 12\]"):
+        sampler.load_state_dict(state)
+    with pytest.raises(ValueError, match=r"offset = 13 is not an integer in \[0, 12\]"):
+        sampler.load_state_dict({**state, "yielded": 0, "offset": 13})
+    with pytest.raises(ValueError, match=r"yielded = 5 is not an integer in \[0, 4\]"):
+        sampler.load_state_dict({**state, "yielded": 5, "world_size": 2, "offset": 4})  # 2 ranks had 4 each left
+    evaluation = GroupedBatchSampler(103, 8, shuffle=False)
+    with pytest.raises(ValueError, match=r"offset = 2 is not an integer in \[0, 0\]"):
+        evaluation.load_state_dict({**state, "yielded": 0, "offset": 2})

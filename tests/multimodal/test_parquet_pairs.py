@@ -183,3 +183,13 @@ def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, m
     dataset = ImageTextDataset(str(folder / "p-*.parquet"), tokenizer, cache_dir=folder / "cache")
     assert len(listings) == 1  # each listing of a URL glob is a request
     assert len(dataset) == len(rows) and dataset.image_root == folder
+
+
+def test_a_row_group_over_max_row_group_bytes_is_refused_by_the_dataset_and_the_shard_writer(folder, tokenizer):
+    rows = manifest_rows(folder)
+    pq.write_table(pa.table({"image": [r[0] for r in rows], "caption": [r[1] for r in rows]}), folder / "m.parquet")
+    with pytest.raises(DataError, match="m.parquet: row group 0 declares .* over the limit of 100 "):
+        ImageTextDataset(folder / "m.parquet", tokenizer, max_row_group_bytes=100)
+    with pytest.raises(DataError, match="m.parquet: row group 0 declares .* over the limit of 100 "):
+        write_shards(folder / "m.parquet", folder / "out", max_row_group_bytes=100)
+    assert len(ImageTextDataset(folder / "m.parquet", tokenizer)) == len(rows)

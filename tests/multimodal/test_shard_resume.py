@@ -9,7 +9,7 @@ import pytest
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
-from tests.harness import STOPS, check_resume
+from tests.harness import STOPS, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
@@ -69,3 +69,53 @@ def test_the_state_holds_positions_not_samples(shard_folder, tokenizer):
     next(iterator)
     state = json.dumps(loader.state_dict())
     assert len(state) < 2000 and "pixel" not in state
+
+
+SHARD_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.1.0", "position.1.1", "position.2",
+                "source"]
+# a seed may be any integer and an epoch any large one; a block index is only a shuffle's seed
+VALID_VALUES = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("position.0", "too-large")}
+
+
+def _shards(shard_folder, tokenizer):
+    return ImageTextShards(str(shard_folder / "shard-{000000..000003}.tar"), tokenizer, captions="first", shuffle_buffer=3, seed=2)
+
+
+@pytest.fixture(scope="module")
+def mid_pass(shard_folder, tokenizer):
+    """A reader's state 4 samples into its pass (in its second shard), and the samples that followed."""
+    shards = _shards(shard_folder, tokenizer)
+    items = iter(shards)
+    for _ in range(4):
+        next(items)
+    return shards.state_dict(), [(item["key"], item["input_ids"].tolist()) for item in items]
+
+
+def test_a_checked_state_still_resumes_exactly(shard_folder, tokenizer, mid_pass):
+    state, rest = mid_pass
+    assert state["position"][1][0] > 0 and rest  # mid-pass, past the first shard
+    resumed = _shards(shard_folder, tokenizer)
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert [(item["key"], item["input_ids"].tolist()) for item in resumed] == rest
+
+
+@pytest.mark.parametrize(("field", "kind"), mutation_cases(SHARD_FIELDS, VALID_VALUES))
+def test_every_field_of_a_loaded_shard_state_is_checked(shard_folder, tokenizer, mid_pass, field, kind):
+    state = mutated_state(mid_pass[0], field, kind)
+    with pytest.raises(ValueError, match="ImageTextShards state|of the loaded state"):
+        shards = _shards(shard_folder, tokenizer)
+        shards.load_state_dict(state)
+        next(iter(shards))
+
+
+def test_a_negative_shard_index_no_longer_replays_the_epoch(shard_folder, tokenizer, mid_pass):
+    state = mid_pass[0]
+    shards = _shards(shard_folder, tokenizer)
+    with pytest.raises(ValueError, match=r"position\[1\]\[0\] \(shard\) = -1 is not an integer in \[0, 3\]"):
+        shards.load_state_dict({**state, "position": [state["position"][0], [-1, 0], 0]})
+
+
+def test_a_state_of_other_shards_is_refused(shard_folder, tokenizer, mid_pass):
+    others = ImageTextShards(str(shard_folder / "shard-{000000..000002}.tar"), tokenizer, captions="first", shuffle_buffer=3)
+    with pytest.raises(ValueError, match=r"ImageTextShards state: source = '4 shards [0-9a-f]{8}' is not this one's '3 shards"):
+        others.load_state_dict(mid_pass[0])

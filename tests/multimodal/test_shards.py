@@ -204,3 +204,20 @@ def test_expand_shards_accepts_lists_folders_globs_and_brace_ranges(coco_shards)
     assert expand_shards(str(folder / "shard-{000001..000003}.tar")) == names[1:]
     with pytest.raises(ValueError, match="no tar shards"):
         expand_shards(str(folder / "nothing-*.tar"))
+
+
+def test_a_duplicate_member_or_returning_key_names_the_shard_and_drops_only_that_sample(fixtures, tokenizer, tmp_path):
+    jpeg = (fixtures / "multimodal" / "images" / "img_0.jpg").read_bytes()
+    shard = make_tar(tmp_path / "dup.tar", [
+        ("000.jpg", jpeg), ("000.txt", b"a cat"), ("000.txt", b"a dog"),  # webdataset refuses this one
+        ("001.jpg", jpeg), ("001.txt", b"a kite"),
+        ("002.jpg", jpeg), ("002.txt", b"a bird"), ("001.txt", b"a second 001"),
+    ])
+    with pytest.raises(DataError, match="dup.tar: key '000' has two 'txt' members"):
+        items(ImageTextShards(shard, tokenizer))
+    with pytest.warns(SkippedSampleWarning) as caught:
+        got = items(ImageTextShards(shard, tokenizer, on_error="skip"))
+    assert [item["key"] for item in got] == ["dup.tar/001", "dup.tar/002"]
+    assert [item["input_ids"].tolist() for item in got] == [tokenizer.encode(c).ids for c in ("a kite", "a bird")]
+    reasons = [str(warning.message).split("dup.tar: ")[1][:24] for warning in caught]
+    assert reasons == ["key '000' has two 'txt' ", "key '001' comes back at "]

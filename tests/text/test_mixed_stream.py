@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, streaming_loader
-from tests.harness import check_resume
+from tests.harness import check_resume, mutated_state, mutation_cases
 
 EPOCH = 96  # samples an epoch: 3 parts of the small source to 1 of the big one
 
@@ -113,3 +113,39 @@ def test_workers_carry_the_sources_across_epochs_and_fresh_ones_are_refused(file
         list(plain)
     with pytest.raises(ValueError, match="persistent_workers=True"):
         iter(mixture)  # in this process too: nothing ran here
+
+
+MIXTURE_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "sources",
+                  "sources.0", "sources.1.epoch", "sources.1.position.1", "sources.1.source"]
+
+
+@pytest.fixture(scope="module")
+def mixture_mid_pass(files, tokenizer):
+    mixture = _mixture(files, tokenizer)
+    items = iter(mixture)
+    for _ in range(10):
+        next(items)
+    return mixture.state_dict(), [item["input_ids"].tolist() for item in items]
+
+
+def test_a_checked_mixture_state_still_resumes_exactly(files, tokenizer, mixture_mid_pass):
+    state, rest = mixture_mid_pass
+    resumed = _mixture(files, tokenizer)
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert [item["input_ids"].tolist() for item in resumed] == rest
+
+
+@pytest.mark.parametrize(
+    ("field", "kind"),
+    mutation_cases(MIXTURE_FIELDS, {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"),
+                                    ("sources.1.epoch", "too-large")}),
+)
+def test_every_field_of_a_loaded_mixture_state_is_checked_and_a_refusal_changes_nothing(
+    files, tokenizer, mixture_mid_pass, field, kind
+):
+    mixture = _mixture(files, tokenizer)
+    before = mixture.state_dict()
+    with pytest.raises(ValueError, match="MixedStream state"):
+        mixture.load_state_dict(mutated_state(mixture_mid_pass[0], field, kind))
+        next(iter(mixture))
+    assert mixture.state_dict() == before

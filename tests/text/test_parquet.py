@@ -148,3 +148,14 @@ def test_parquet_over_http_with_503s_and_cut_bodies_gives_the_local_items(tmp_pa
     by_index = sorted((int(i), row[:n].tolist()) for b in streamed for i, row, n in zip(b["index"], b["input_ids"], b["lengths"]))
     assert by_index == [(i, local[i]["input_ids"].tolist()) for i in range(len(local))]
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
+
+
+def test_a_row_group_over_max_row_group_bytes_is_refused_by_both_datasets(tmp_path, tokenizer, rows):
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
+    meta = pq.ParquetFile(tmp_path / "labeled.parquet").metadata
+    declared = meta.row_group(0).column(meta.schema.names.index("text")).total_uncompressed_size
+    with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
+        TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared)
+    with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
+        list(StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared))
+    assert len(TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=2**20)) == len(rows)

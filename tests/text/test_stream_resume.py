@@ -6,7 +6,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
-from tests.harness import STOPS, assert_same_batches, check_resume
+from tests.harness import STOPS, assert_same_batches, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 
 
@@ -61,7 +61,7 @@ def test_the_state_holds_positions_not_samples(files, tokenizer):
     assert len(state) < 2000 and "input_ids" not in state
     resumed = _make([files / "a.txt", files / "b.jsonl"], tokenizer, 0, rank=1, world_size=2)  # another job size
     resumed.load_state_dict(json.loads(state))
-    with pytest.raises(ValueError, match=r"read by 1 readers \(ranks x workers\) and is resumed with 2"):
+    with pytest.raises(ValueError, match=r"read by 1 readers \(ranks x workers\), it cannot resume on 2 ranks"):
         list(resumed)
 
 
@@ -79,3 +79,55 @@ def test_another_worker_count_resumes_from_the_end_of_a_pass_and_refuses_mid_pas
     middle = loader.state_dict()
     with pytest.raises(ValueError, match="saved with num_workers=2 in the middle of a pass"):
         _make(paths, tokenizer, 0).load_state_dict(middle)
+
+
+STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "source"]
+ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large")}
+
+
+@pytest.fixture(scope="module")
+def mid_pass(files, tokenizer):
+    """A stream's state 40 lines into its pass, and the items that followed."""
+    stream = _stream(files, tokenizer)
+    items = iter(stream)
+    for _ in range(40):
+        next(items)
+    return stream.state_dict(), [(item["index"], item["input_ids"].tolist()) for item in items]
+
+
+def _stream(files, tokenizer):
+    return StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer, shuffle_buffer=16, seed=3)
+
+
+def test_a_checked_state_still_resumes_exactly(files, tokenizer, mid_pass):
+    state, rest = mid_pass
+    resumed = _stream(files, tokenizer)
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert [(item["index"], item["input_ids"].tolist()) for item in resumed] == rest
+
+
+@pytest.mark.parametrize(("field", "kind"), mutation_cases(STREAM_FIELDS, ANY_SEED_OR_EPOCH))
+def test_every_field_of_a_loaded_stream_state_is_checked(files, tokenizer, mid_pass, field, kind):
+    state = mutated_state(mid_pass[0], field, kind)
+    with pytest.raises(ValueError, match="StreamingTextDataset state"):
+        stream = _stream(files, tokenizer)
+        stream.load_state_dict(state)
+        next(iter(stream))
+
+
+def test_a_resume_offset_inside_a_line_or_another_readers_share_is_refused(files, tokenizer, mid_pass):
+    state = mid_pass[0]
+    inside = {**state, "position": [0, state["position"][1] + 1, 0]}
+    with pytest.raises(ValueError, match=r"position\[1\] \(offset\) = \d+ is not where a line of .*a.txt starts"):
+        stream = _stream(files, tokenizer)
+        stream.load_state_dict(inside)
+        list(stream)
+    two = StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer, shuffle_buffer=16, seed=3, rank=1, world_size=2)
+    with pytest.raises(ValueError, match=r"position\[1\] \(offset\) = \d+ is not an integer in \[\d"):
+        two.load_state_dict({**state, "slots": 2})  # rank 0's offset, loaded by rank 1
+
+
+def test_a_state_of_other_files_is_refused(files, tokenizer, mid_pass):
+    other = StreamingTextDataset([files / "b.jsonl", files / "a.txt", files / "a.txt"], tokenizer, shuffle_buffer=16)
+    with pytest.raises(ValueError, match=r"StreamingTextDataset state: source = '2 files, \d+ bytes' is not this one's '3 files"):
+        other.load_state_dict(mid_pass[0])
