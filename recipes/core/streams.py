@@ -50,7 +50,11 @@ def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None
 
 def check_source(state: Any, source: str, owner: str) -> dict[str, Any]:
     """The cursor's part of a stream's state, once its ``"source"`` (what the stream reads, in a few
-    words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError."""
+    words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError. A state
+    with no source, as version 0.1.0 saved them, is read as this stream's: it still loads."""
+    if isinstance(state, dict) and "source" not in state:
+        check_keys(state, ("seed", "epoch", "slots", "position"), owner)
+        return dict(state)
     check_keys(state, ("seed", "epoch", "slots", "position", "source"), owner)
     if not (isinstance(state["source"], str) and state["source"] == source):
         raise ValueError(

@@ -74,7 +74,8 @@ def test_the_state_holds_positions_not_samples(shard_folder, tokenizer):
 SHARD_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.1.0", "position.1.1", "position.2",
                 "source"]
 # a seed may be any integer and an epoch any large one; a block index is only a shuffle's seed
-VALID_VALUES = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("position.0", "too-large")}
+VALID_VALUES = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("position.0", "too-large"),
+                ("source", "missing")}  # a state without a source is one 0.1.0 saved
 
 
 def _shards(shard_folder, tokenizer):

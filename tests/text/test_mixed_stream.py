@@ -138,7 +138,7 @@ def test_a_checked_mixture_state_still_resumes_exactly(files, tokenizer, mixture
 @pytest.mark.parametrize(
     ("field", "kind"),
     mutation_cases(MIXTURE_FIELDS, {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"),
-                                    ("sources.1.epoch", "too-large")}),
+                                    ("sources.1.epoch", "too-large"), ("sources.1.source", "missing")}),
 )
 def test_every_field_of_a_loaded_mixture_state_is_checked_and_a_refusal_changes_nothing(
     files, tokenizer, mixture_mid_pass, field, kind

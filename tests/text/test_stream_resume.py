@@ -82,7 +82,8 @@ def test_another_worker_count_resumes_from_the_end_of_a_pass_and_refuses_mid_pas
 
 
 STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "source"]
-ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large")}
+# valid: a seed may be any integer, an epoch any large one; a state without a source is one 0.1.0 saved
+ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("source", "missing")}
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +104,13 @@ def test_a_checked_state_still_resumes_exactly(files, tokenizer, mid_pass):
     state, rest = mid_pass
     resumed = _stream(files, tokenizer)
     resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert [(item["index"], item["input_ids"].tolist()) for item in resumed] == rest
+
+
+def test_a_state_saved_without_its_source_still_resumes_exactly(files, tokenizer, mid_pass):
+    state, rest = mid_pass
+    resumed = _stream(files, tokenizer)
+    resumed.load_state_dict({name: value for name, value in state.items() if name != "source"})  # as 0.1.0 saved it
     assert [(item["index"], item["input_ids"].tolist()) for item in resumed] == rest
 
 
