@@ -34,6 +34,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import time
 import zlib
@@ -50,6 +51,7 @@ from recipes.core.storage import basename, is_url, open_stream, stream_size
 
 DRAIN_BYTES = 2**20  # on close, read at most this much more to complete an entry (a tar's padding)
 CHUNK = 2**20
+ENTRY_NAME = re.compile(r"[0-9a-f]{24}-")  # what entry() names: other files in a shared folder are not scrubbed
 NO_RECORD = "no record (never completed, or its record was deleted)"
 # This process's temporary files, never judged abandoned by it (on NFS a flock is a POSIX lock, held per process).
 WRITING: set[Path] = set()
@@ -151,7 +153,8 @@ class DiskCache:
     def scrub(self) -> list[tuple[str, str]]:
         """Check every entry's size and CRC-32 against its record, whatever its modification
         time; delete the entries that differ (the next open fetches them again) and the
-        temporary files of dead writers. Returns ``(file name, what was wrong)`` for each."""
+        temporary files of dead writers. Files not named as entries are left alone. Returns
+        ``(file name, what was wrong)`` for each file deleted."""
         removed, records = [], []
         for path in _listing(self.folder):
             if path.suffix == ".tmp":
@@ -159,14 +162,14 @@ class DiskCache:
                     removed.append((path.name, "temporary file of a writer that died (a killed download)"))
             elif path.name.endswith(".record.json"):
                 records.append(path)
-            elif path.is_file() and (problem := _damage(path)) is not None:
+            elif ENTRY_NAME.match(path.name) and path.is_file() and (problem := _damage(path)) is not None:
                 if problem == NO_RECORD and _publishing(path):
                     continue  # its record is on the way
                 _record(path).unlink(missing_ok=True)
                 path.unlink(missing_ok=True)
                 removed.append((path.name, problem))
         for path in records:
-            if path.exists() and not path.with_name(path.name.removesuffix(".record.json")).exists():
+            if ENTRY_NAME.match(path.name) and path.exists() and not path.with_name(path.name.removesuffix(".record.json")).exists():
                 path.unlink(missing_ok=True)
                 removed.append((path.name, "record without its entry"))
         return removed
