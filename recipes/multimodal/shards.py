@@ -97,6 +97,8 @@ class ImageTextShards(IterableDataset):
         cache_dir: keep remote shards here once read whole, so later epochs read local disk;
             ``cache_limit_bytes`` bounds it (least recently used out; see
             :class:`recipes.core.disk_cache.DiskCache`).
+        cache_verify: check each cached shard's CRC-32 at every open, not only its size and
+            modification time (one more read of the shard); a copy that differs is fetched again.
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class ImageTextShards(IterableDataset):
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = 64 * 2**30,
+        cache_verify: bool = False,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -122,7 +125,7 @@ class ImageTextShards(IterableDataset):
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shards = expand_shards(paths, storage_options)
         self.storage_options = storage_options
-        self.cache = DiskCache(cache_dir, cache_limit_bytes) if cache_dir is not None else None
+        self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
         if is_url(self.shards[0]):
             filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)
