@@ -123,7 +123,7 @@ class DiskCache:
             if record.get("mtime_ns") == stat.st_mtime_ns and not self.verify:
                 return True
             return file_crc32(entry) == record["crc32"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):  # any damage to the record: not whole
             return False
 
     def evict(self, keep: Path | None = None, *, reserve: int = 0) -> None:
@@ -169,7 +169,8 @@ class DiskCache:
                 path.unlink(missing_ok=True)
                 removed.append((path.name, problem))
         for path in records:
-            if ENTRY_NAME.match(path.name) and path.exists() and not path.with_name(path.name.removesuffix(".record.json")).exists():
+            entry = path.with_name(path.name.removesuffix(".record.json"))
+            if ENTRY_NAME.match(path.name) and path.exists() and not entry.exists():
                 path.unlink(missing_ok=True)
                 removed.append((path.name, "record without its entry"))
         return removed
@@ -202,7 +203,7 @@ def _damage(entry: Path) -> str | None:
         size, crc = int(record["size"]), int(record["crc32"])
     except FileNotFoundError:
         return NO_RECORD
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
         return f"unreadable record ({type(error).__name__})"
     try:
         actual = entry.stat().st_size

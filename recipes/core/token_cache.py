@@ -12,8 +12,8 @@ one of them is a new entry, never a stale hit. Nothing is pickled (``.npy`` with
 ``.json``), so a cache directory cannot run code. Each file is written under a temporary name and
 renamed into place, the ``.json`` last: concurrent ranks and killed runs never read half a cache.
 
-The ``.json`` records each file's size, dtype, shape and CRC-32. Every open compares the sizes,
-dtypes and shapes and the offsets' bounds (cheap: no array is read through); ``verify=True``
+The ``.json`` records each file's size, dtype, shape and CRC-32, and its own CRC-32. Every open
+checks the record and compares the sizes, dtypes, shapes and offsets (no ids read); ``verify=True``
 also re-reads each file against its CRC-32, which alone catches a file replaced by another valid
 array of the same size. A damaged entry is reported once, by file, and rebuilt from the source.
 A temporary file is ``flock``-ed by its writer, so one left by a killed run goes at the next save.
@@ -27,6 +27,8 @@ import json
 import os
 import re
 import warnings
+import zlib
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -41,6 +43,7 @@ from recipes.core.storage import basename
 CACHE_VERSION = 3  # part of the key: bump when the stored layout or the reading rules change
 NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints, floats (never objects)
 
+COLUMN_NAME = re.compile(r"\w+")  # a column's part of its file name: never a path
 ENTRY_RECORD = re.compile(r".*-[0-9a-f]{32}\.json")  # what cache_prefix names, with _meta's suffix
 TEMPORARY = re.compile(r".*-[0-9a-f]{32}\.(json|\w+\.npy)\.\d+\.[0-9a-f]+\.tmp")  # what _publish writes first
 Cached = tuple[TokenArray, dict[str, np.ndarray], dict[str, Any]]  # (tokens, columns, meta)
@@ -82,15 +85,19 @@ def save_cache(prefix: Path, tokens: TokenArray, columns: dict[str, np.ndarray |
         "files": files,
         **meta,
     }
+    record["record_crc32"] = _record_crc32(record)
     _publish(_meta(prefix), json.dumps(record).encode("utf-8"))  # last: its presence means complete
 
 
-def load_cache(prefix: Path, *, verify: bool = False) -> Cached:
+def load_cache(
+    prefix: Path, *, verify: bool = False, require_columns: Sequence[str] = (), require_meta: Sequence[str] = ()
+) -> Cached:
     """``(tokens, columns, meta)`` as :func:`save_cache` stored them, arrays memory-mapped.
 
     Args:
         prefix: the entry, from :func:`cache_prefix`.
         verify: also check each file's CRC-32 against the record (reads every byte).
+        require_columns, require_meta: names the caller needs; a record without one is damaged.
 
     Raises:
         DataError: naming the damaged file and what differs from the record.
@@ -98,30 +105,42 @@ def load_cache(prefix: Path, *, verify: bool = False) -> Cached:
     meta_file = _meta(prefix)
     try:
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        if meta["version"] != CACHE_VERSION:
+            raise DataError(f"{meta_file}: written in layout {meta['version']!r}, not {CACHE_VERSION}")
+        if meta["record_crc32"] != _record_crc32(meta):
+            raise DataError(f"{meta_file}: record differs from its own CRC-32")
         samples, names, files = meta["samples"], meta["columns"], meta["files"]
-        if meta["version"] != CACHE_VERSION or not isinstance(files, dict) or not isinstance(samples, int):
-            raise TypeError("another layout")
+        if not isinstance(files, dict) or not isinstance(samples, int) or samples < 0:
+            raise TypeError("'files' is not an object or 'samples' not a count")
+        if not all(isinstance(name, str) and COLUMN_NAME.fullmatch(name) for name in names):
+            raise TypeError(f"column names {names!r} are not plain words")
+        missing = {*require_columns} - {*names} or {*require_meta} - meta.keys()
+        if missing or len(set(names)) != len(names):
+            raise KeyError(f"{sorted(missing)} missing or a column repeated in {names!r}")
         loaded = {name: _load(_column(prefix, name), files[name], verify) for name in ("ids", "offsets", *names)}
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+    except DataError:
+        raise
+    except (ValueError, RecursionError, KeyError, TypeError) as error:  # bad JSON, huge or deep values, fields
         raise DataError(f"{meta_file}: unreadable token cache record ({type(error).__name__}: {error})") from None
     ids, offsets = loaded.pop("ids"), loaded.pop("offsets")
-    if offsets.ndim != 1 or len(offsets) != samples + 1 or offsets[0] != 0 or offsets[-1] != len(ids):
+    if ids.ndim != 1 or offsets.ndim != 1 or len(offsets) != samples + 1 or offsets[0] != 0 or offsets[-1] != len(ids):
         raise DataError(f"{_column(prefix, 'offsets')}: offsets do not span {samples} samples of {len(ids)} ids")
     if np.any(np.diff(offsets) < 0):
         raise DataError(f"{_column(prefix, 'offsets')}: offsets decrease")
     for name, column in loaded.items():
-        if len(column) != samples:
-            raise DataError(f"{_column(prefix, name)}: {len(column)} rows, not the {samples} samples recorded")
+        if column.shape != (samples,):
+            raise DataError(f"{_column(prefix, name)}: shape {list(column.shape)}, not the {samples} samples recorded")
     return TokenArray(ids, np.asarray(offsets, dtype=np.int64)), loaded, meta
 
 
-def reuse_cache(prefix: Path, *, verify: bool = False) -> Cached | None:
-    """:func:`load_cache` if ``prefix`` is stored and whole; None if it is not stored, or damaged:
-    then one :class:`DamagedCacheWarning` names the file, for the caller to rebuild the entry."""
+def reuse_cache(prefix: Path, **checks: Any) -> Cached | None:
+    """:func:`load_cache` (``checks`` are its keyword arguments) if ``prefix`` is stored and whole;
+    None if it is not stored, or damaged: then one :class:`DamagedCacheWarning` names the file,
+    for the caller to rebuild the entry."""
     if not is_cached(prefix):
         return None
     try:
-        return load_cache(prefix, verify=verify)
+        return load_cache(prefix, **checks)
     except DataError as damage:
         warnings.warn(f"damaged token cache, rebuilt from its source: {damage}", DamagedCacheWarning, stacklevel=3)
         return None
@@ -163,12 +182,18 @@ def _load(path: Path, record: dict[str, Any], verify: bool) -> np.ndarray:
         raise
     except OSError as error:
         raise DataError(f"{path}: cannot read token cache file ({error.strerror or error})") from None
-    except ValueError as error:  # a header numpy cannot parse, or an object array (never unpickled)
-        raise DataError(f"{path}: not a plain .npy array ({error})") from None
+    except Exception as error:  # noqa: BLE001 - numpy's header parser fails with several types on damaged bytes
+        raise DataError(f"{path}: not a plain .npy array ({type(error).__name__}: {error})") from None
     kind, dtype, shape = array.dtype.kind, array.dtype.str, list(array.shape)
     if kind not in NUMBER_KINDS or dtype != record["dtype"] or shape != record["shape"]:
         raise DataError(f"{path}: {dtype} {shape}, recorded {record['dtype']} {record['shape']}")
     return array
+
+
+def _record_crc32(record: dict[str, Any]) -> int:
+    """The CRC-32 of ``record`` without its own, in a canonical JSON form."""
+    rest = {key: value for key, value in record.items() if key != "record_crc32"}
+    return zlib.crc32(json.dumps(rest, sort_keys=True).encode("utf-8"))
 
 
 def _meta(prefix: Path) -> Path:

@@ -116,7 +116,10 @@ class TokenizedTextDataset(Dataset):
             key_path, data = self.path, read_bytes(self.path, storage_options)
         options = [suffix, text_field, label_field, max_length, on_error]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, options)
-        cached = None if self._cache is None else reuse_cache(self._cache, verify=verify)
+        needed = ("lines",) if label_field is None else ("lines", "labels")
+        cached = None if self._cache is None else reuse_cache(
+            self._cache, verify=verify, require_columns=needed, require_meta=("label_names",)
+        )
         if cached is not None:
             self._set_cached(*cached)
             return
