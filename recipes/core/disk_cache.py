@@ -234,14 +234,32 @@ def create_locked(path: Path) -> Any:
 
 @contextlib.contextmanager
 def locked_file(path: Path) -> Iterator[Any]:
-    """:func:`create_locked` for a ``with`` block: closed (the lock dropped) at its end; rename
-    the file into place inside the block."""
+    """:func:`create_locked` for a ``with`` block, which ends with :func:`rename_locked`; the file
+    is closed at its end in any case, and deleted if the block raised."""
     file = create_locked(path)
     try:
         yield file
+    except BaseException:
+        file.close()
+        path.unlink(missing_ok=True)
+        raise
     finally:
         file.close()
         WRITING.discard(path)
+
+
+def rename_locked(file: Any, partial: Path, target: Path) -> None:
+    """Rename ``partial`` (open as ``file``, from :func:`create_locked`) to ``target`` and close
+    it: after the rename where ``flock`` exists, so that it is never unlocked under its temporary
+    name; before it elsewhere, where an open file cannot be renamed."""
+    file.flush()
+    if fcntl is None:
+        file.close()
+    try:
+        os.replace(partial, target)  # atomic: readers see the old file or the whole new one
+    finally:
+        file.close()
+        WRITING.discard(partial)
 
 
 def remove_if_abandoned(path: Path) -> bool:
@@ -314,20 +332,20 @@ class _Copying(io.RawIOBase):
         try:
             copy.flush()
             if self.count != self.size:
+                copy.close()
                 self.partial.unlink(missing_ok=True)
                 return
             modified = os.fstat(copy.fileno()).st_mtime_ns  # kept by the rename: the file's version
             described = {"size": self.size, "crc32": self.crc, "mtime_ns": modified, "source": shown_name(self.entry)}
             written = create_locked(record)  # locked too: a record being published is no orphan
             written.write(json.dumps(described).encode("utf-8"))
-            written.flush()
-            os.replace(self.partial, self.entry)  # atomic: readers see no file or the whole one
-            os.replace(record, _record(self.entry))  # last: its presence says the entry is complete
+            rename_locked(copy, self.partial, self.entry)  # readers see no file or the whole one
+            rename_locked(written, record, _record(self.entry))  # last: its presence says the entry is complete
         except FileNotFoundError:  # deleted between its creation and its lock: this copy is not kept
             record.unlink(missing_ok=True)
             return
         finally:
-            copy.close()  # the locks go last, once both names are settled
+            copy.close()
             if written is not None:
                 written.close()
             WRITING.difference_update((self.partial, record))

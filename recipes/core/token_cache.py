@@ -36,7 +36,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray
-from recipes.core.disk_cache import file_crc32, locked_file, remove_if_abandoned
+from recipes.core.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
 from recipes.core.errors import DataError
 from recipes.core.storage import basename
 
@@ -214,7 +214,7 @@ def _publish(target: Path, content: np.ndarray | bytes) -> dict[str, Any]:
             file.write(content)
         file.flush()
         described = {"bytes": os.fstat(file.fileno()).st_size, "crc32": file_crc32(partial_file)}
-        os.replace(partial_file, target)  # atomic: a reader sees the old file or the whole new one
+        rename_locked(file, partial_file, target)  # atomic: a reader sees the old file or the whole new one
     if isinstance(content, np.ndarray):
         described.update(dtype=content.dtype.str, shape=list(content.shape))
     return described
