@@ -52,6 +52,7 @@ from recipes.core.storage import basename, is_url, open_stream, stream_size
 DRAIN_BYTES = 2**20  # on close, read at most this much more to complete an entry (a tar's padding)
 CHUNK = 2**20
 ENTRY_NAME = re.compile(r"[0-9a-f]{24}-")  # what entry() names: other files in a shared folder are not scrubbed
+UNLOCKED_GRACE_S = 60  # an empty unlocked temporary file is left alone this long: its writer may not hold it yet
 NO_RECORD = "no record (never completed, or its record was deleted)"
 # This process's temporary files, never judged abandoned by it (on NFS a flock is a POSIX lock, held per process).
 WRITING: set[Path] = set()
@@ -267,20 +268,25 @@ def remove_if_abandoned(path: Path) -> bool:
     True if it was deleted."""
     if path in WRITING:
         return False
+    if fcntl is None:
+        try:
+            path.unlink()
+        except OSError:
+            return False  # gone meanwhile, or still open in its writer
+        return True
     try:
         descriptor = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False  # its writer is alive
         try:
-            path.unlink()
-        except (FileNotFoundError, PermissionError):
-            return False  # gone meanwhile, or (without flock) still open in its writer
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its writer is alive
+        stat = os.fstat(descriptor)
+        if stat.st_size == 0 and time.time() - stat.st_mtime < UNLOCKED_GRACE_S:
+            return False  # maybe a writer between creating its file and locking it
+        path.unlink(missing_ok=True)
         return True
     finally:
         os.close(descriptor)

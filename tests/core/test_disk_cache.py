@@ -200,3 +200,15 @@ def test_scrub_removes_damaged_entries_and_dead_writers_files_and_names_them(fol
         assert cache.scrub() == []
         before = _gets(server)
         assert _read(cache, a) == (folder / "remote" / "a.bin").read_bytes() and _gets(server) == before + 1
+
+
+def test_an_empty_unlocked_temporary_file_is_left_alone_for_a_while_then_removed(folder):
+    cache = DiskCache(folder / "cache")
+    (folder / "cache").mkdir()
+    fresh = folder / "cache" / "0123-e.bin.99.abc.tmp"  # a writer may have created it and not locked it yet
+    fresh.touch()
+    cache.evict()
+    assert fresh.exists()
+    os.utime(fresh, (1, 1))  # long past: its writer died before writing a byte
+    cache.evict()
+    assert not fresh.exists()
