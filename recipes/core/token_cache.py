@@ -72,9 +72,8 @@ def is_cached(prefix: Path) -> bool:
 def save_cache(prefix: Path, tokens: TokenArray, columns: dict[str, np.ndarray | None], **meta: Any) -> None:
     """Store ``tokens``, each column that is not None (numbers only) and ``meta`` (JSON values)."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    for partial in prefix.parent.glob(f"{prefix.name}.*.tmp"):
+    for partial in prefix.parent.glob(f"{glob.escape(prefix.name)}.*.tmp"):
         remove_if_abandoned(partial)  # left by a run killed while it wrote this entry
-    _meta(prefix).unlink(missing_ok=True)  # a damaged entry being rebuilt is absent meanwhile
     kept = {name: array for name, array in columns.items() if array is not None}
     kept.update(ids=tokens.ids, offsets=tokens.offsets)
     files = {name: _publish(_column(prefix, name), array) for name, array in kept.items()}
