@@ -43,8 +43,11 @@ def _wrap(text: str) -> str:
     return textwrap.fill(text, 88)
 
 
-def _data_arguments(parser: argparse.ArgumentParser, *, size: bool, max_length: str) -> None:
-    parser.add_argument("domain", choices=DOMAINS, metavar="DOMAIN", help=f"one of {', '.join(DOMAINS)}")
+def _data_arguments(
+    parser: argparse.ArgumentParser, *, size: bool, max_length: str, also: tuple[str, ...] = ()
+) -> None:
+    domains = ", ".join(DOMAINS + also)
+    parser.add_argument("domain", choices=DOMAINS + also, metavar="DOMAIN", help=f"one of {domains}")
     parser.add_argument("path", type=_local_path, metavar="PATH", help="the dataset (see below)")
     group = parser.add_argument_group("dataset options")
     group.add_argument("--tokenizer", type=_local_path, metavar="FILE", help="tokenizer.json (text, multimodal)")
@@ -110,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="validate a dataset without training on it (exit 0 clean, 1 problems)",
         formatter_class=formatter,
         epilog=PATHS + "\nWithout a tokenizer, check counts text lengths in words.\n\n"
+        "recipes check cache FOLDER: FOLDER is a cache_dir; every shard copy and token cache entry in it\n"
+        "is read whole against its record, and the damaged ones are removed (fetched or rebuilt on next use).\n\n"
         "exit status: 0 no problem found, 1 problems found, 2 PATH or options unusable.",
         description=_wrap("Decode every image (size and mode reported; header with PIL, pixels with the recipes' "
         "decoder, in --workers processes), check annotations (unknown categories, degenerate or NaN boxes, "
@@ -119,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "each kind, then how many more (--json lists every one)."),
     )
     _data_arguments(check, size=False, max_length="report how many samples and tokens this max_length cuts "
-                    "(text, multimodal; default: a table of common lengths)")
+                    "(text, multimodal; default: a table of common lengths)", also=("cache",))
     check.add_argument("--json", action="store_true", help="print the report as JSON instead")
     check.add_argument("--workers", type=int, metavar="N", help="processes decoding images "
                        "(default: the usable CPUs)")
@@ -150,6 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recipes.cli import demo
 
         return demo.run(args)
+    if args.command == "check" and args.domain == "cache":
+        from recipes.cli import check_cache
+
+        try:
+            return check_cache.run(args)
+        except OSError as error:
+            parser.exit(2, f"recipes check: error: {error}\n")
     from recipes.cli.datasets import DataOptions
 
     options = DataOptions(

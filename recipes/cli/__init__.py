@@ -8,7 +8,7 @@ One module per command, each with a ``run(args)`` that the argparse entry point 
   (:func:`recipes.core.tuning.tune_loader`) and print the recommended ``loader_kwargs``.
 - ``check``: validate a dataset without training on it (``check_files`` decodes every image
   in worker processes; ``check_coco`` reads COCO annotations, ``check_data`` text rows and
-  caption manifests).
+  caption manifests; ``check_cache`` re-hashes a cache folder, ``recipes check cache DIR``).
 - ``show``: render one batch to a PNG to catch a wrong label map or a flipped box.
   ``drawing`` (font, enlarging, labels kept inside the image), ``token_text`` (ids back to
   readable text) and ``token_rows`` (the text picture) draw it.

@@ -8,7 +8,8 @@ Prints a summary and every problem with its path and reason (``--json``: the sam
 readable, plus each image's size, mode and format). Exit status 0 when nothing is wrong, 1 when
 problems were found, 2 when PATH or an option is unusable (one line: a COCO image root that does
 not exist or holds none of the images is one error, not one per image). What is checked, per domain: :mod:`recipes.cli.check_files` (images, folder
-layout), :mod:`recipes.cli.check_coco` (COCO files) and :mod:`recipes.cli.check_data` (text rows, caption manifests).
+layout), :mod:`recipes.cli.check_coco` (COCO files) and :mod:`recipes.cli.check_data` (text rows, caption manifests);
+``recipes check cache DIR`` re-hashes a cache folder instead (:mod:`recipes.cli.check_cache`).
 """
 
 from __future__ import annotations

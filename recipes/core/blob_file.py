@@ -13,12 +13,16 @@ fork, pytorch issue 13246), and a spawned worker receives the file's path, not t
 The folder lives as long as the BlobFile that owns it, in the process that made it; a file
 written into a cache folder under a key instead stays, so that the next run (and every rank of
 a job, which would each make a private copy) finds it: it is published atomically, its offsets
-last, and a file whose size disagrees with its offsets is not used.
+last, and a file whose size disagrees with its offsets is not used. Its writer holds a ``flock``
+on it meanwhile: a partial file nobody holds was left by a killed run, and the next writer of
+the same key deletes it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import secrets
 import shutil
 import tempfile
 import weakref
@@ -26,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from recipes.core.disk_cache import WRITING, create_locked, remove_if_abandoned, rename_locked
 
 
 class BlobFile:
@@ -80,11 +86,14 @@ class BlobWriter:
             self.folder = Path(folder).expanduser()
             self.folder.mkdir(parents=True, exist_ok=True)
             self.final, self.final_offsets = _cached_paths(self.folder, str(key))
-            self.path = self.folder / f"{key}.{os.getpid()}.{id(self)}.tmp"  # ranks may write at once
+            for partial in self.folder.glob(f"{glob.escape(str(key))}.*.tmp"):
+                remove_if_abandoned(partial)  # a run killed while it wrote this key's file
+            self.path = self.folder / f"{key}.{os.getpid()}.{secrets.token_hex(6)}.tmp"  # ranks may write at once
+            self._file = create_locked(self.path)  # the lock tells a live writer from a killed one
         else:
             self.folder = Path(tempfile.mkdtemp(prefix="recipes-blobs-"))
             self.path = self.folder / "blobs.bin"
-        self._file = open(self.path, "wb")  # noqa: SIM115 - closed by finish()
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by finish()
         self._sizes: list[int] = []
 
     def add(self, data: bytes | None) -> None:
@@ -95,15 +104,15 @@ class BlobWriter:
 
     def finish(self) -> BlobFile:
         """Close the file and return its reader, which removes the folder when it is collected."""
-        self._file.close()
         offsets = np.zeros(len(self._sizes) + 1, dtype=np.int64)
         np.cumsum(self._sizes, out=offsets[1:])
         if self.cached:  # the file first, then its offsets: their presence says it is whole
-            os.replace(self.path, self.final)
+            rename_locked(self._file, self.path, self.final)
             partial = self.path.with_suffix(".npy")
             np.save(partial, offsets)
             os.replace(partial, self.final_offsets)
             return BlobFile(self.final, offsets)
+        self._file.close()
         blobs = BlobFile(self.path, offsets)
         weakref.finalize(blobs, _remove, self.folder, os.getpid())
         return blobs
@@ -113,6 +122,7 @@ class BlobWriter:
         self._file.close()
         if self.cached:
             self.path.unlink(missing_ok=True)
+            WRITING.discard(self.path)
         else:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -104,6 +104,8 @@ class ImageTextShards(IterableDataset):
             corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
             Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
             decodes (rare EXIF metadata); benchmarks/README.md.
+        cache_verify: check each cached shard's CRC-32 at every open, not only its size and
+            modification time (one more read of the shard); a copy that differs is fetched again.
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class ImageTextShards(IterableDataset):
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = 64 * 2**30,
         strict_decode: bool = False,
+        cache_verify: bool = False,
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -130,7 +133,7 @@ class ImageTextShards(IterableDataset):
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shards = expand_shards(paths, storage_options)
         self.storage_options = storage_options
-        self.cache = DiskCache(cache_dir, cache_limit_bytes) if cache_dir is not None else None
+        self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
         if is_url(self.shards[0]):
             filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)

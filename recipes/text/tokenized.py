@@ -37,7 +37,7 @@ from recipes.core.parquet_corpus import parquet_source
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
+from recipes.core.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
@@ -70,13 +70,17 @@ class TokenizedTextDataset(Dataset):
         label_field: the label's field or column; None for no labels.
         max_length: keep at most this many ids per sample (None: all).
         cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
-            these options, and memory-map them on the next run. Never pickled.
+            these options, and memory-map them on the next run. Never pickled. Each open checks
+            the files' sizes, dtypes and shapes against the entry's record; a damaged entry is
+            rebuilt with one ``DamagedCacheWarning`` naming the file.
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
             uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
             it for a trusted file written with larger row groups.
+        verify: with ``cache_dir``, also check every cached file's CRC-32 (reads it whole),
+            which alone catches a file replaced by another valid array of the same size.
     """
 
     def __init__(
@@ -92,6 +96,7 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        verify: bool = False,
     ) -> None:
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
         parquet = parquet_source(path, storage_options) if is_parquet(path) else None
@@ -119,8 +124,12 @@ class TokenizedTextDataset(Dataset):
             key_path, data = self.path, read_bytes(self.path, storage_options)
         options = [suffix, text_field, label_field, max_length, on_error]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, options)
-        if self._cache is not None and is_cached(self._cache):
-            self._load_cache()
+        needed = ("lines",) if label_field is None else ("lines", "labels")
+        cached = None if self._cache is None else reuse_cache(
+            self._cache, verify=verify, require_columns=needed, require_meta=("label_names",)
+        )
+        if cached is not None:
+            self._set_cached(*cached)
             return
         if parquet is not None:
             corpus = parquet.read(tokenizer, max_length=max_length, max_row_group_bytes=max_row_group_bytes, **fields)
@@ -140,7 +149,9 @@ class TokenizedTextDataset(Dataset):
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
     def _load_cache(self) -> None:
-        tokens, columns, meta = load_cache(self._cache)
+        self._set_cached(*load_cache(self._cache))
+
+    def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])
 
     @property

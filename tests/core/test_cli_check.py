@@ -2,8 +2,11 @@
 
 import json
 import math
+import os
 import shutil
+from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image, ImageOps
 from tokenizers import Tokenizer
@@ -13,6 +16,10 @@ from recipes.cli.check import check
 from recipes.cli.check_files import inspect_images
 from recipes.cli.datasets import DataOptions
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
+from recipes.core.arrays import TokenArray
+from recipes.core.disk_cache import DiskCache
+from recipes.core.token_cache import cache_prefix, load_cache, save_cache
+from tests.servers import FaultyHTTPServer
 
 HOSTILE = [
     # (domain, path under fixtures/hostile, extra options, problem path suffix, where, words in the reason)
@@ -298,3 +305,38 @@ def test_jpegs_with_overwritten_scan_data_are_each_named_with_libjpeg_reason(tmp
     assert {problem["path"] for problem in problems} == damaged  # every damaged file, no clean one
     assert all(problem["reason"].startswith("cannot decode image (Corrupt JPEG data") for problem in problems), problems
     assert "Corrupt JPEG" not in err  # no unattributed libjpeg line on stderr
+
+
+def test_check_cache_rehashes_every_entry_and_removes_the_damaged_ones_by_name(tmp_path, fixtures, capsys):
+    (tmp_path / "remote").mkdir()
+    for name in ("good.tar", "bad.tar"):
+        (tmp_path / "remote" / name).write_bytes(os.urandom(300_000))
+    folder = tmp_path / "cache"
+    shards = DiskCache(folder)
+    with FaultyHTTPServer(tmp_path / "remote") as server:
+        for name in ("good.tar", "bad.tar"):
+            with shards.open(server.url(name)) as file:
+                file.read()
+        bad_shard = shards.entry(server.url("bad.tar"))
+    tokenizer = Tokenizer.from_file(str(fixtures / "text/tokenizer.json"))
+    prefixes = [cache_prefix(folder, f"{name}.jsonl", name.encode(), tokenizer, []) for name in ("good", "bad")]
+    for prefix in prefixes:
+        save_cache(prefix, TokenArray(np.arange(6, dtype=np.uint16), np.array([0, 2, 6])), {}, label_names=None)
+    bad_ids = prefixes[1].with_name(prefixes[1].name + ".ids.npy")
+    for spoiled in (bad_shard, bad_ids):  # bytes changed, size and modification time kept: only a full read sees it
+        stat, data = spoiled.stat(), bytearray(spoiled.read_bytes())
+        data[-1] ^= 0xFF
+        spoiled.write_bytes(bytes(data))
+        os.utime(spoiled, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    (folder / (shards.entry("s3://b/x.tar").name + ".77.0a0b.tmp")).write_bytes(b"half")  # a killed download
+    kept = sorted(path.name for path in folder.iterdir() if "good" in path.name)
+
+    assert main(["check", "cache", str(folder), "--json"]) == 1
+    problems = {Path(p["path"]).name: p["reason"] for p in json.loads(capsys.readouterr().out)["problems"]}
+    orphan = shards.entry("s3://b/x.tar").name + ".77.0a0b.tmp"
+    assert set(problems) == {bad_shard.name, prefixes[1].name + ".json", orphan}
+    assert "CRC-32" in problems[bad_shard.name] and problems[prefixes[1].name + ".json"].startswith(bad_ids.name)
+    assert all(reason.endswith("removed, to be fetched or rebuilt on next use") for reason in problems.values())
+    assert sorted(path.name for path in folder.iterdir()) == kept
+    assert load_cache(prefixes[0], verify=True)[0][1].tolist() == [2, 3, 4, 5]
+    assert main(["check", "cache", str(folder)]) == 0 and "no problems found" in capsys.readouterr().out

@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recipes.core import coco_files
+from recipes.core.arrays import TokenArray
 from recipes.core.caption_files import read_caption_manifest
 from recipes.core.corpus_files import parse_line, read_rows
+from recipes.core.token_cache import load_cache, save_cache
 from tests.core.mutations import fuzz_settings, load_or_data_error, mutated_file, quiet
 
 FUZZ = fuzz_settings(60)
@@ -75,3 +77,21 @@ def test_parse_line_on_arbitrary_bytes(line):
         parsed = load_or_data_error(partial(parse_line, line, "stream.jsonl byte 0", json_row=json_row), where)
         if parsed is not None:
             assert isinstance(parsed[0], str) and parsed[0].strip()
+
+
+@FUZZ
+@given(data=st.data(), verify=st.booleans())
+def test_token_cache_on_mutated_files(scratch, data, verify):
+    prefix = scratch / ("cache-" + "0" * 32)
+    lines, labels = np.arange(3), np.array([1, 0, 1])
+    save_cache(prefix, TokenArray(np.arange(50, dtype=np.uint16), np.array([0, 10, 20, 50])),
+               {"lines": lines, "labels": labels}, label_names=["a", "b"])
+    target = data.draw(st.sampled_from(sorted(scratch.glob(f"{prefix.name}.*"))), label="file")
+    target.write_bytes(mutated_file(data, target))
+    need = {"require_columns": ("lines", "labels"), "require_meta": ("label_names",)}
+    loaded = load_or_data_error(lambda: load_cache(prefix, verify=verify, **need), target)
+    if loaded is not None and (verify or target.suffix == ".json"):  # what the record vouches for
+        tokens, columns, meta = loaded
+        assert tokens.ids.tolist() == list(range(50)) and tokens.offsets.tolist() == [0, 10, 20, 50]
+        assert columns["lines"].tolist() == [0, 1, 2] and columns["labels"].tolist() == [1, 0, 1]
+        assert meta["label_names"] == ["a", "b"]

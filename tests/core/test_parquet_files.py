@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from recipes.core.blob_file import BlobWriter
+from recipes.core.blob_file import BlobWriter, cached_blobs
 from recipes.core.errors import DataError
 from recipes.core.parquet_files import (
     MAX_ROW_GROUP_BYTES,
@@ -149,3 +149,16 @@ def test_a_row_group_of_many_null_values_counts_each_value_read(tmp_path):
     with pytest.raises(DataError, match=r"nulls.parquet: row group 0 declares [\d,]+ bytes uncompressed and 1,048,576 rows"):
         next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=4 * 2**20))
     assert next(iter_rows(entries, ["text"], row_counts(entries), max_row_group_bytes=16 * 2**20))[2] == {"text": None}
+
+
+def test_a_killed_writers_partial_blob_file_is_deleted_by_the_next_writer_of_its_key(tmp_path):
+    orphan = tmp_path / "k1.4242.0a1b2c.tmp"  # what a writer killed mid-copy leaves: nobody holds its lock
+    orphan.write_bytes(b"\xff\xd8" * 1000)
+    other_key = tmp_path / "k2.4242.0a1b2c.tmp"
+    other_key.write_bytes(b"x")
+    writer = BlobWriter(tmp_path, "k1")
+    assert not orphan.exists() and other_key.exists()  # another key's file is that key's writer's business
+    writer.add(b"abc")
+    blobs = writer.finish()
+    assert bytes(blobs[0]) == b"abc" and bytes(cached_blobs(tmp_path, "k1")[0]) == b"abc"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["k1.blobs", "k1.offsets.npy", "k2.4242.0a1b2c.tmp"]

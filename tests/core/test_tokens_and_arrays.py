@@ -1,6 +1,7 @@
 """Flat token storage and its on-disk cache, padding, pad id lookup and the COW-safe string table."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.arrays import StringArray
+from recipes.core.errors import DataError
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
 
@@ -58,6 +60,20 @@ def test_token_cache_round_trips_columns_and_meta_and_keys_on_every_input(tmp_pa
         cache_prefix(tmp_path, "d.jsonl", b"data", tok, ["label", 8]),
     ]
     assert len({prefix, *others}) == 4 and all(p.name.startswith("d-") for p in others)
+
+
+def test_token_cache_save_deletes_a_killed_writers_temporary_files_and_load_names_a_short_file(tmp_path):
+    tok = _tokenizer()
+    tokens = encode_texts(tok, SENTENCES)
+    prefix = cache_prefix(tmp_path, "d.jsonl", b"data", tok, [])
+    orphan = prefix.with_name(prefix.name + ".ids.npy.4242.0a1b2c.tmp")  # nobody holds its lock
+    orphan.write_bytes(b"\x93NUMPY" + bytes(1000))
+    save_cache(prefix, tokens, {"lines": np.arange(5)}, label_names=None)
+    assert not orphan.exists() and not list(tmp_path.glob("*.tmp"))
+    ids = prefix.with_name(prefix.name + ".ids.npy")
+    ids.write_bytes(ids.read_bytes()[:-2])
+    with pytest.raises(DataError, match=f"{re.escape(str(ids))}: .* bytes, recorded"):
+        load_cache(prefix)
 
 
 def test_pad_id_comes_from_argument_then_padding_config_then_pad_token():

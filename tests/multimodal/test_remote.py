@@ -1,5 +1,7 @@
 """Tar shards over real servers (HTTP with injected faults, S3 through s3fs) give the local samples."""
 
+import os
+
 import pytest
 from torchvision.transforms import v2
 
@@ -100,3 +102,22 @@ def test_cached_url_shards_are_read_from_disk_in_later_epochs(shard_folder, toke
         second = _by_key(list(loader))
         assert server.gets == fetched  # the second epoch fetched no shard body
     assert first == second == local and len(list(tmp_path.glob("*.tar"))) == 4
+
+
+def test_cache_verify_fetches_again_a_cached_shard_damaged_behind_its_mtime(shard_folder, tokenizer, tmp_path):
+    options = dict(transform=RESIZE, captions="first", seed=0)
+    local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
+    with FaultyHTTPServer(shard_folder) as server:
+        url = server.url("shard-{000000..000003}.tar")
+        trusting = ImageTextShards(url, tokenizer, cache_dir=tmp_path, **options)
+        verifying = ImageTextShards(url, tokenizer, cache_dir=tmp_path, cache_verify=True, **options)
+        assert _by_key(_batches(trusting, 0)) == local
+        copy = trusting.cache.entry(server.url("shard-000001.tar"))
+        stat, data = copy.stat(), bytearray(copy.read_bytes())
+        data[600] ^= 0xFF  # inside the first member's bytes; size and modification time kept
+        copy.write_bytes(bytes(data))
+        os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        fetched = server.gets
+        assert _by_key(_batches(verifying, 0)) == local
+        assert server.gets == fetched + 1  # that shard alone, fetched again
+    assert copy.read_bytes() == (shard_folder / "shard-000001.tar").read_bytes()

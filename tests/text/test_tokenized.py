@@ -11,6 +11,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.token_cache import DamagedCacheWarning
 from recipes.text import TokenizedTextDataset, pack_collate
 from tests.harness import with_skip_warnings
 
@@ -256,6 +257,50 @@ def test_cache_key_follows_file_content_and_tokenizer(tmp_path, tok):
     other = _word_tokenizer(["a", "cat", "the", "dog", "sat"])
     assert TokenizedTextDataset(data, other, cache_dir=tmp_path / "cache")[1]["input_ids"].tolist() == other.encode("the dog sat").ids
     assert len(list((tmp_path / "cache").glob("*.json"))) == 3
+
+
+def _damage(prefix_file, damage):
+    """Spoil one file of a token cache entry, as a full disk, a stray copy or a bad edit would."""
+    ids = prefix_file.with_name(prefix_file.name.removesuffix(".json") + ".ids.npy")
+    if damage == "truncated-ids":
+        ids.write_bytes(ids.read_bytes()[:-7])
+        return ids
+    if damage == "replaced-ids":  # another valid array, same dtype, shape and size
+        replaced = np.load(ids)[::-1].copy()
+        assert not np.array_equal(replaced, np.load(ids))
+        np.save(ids, replaced)
+        return ids
+    prefix_file.write_text('{"version": 3, "samples": ', encoding="utf-8")
+    return prefix_file
+
+
+@pytest.mark.parametrize("damage", ["truncated-ids", "replaced-ids", "garbled-record"])
+def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, fixtures, tok, damage, monkeypatch):
+    path = fixtures / "text" / "labeled.jsonl"
+    options = {"label_field": "label", "max_length": 16}
+    fresh = TokenizedTextDataset(path, tok, **options)
+    TokenizedTextDataset(path, tok, cache_dir=tmp_path, **options)
+    (record,) = tmp_path.glob("*.json")
+    spoiled = _damage(record, damage)
+    if damage == "replaced-ids":  # sizes, dtypes and shapes agree: only verify=True re-reads the bytes
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert _items(TokenizedTextDataset(path, tok, cache_dir=tmp_path, **options)) != _items(fresh)
+    with pytest.warns(DamagedCacheWarning) as caught:
+        healed = TokenizedTextDataset(path, tok, cache_dir=tmp_path, verify=True, **options)
+    assert len(caught) == 1 and str(spoiled) in str(caught[0].message)
+    assert _items(healed) == _items(fresh) and healed.label_names == fresh.label_names
+    assert np.array_equal(healed.line_numbers, fresh.line_numbers) and np.array_equal(healed.lengths, fresh.lengths)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the rebuilt cache should have been used")
+
+    monkeypatch.setattr("recipes.text.tokenized.encode_texts", refuse)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, verify=True, **options)
+    assert _items(again) == _items(fresh)
+    assert sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir()) == ["ids.npy", "json", "labels.npy", "lines.npy", "offsets.npy"]
 
 
 def test_a_cached_dataset_pickles_as_its_cache_path_not_its_tokens(tmp_path, fixtures, tok):
