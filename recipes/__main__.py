@@ -16,13 +16,15 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from recipes.core.corpus_files import TEXT_FORMATS
+
 DOMAINS = ("vision", "text", "detection", "multimodal")
 STEP_MS = 50.0  # recipes bench's simulated training step: data-wait means something only beside a step
 
-PATHS = """\
+PATHS = f"""\
 PATH by DOMAIN:
   vision      an image folder: PATH/<class>/**/<image>
-  text        a .txt (a line a sample), .jsonl or .csv file
+  text        a file: {" / ".join(TEXT_FORMATS)} (a .txt holds a line a sample)
   detection   a COCO instances .json; images under --image-root
               (default: the images/ folder next to it, else its own folder)
   multimodal  a caption manifest: .jsonl / .csv / .tsv rows of image + caption(s),

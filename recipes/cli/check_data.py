@@ -80,12 +80,13 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
     """A .txt / .jsonl / .csv / .parquet file: every row UTF-8 with its fields, lengths and truncation."""
-    from recipes.core.corpus_files import read_rows
+    from recipes.core.corpus_files import TEXT_FORMATS, check_format, read_rows
     from recipes.core.parquet_corpus import parquet_rows
     from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     report = Report("text", str(path))
     fields = {"text_field": text_field, "label_field": label_field}
+    check_format(path, TEXT_FORMATS)  # the formats the datasets read, or a ValueError (exit status 2)
     with collect_skipped(report, path):
         try:  # a problem with the whole file raises: a CSV header or Parquet file without the column
             if is_parquet(path):

@@ -43,6 +43,7 @@ from recipes.core.storage import is_url, read_bytes, shown
 from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
+TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
@@ -57,7 +58,10 @@ class Rows:
 
 
 def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) -> str:
-    """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats``."""
+    """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats`` (a local
+    folder is said to be one)."""
+    if not is_url(path) and os.path.isdir(path):
+        raise ValueError(f"{path} is a folder; expected a file, one of {list(formats)}")
     suffix = storage_suffix(path)
     if suffix not in formats:
         raise ValueError(f"{shown(path)}: unsupported file type {suffix!r}; expected one of {list(formats)}")

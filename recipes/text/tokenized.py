@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.core.corpus_files import ROW_FORMATS, check_format, label_ids, read_rows
+from recipes.core.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
@@ -105,7 +105,7 @@ class TokenizedTextDataset(Dataset):
             self.path, suffix, self._name = parquet.path, PARQUET_SUFFIX, parquet.name
         else:
             self.path = path if is_url(path) else Path(path)
-            suffix = check_format(self.path, (*ROW_FORMATS, PARQUET_SUFFIX))  # the message lists .parquet too
+            suffix = check_format(self.path, TEXT_FORMATS)  # the message lists .parquet too
             if not is_url(path) and not self.path.is_file():
                 raise FileNotFoundError(f"text file {self.path} does not exist")
             self._name = shown(path)  # for messages

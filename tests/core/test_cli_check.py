@@ -340,3 +340,17 @@ def test_check_cache_rehashes_every_entry_and_removes_the_damaged_ones_by_name(t
     assert sorted(path.name for path in folder.iterdir()) == kept
     assert load_cache(prefixes[0], verify=True)[0][1].tolist() == [2, 3, 4, 5]
     assert main(["check", "cache", str(folder)]) == 0 and "no problems found" in capsys.readouterr().out
+
+
+def test_the_cli_lists_the_formats_the_datasets_read_and_says_a_folder_is_one(fixtures, tmp_path, capsys):
+    from recipes.core.corpus_files import TEXT_FORMATS
+
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    assert " / ".join(TEXT_FORMATS) in capsys.readouterr().out
+    (tmp_path / "rows.tsv").write_text("a\tb\n", encoding="utf-8")
+    for path, reason in ((tmp_path / "rows.tsv", "unsupported file type '.tsv'"), (fixtures / "text", "is a folder")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["check", "text", str(path)])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and reason in err and "'.parquet'" in err, err

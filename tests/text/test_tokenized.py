@@ -313,3 +313,11 @@ def test_a_cached_dataset_pickles_as_its_cache_path_not_its_tokens(tmp_path, fix
     assert len(pickle.dumps(cached)) < len(pickle.dumps(plain)) / 4
     assert isinstance(restored.tokens.ids, np.memmap)
     assert _items(restored) == _items(plain)
+
+
+def test_a_folder_or_an_unknown_suffix_is_refused_listing_every_format_the_dataset_reads(fixtures, tmp_path):
+    with pytest.raises(ValueError, match=r"text is a folder; expected a file, one of \['.txt', '.jsonl', '.csv', '.parquet'\]"):
+        TokenizedTextDataset(fixtures / "text", fixtures / "text" / "tokenizer.json")
+    (tmp_path / "rows.tsv").write_text("a\tb\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"rows.tsv: unsupported file type '.tsv'; expected one of \['.txt', '.jsonl', '.csv', '.parquet'\]"):
+        TokenizedTextDataset(tmp_path / "rows.tsv", fixtures / "text" / "tokenizer.json")
