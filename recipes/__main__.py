@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds."),
     )
     _data_arguments(bench, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
+    bench.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                       help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
+                       "with a warning naming it (skip); recipes check lists every one")
     bench.add_argument("--batch-size", type=int, default=32, metavar="N", help="samples per batch (default 32)")
     bench.add_argument("--device", choices=("cpu", "cuda"), help="where batches go; pin_memory is tried on cuda "
                        "only (default: cuda if available)")
@@ -142,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Evaluation mode by default (dataset order, no random augmentation)."),
     )
     _data_arguments(show, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
+    show.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                       help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
+                       "with a warning naming it (skip); recipes check lists every one")
     show.add_argument("-o", "--output", type=_local_path, required=True, metavar="PNG", help="the picture to write")
     show.add_argument("--batch-size", type=int, default=8, metavar="N", help="samples in the batch (default 8)")
     show.add_argument("--train", action="store_true",
@@ -170,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.domain, args.path, tokenizer=args.tokenizer, image_root=args.image_root,
         size=getattr(args, "size", 224), max_length=args.max_length, text_field=args.text_field,
         label_field=args.label_field, image_field=args.image_field, caption_field=args.caption_field,
+        on_error=getattr(args, "on_error", "raise"),
     )
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command
@@ -182,12 +190,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recipes.cli import check as command
     else:
         from recipes.cli import show as command
+    from recipes.cli.terms import in_cli_terms, show_warning
+
     try:
-        return command.run(args, options)
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning(args.command)  # one line each, in the CLI's terms
+            return command.run(args, options)
     except (ValueError, OSError, SampleError) as error:  # bad data (DataError is a ValueError), bad options, a failing sample
         bad_data = isinstance(error, DataError) and args.command != "check"
         hint = f" (recipes check {args.domain} {args.path} lists every problem)" if bad_data else ""
-        parser.exit(2, f"recipes {args.command}: error: {error}{hint}\n")
+        parser.exit(2, f"recipes {args.command}: error: {in_cli_terms(str(error))}{hint}\n")
 
 
 if __name__ == "__main__":

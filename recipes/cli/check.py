@@ -22,6 +22,7 @@ from recipes.cli.check_data import check_captions, check_rows
 from recipes.cli.check_files import check_image_folder
 from recipes.cli.datasets import DataOptions
 from recipes.cli.report import Report
+from recipes.cli.terms import in_cli_terms
 
 
 def check(options: DataOptions, *, workers: int | None = None, progress: bool = True) -> Report:
@@ -51,5 +52,5 @@ def _optional_tokenizer(options: DataOptions):
 
 def run(args: argparse.Namespace, options: DataOptions) -> int:
     report = check(options, workers=args.workers, progress=not args.json)
-    print(json.dumps(report.to_json(), indent=1) if args.json else report.render())
+    print(in_cli_terms(json.dumps(report.to_json(), indent=1) if args.json else report.render()))
     return 0 if report.clean else 1

@@ -43,6 +43,7 @@ class DataOptions:
     label_field: str | None = None
     image_field: str = "image"  # Parquet columns (multimodal)
     caption_field: str = "caption"
+    on_error: str = "raise"  # bench and show: stop at a bad sample, or drop it with a warning
 
     def __post_init__(self) -> None:
         if self.domain not in DOMAINS:
@@ -92,19 +93,20 @@ def open_dataset(options: DataOptions, *, train: bool, include_crowd: bool = Fal
         from recipes.vision import ImageFolderDataset, eval_transform, train_transform
 
         transform = train_transform(size) if train else eval_transform(size, resize_size=round(size * 256 / 224))
-        return ImageFolderDataset(options.path, transform)
+        return ImageFolderDataset(options.path, transform, on_error=options.on_error)
     if options.domain == "text":
         from recipes.text import TokenizedTextDataset
 
         return TokenizedTextDataset(
             options.path, options.tokenizer_path(), text_field=options.text_field,
-            label_field=options.label_field, max_length=options.max_length,
+            label_field=options.label_field, max_length=options.max_length, on_error=options.on_error,
         )
     if options.domain == "detection":
         from recipes.detection import CocoDataset
 
         transforms = v2.RandomHorizontalFlip() if train else None
-        return CocoDataset(options.coco_image_root(), options.path, transforms=transforms, include_crowd=include_crowd)
+        return CocoDataset(options.coco_image_root(), options.path, transforms=transforms, include_crowd=include_crowd,
+                           on_error=options.on_error)
     from recipes.multimodal import ImageTextDataset
 
     if train:
@@ -115,6 +117,7 @@ def open_dataset(options: DataOptions, *, train: bool, include_crowd: bool = Fal
         options.path, options.tokenizer_path(), image_root=options.image_root, transform=transform,
         max_length=77 if options.max_length is None else options.max_length,
         captions="random" if train else "first", image_field=options.image_field, caption_field=options.caption_field,
+        on_error=options.on_error,
     )
 
 

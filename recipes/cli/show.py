@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import colorsys
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -208,10 +209,10 @@ def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train
              f"batch size {batch_size}, {drawn} drawn"]
     left = []
     if drawn < batch_size and len(dataset) >= batch_size:
-        left.append(f"{batch_size - drawn} samples of this batch skipped as bad data (the warnings name them)")
+        left.append(f"{batch_size - drawn} of this batch skipped as bad data (--on-error skip; the warnings name them)")
     later, dropped = max(0, kept - batch_size), len(dataset) - kept
     if later:
-        left.append(f"{later} samples in later batches")
+        left.append(f"{later} sample{'s' * (later != 1)} in later batches")
     if dropped:
         left.append(f"{dropped} dropped by training as incomplete batches (without --train every sample is kept)")
     small = f": the dataset holds fewer samples than the batch size, all {len(dataset)} in this one batch"
@@ -258,6 +259,10 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
     # training batches are all full, so they hold len(batch sampler) x batch size samples
     kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
     batch = next(iter(loader))
+    if options.domain == "vision" and drawn_count(options.domain, batch) < len(indices):  # some skipped: name the rest
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each was warned about once already
+            indices = [index for index in indices if dataset[index] is not None]
     lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept)
     picture = titled(render(options.domain, batch, dataset, options, indices), lines)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import warnings
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,32 @@ def test_a_missing_tokenizer_is_one_line_and_exit_status_2(command, domain, rela
     argv = _argv(command, domain, fixtures / relative, [], fixtures, tmp_path)
     err = _refused([*argv, "--tokenizer", str(tmp_path / "tokenizer.json")], capsys)
     assert f"tokenizer file {tmp_path / 'tokenizer.json'} does not exist" in err
+
+
+def test_hints_name_the_flags_and_warnings_are_one_line_each(fixtures, tmp_path, capsys):
+    from recipes.cli.terms import in_cli_terms
+    from recipes.core.errors import SkippedSampleWarning
+
+    assert in_cli_terms("pass text_field=... to name another, or pass on_error='skip' to drop the line") == (
+        "pass --text-field NAME to name another, or pass --on-error skip to drop the line")
+    assert in_cli_terms("pass pad_id=... explicitly") == "pass pad_id=... explicitly"  # no flag sets it
+    with pytest.raises(SystemExit) as exit_info:
+        main(["show", "text", str(fixtures / "text/labeled.jsonl"), "--text-field", "txt", "-o", str(tmp_path / "x.png")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "pass --text-field NAME to name another" in err and "text_field=" not in err
+    # --on-error skip: each bad image is one warning line naming it, and the picture holds the rest
+    (tmp_path / "data/bad").mkdir(parents=True)
+    (tmp_path / "data/good").mkdir()
+    (tmp_path / "data/bad/empty.jpg").write_bytes(b"")
+    (tmp_path / "data/bad/text.jpg").write_bytes(b"not an image")
+    for source in sorted((fixtures / "vision/cat").iterdir())[:3]:
+        (tmp_path / "data/good" / source.name).write_bytes(source.read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", SkippedSampleWarning)  # shown, as outside the test suite
+        assert main(["show", "vision", str(tmp_path / "data"), "--on-error", "skip", "-o", str(tmp_path / "x.png")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"recipes show: warning: skipped: {tmp_path / 'data/bad/empty.jpg'}: empty file (0 bytes)",
+        f"recipes show: warning: skipped: {tmp_path / 'data/bad/text.jpg'}: not an image file (unknown format, 12 bytes)",
+    ]
+    assert "batch size 8, 3 drawn" in captured.out and "nothing left out" in captured.out
