@@ -185,8 +185,8 @@ def parse_line(
     except UnicodeDecodeError as error:
         bad = raw[error.start : error.start + 4]
         raise DataError(
-            f"{where}: not valid UTF-8 (bytes {bad!r} at column {error.start}); "
-            "re-encode the file as UTF-8, or pass on_error='skip' to drop the line"
+            f"{where}: not valid UTF-8 (bytes {bad!r} at column {error.start}); re-encode the file as UTF-8",
+            skip_hint="or pass on_error='skip' to drop the line",
         ) from None
     if not line.strip():
         return None  # blank lines hold no sample (module docstring)

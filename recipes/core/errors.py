@@ -39,7 +39,13 @@ class DataError(ValueError):
 
     It subclasses ValueError and takes a single message argument, so DataLoader's worker
     exception wrapper can rebuild it in the main process without losing the text.
+    ``skip_hint`` ("or pass on_error='skip' to drop the line") ends the message when it is
+    raised; a skip-mode warning, where that advice was taken, says only ``reason``.
     """
+
+    def __init__(self, message: str, *, skip_hint: str | None = None) -> None:
+        super().__init__(f"{message}, {skip_hint}" if skip_hint else message)
+        self.reason = message
 
 
 class SkippedSampleWarning(UserWarning):
@@ -57,7 +63,7 @@ def skip_or_raise(error: DataError, on_error: str) -> None:
     """Apply the policy: raise ``error``, or warn with its message and return None."""
     if on_error == "raise":
         raise error
-    warnings.warn(f"skipped: {error}", SkippedSampleWarning, stacklevel=3)
+    warnings.warn(f"skipped: {getattr(error, 'reason', error)}", SkippedSampleWarning, stacklevel=3)
     return None
 
 

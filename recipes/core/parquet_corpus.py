@@ -111,7 +111,7 @@ def check_record(record: dict[str, Any], where: str, *, text_field: str, label_f
     """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing."""
     for option, name in (("text_field", text_field), ("label_field", label_field)):
         if name is not None and record[name] is None:
-            raise DataError(f"{where}: column {name!r} is null; drop the row or pass on_error='skip'")
+            raise DataError(f"{where}: column {name!r} is null; drop the row", skip_hint="or pass on_error='skip'")
     return check_fields(record, where, text_field=text_field, label_field=label_field)
 
 

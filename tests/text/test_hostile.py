@@ -119,3 +119,14 @@ def test_an_integer_label_past_int64_names_its_line(tmp_path, tok, name, content
         TokenizedTextDataset(tmp_path / name, tok, label_field="label")
     with pytest.warns(SkippedSampleWarning, match=f"line {line}"):
         assert TokenizedTextDataset(tmp_path / name, tok, label_field="label", on_error="skip").labels.tolist() == [1]
+
+
+def test_the_advice_to_skip_is_given_when_raising_not_when_it_was_taken(tmp_path, tok):
+    path = tmp_path / "rows.txt"
+    path.write_bytes(b"a good line\nbad \xff\xfe bytes\n")
+    with pytest.raises(DataError, match=r"line 2: not valid UTF-8 .*re-encode the file as UTF-8, or pass on_error='skip'"):
+        TokenizedTextDataset(path, tok)
+    with pytest.warns(SkippedSampleWarning) as caught:
+        assert len(TokenizedTextDataset(path, tok, on_error="skip")) == 1
+    (warning,) = caught
+    assert str(warning.message).endswith("re-encode the file as UTF-8") and "on_error" not in str(warning.message)
