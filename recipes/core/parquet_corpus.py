@@ -37,7 +37,7 @@ from recipes.core.parquet_files import (
     row_counts,
 )
 from recipes.core.storage import shown
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, token_dtype
+from recipes.core.tokens import TruncatingEncoder, encode_texts
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
 
@@ -68,7 +68,7 @@ class ParquetSource:
 
     def read(
         self,
-        tokenizer: Tokenizer,
+        tokenizer: Tokenizer | TruncatingEncoder,
         *,
         text_field: str = "text",
         label_field: str | None = None,
@@ -138,7 +138,7 @@ def parquet_rows(
 
 def read_parquet_corpus(
     entries: list[Any],
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | TruncatingEncoder,
     *,
     text_field: str = "text",
     label_field: str | None = None,
@@ -146,8 +146,12 @@ def read_parquet_corpus(
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
 ) -> ParquetCorpus:
-    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
-    tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
+    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`).
+
+    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own).
+    """
+    if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
+        tokenizer = TruncatingEncoder(tokenizer, max_length)
     parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
 
     def flush() -> None:
@@ -169,7 +173,7 @@ def read_parquet_corpus(
         flush()
     label_ids, names = _number_labels(label_parts) if label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-    return ParquetCorpus(concat_tokens(parts, token_dtype(tokenizer)), label_ids, names, rows)
+    return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows)
 
 
 def _label_array(labels: list[Any]) -> np.ndarray:

@@ -48,7 +48,7 @@ from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, is_url, shown
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
-from recipes.core.tokens import load_tokenizer, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, load_tokenizer, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
@@ -84,11 +84,13 @@ class ImageTextShards(IterableDataset):
     Args:
         paths: shard paths (see :func:`expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path; ids equal
-            ``tokenizer.encode(caption).ids[:max_length]``.
+            ``tokenizer.encode(caption).ids`` with ``enable_truncation(max_length)``: a long
+            caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
+            not changed.
         transform: applied to the uint8 image; must bring images to one size to batch them.
         shuffle_buffer: samples held for shuffling (0: shards and samples in order).
         seed: shuffling and augmentation seed, shared by all ranks; None draws one.
-        max_length: truncate ids to this many tokens; None keeps all.
+        max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
         on_error: ``"raise"`` a :class:`DataError` naming the shard and member, or ``"skip"`` the
             sample (a bad shard: the rest of it) with a warning.
@@ -97,6 +99,7 @@ class ImageTextShards(IterableDataset):
         cache_dir: keep remote shards here once read whole, so later epochs read local disk;
             ``cache_limit_bytes`` bounds it (least recently used out; see
             :class:`recipes.core.disk_cache.DiskCache`).
+        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(caption).ids[:max_length]``.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class ImageTextShards(IterableDataset):
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = 64 * 2**30,
+        truncation: str = "tokenizer",
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -126,6 +130,7 @@ class ImageTextShards(IterableDataset):
         if is_url(self.shards[0]):
             filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)
+        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)  # copies made once
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         # Read here, in the main process: a spawned worker has no process group to ask.
@@ -219,5 +224,5 @@ class ImageTextShards(IterableDataset):
                     random_pick = self.captions == "random" and len(captions) > 1
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0
                 out = image if self.transform is None else self.transform(image)
-            ids = self.tokenizer.encode(captions[choice]).ids[: self.max_length]
+            ids = self.encoder([captions[choice]])[0]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}
