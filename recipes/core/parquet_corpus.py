@@ -74,6 +74,7 @@ class ParquetSource:
         label_field: str | None = None,
         max_length: int | None = None,
         on_error: str = "raise",
+        max_chars: int | None = None,
     ) -> ParquetCorpus:
         """Read and tokenise every row: :func:`read_parquet_corpus` of the entries."""
         return read_parquet_corpus(
@@ -84,6 +85,7 @@ class ParquetSource:
             max_length=max_length,
             on_error=on_error,
             storage_options=self.storage_options,
+            max_chars=max_chars,
         )
 
 
@@ -104,12 +106,15 @@ def parquet_source(source: Any, storage_options: dict[str, Any] | None = None) -
     )
 
 
-def check_record(record: dict[str, Any], where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:
-    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing."""
+def check_record(
+    record: dict[str, Any], where: str, *, text_field: str, label_field: str | None, max_chars: int | None = None
+) -> tuple[str, Any]:
+    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing;
+    a text over ``max_chars`` characters is refused (None: no limit)."""
     for option, name in (("text_field", text_field), ("label_field", label_field)):
         if name is not None and record[name] is None:
             raise DataError(f"{where}: column {name!r} is null; drop the row or pass on_error='skip'")
-    return check_fields(record, where, text_field=text_field, label_field=label_field)
+    return check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
 
 
 def parquet_rows(
@@ -119,6 +124,7 @@ def parquet_rows(
     label_field: str | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    max_chars: int | None = None,
 ) -> Iterator[tuple[int, str, Any]]:
     """``(row, text, label)`` for each usable row of ``entries``, checked by :func:`check_record`,
     after checking that every entry has the columns (a :class:`DataError` listing them if not)."""
@@ -126,10 +132,10 @@ def parquet_rows(
     for entry in entries:
         check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
     columns = [text_field] if label_field is None else [text_field, label_field]
-    sizes = row_counts(entries, storage_options)
+    sizes, fields = row_counts(entries, storage_options), {"text_field": text_field, "label_field": label_field}
     for row, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
         try:
-            text, label = check_record(record, where, text_field=text_field, label_field=label_field)
+            text, label = check_record(record, where, max_chars=max_chars, **fields)
         except DataError as error:
             skip_or_raise(error, on_error)
             continue
@@ -145,10 +151,12 @@ def read_parquet_corpus(
     max_length: int | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
+    max_chars: int | None = None,
 ) -> ParquetCorpus:
     """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`).
 
-    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own).
+    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own);
+    a text over ``max_chars`` characters is a DataError naming its row (None: no limit).
     """
     if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
         tokenizer = TruncatingEncoder(tokenizer, max_length)
@@ -163,7 +171,8 @@ def read_parquet_corpus(
             chunk.clear()
 
     fields = {"text_field": text_field, "label_field": label_field}
-    for row, text, label in parquet_rows(entries, on_error=on_error, storage_options=storage_options, **fields):
+    options = {"on_error": on_error, "storage_options": storage_options, "max_chars": max_chars}
+    for row, text, label in parquet_rows(entries, **options, **fields):
         texts.append(text)
         labels.append(label)
         rows.append(row)

@@ -232,7 +232,7 @@ class StreamingTextDataset(IterableDataset):
         for offset, where, json_row, raw in lines:
             try:
                 if json_row is None:
-                    row = check_record(raw, where, **fields)
+                    row = check_record(raw, where, max_chars=self.max_chars, **fields)
                 else:
                     row = parse_line(raw, where, json_row=json_row, max_chars=self.max_chars, **fields)
                 if row is not None and self.label_field is not None and integer_label(row[1]) is None:

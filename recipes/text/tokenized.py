@@ -123,7 +123,7 @@ class TokenizedTextDataset(Dataset):
             self._load_cache()
             return
         if parquet is not None:
-            corpus = parquet.read(encoder, **fields)
+            corpus = parquet.read(encoder, max_chars=max_chars, **fields)
             tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
         else:
             rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)

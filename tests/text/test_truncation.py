@@ -92,3 +92,14 @@ def test_memory_for_one_long_line_follows_max_length(tmp_path, fixtures, reader)
     growth, out = peak_rss_growth_mb(setup, action)
     assert "ids 128" in out
     assert growth < 150  # the whole line tokenised at once grows by about 900 MB
+
+
+def test_a_parquet_row_too_long_to_tokenise_whole_is_named_by_its_row(tmp_path, minilm):
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "huge.parquet"
+    pq.write_table(pa.table({"text": ["short one", "x " * 600, "short two"]}), path)
+    with pytest.raises(DataError, match=r"huge\.parquet row 1: field 'text' holds 1,200 characters"):
+        TokenizedTextDataset(path, minilm, max_line_chars=1_000)
+    with pytest.raises(DataError, match=r"huge\.parquet row 1: field 'text' holds 1,200 characters"):
+        list(StreamingTextDataset(path, minilm, max_line_chars=1_000))
+    assert len(TokenizedTextDataset(path, minilm, max_line_chars=1_000, max_length=8)) == 3
