@@ -2,6 +2,8 @@
 
     tokenizer = bert_style(texts)          # "[CLS] $A [SEP]", WordPiece, as MiniLM / BERT
     tokenizer = clip_style(texts)          # "<|startoftext|> $A <|endoftext|>", byte-level BPE, as CLIP
+    tokenizer = llama_style(texts)         # "<s> $A </s>", BPE over the whole line (no pre-tokenizer)
+    tokenizer = t5_style(texts)            # "$A </s>", Unigram over Metaspace words, as T5
     truncated(tokenizer, text, 16)         # the ids Tokenizer.enable_truncation(16) gives
 
 Both are trained here on the given texts, so a test needs no download.
@@ -59,4 +61,32 @@ def clip_style(texts: Sequence[str]) -> Tokenizer:
         single="<|startoftext|> $A <|endoftext|>", special_tokens=[("<|startoftext|>", bos), ("<|endoftext|>", eot)]
     )
     tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def llama_style(texts: Sequence[str]) -> Tokenizer:
+    """BPE without a pre-tokenizer, as Llama's: the whole line is one word, spaces become ``▁``;
+    ``<s> $A </s>``."""
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    special = ["<unk>", "<s>", "</s>"]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=special, max_token_length=12, show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    bos, eos = tokenizer.token_to_id("<s>"), tokenizer.token_to_id("</s>")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", bos), ("</s>", eos)]
+    )
+    return tokenizer
+
+
+def t5_style(texts: Sequence[str]) -> Tokenizer:
+    """Unigram over Metaspace words with NFKC, as T5's; ``$A </s>`` (an end token only)."""
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    special = ["<pad>", "</s>", "<unk>"]
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=special, unk_token="<unk>", show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    eos = tokenizer.token_to_id("</s>")
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
     return tokenizer

@@ -161,8 +161,8 @@ class TruncatingEncoder:
         ``2k``; the first ``kept`` ids of the ``k`` prefix are taken for the whole text's when
         :func:`_settled` says so, and post-processed (truncated, special tokens, padding) exactly as
         ``encode`` post-processes the whole text's encoding. Else ``k`` doubles; a text no prefix
-        settles is encoded whole (one word as long as the line, which WordPiece makes a single
-        ``[UNK]``). Memory follows the prefix: a few times ``max_length`` tokens for natural text,
+        settles is encoded whole (a line-long run that the model makes one token: WordPiece's
+        ``[UNK]`` for a long word, Unigram's fused unknown characters). Memory follows the prefix: a few times ``max_length`` tokens for natural text,
         whatever the line's length.
         """
         done = []
