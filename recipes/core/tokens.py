@@ -33,6 +33,7 @@ ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thre
 TRUNCATIONS = ("tokenizer", "slice")
 PREFIX_CHARS_PER_ID = 16  # first prefix of a long text, per kept id: ample for natural-language tokens
 MIN_PREFIX_CHARS = 1024
+WHOLE_TEXT_CHARS = 65_536  # shorter texts are encoded whole, in one fast batch: a few MB of tokenizer memory
 
 
 def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
@@ -107,6 +108,7 @@ class TruncatingEncoder:
         tokenizer = load_tokenizer(tokenizer)
         self.max_length, self.truncation, self.dtype = max_length, truncation, token_dtype(tokenizer)
         self.tokenizer, self.raw, self.kept = batch_safe_tokenizer(tokenizer), None, 0
+        self.prefix_chars = self.whole_chars = 0  # set with max_length
         if max_length is None:
             return
         added = tokenizer.post_processor.num_special_tokens_to_add(False) if tokenizer.post_processor else 0
@@ -133,6 +135,7 @@ class TruncatingEncoder:
             self.raw.no_truncation()
             self.raw.no_padding()
         self.prefix_chars = max(MIN_PREFIX_CHARS, PREFIX_CHARS_PER_ID * max_length)
+        self.whole_chars = max(WHOLE_TEXT_CHARS, 4 * self.prefix_chars)
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         """The ids of each text (one ``encode_batch`` call for the short ones, prefixes for the long)."""
@@ -140,11 +143,11 @@ class TruncatingEncoder:
         # encode_batch_fast (tokenizers >= 0.21) gives the same ids, faster: it skips the character
         # offsets that only the prefix check needs.
         encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
-        long = [] if self.raw is None else [i for i, text in enumerate(texts) if len(text) > 2 * self.prefix_chars]
+        long = [] if self.raw is None else [i for i, text in enumerate(texts) if len(text) > self.whole_chars]
         if not long:
             return [self._cut(encoding.ids) for encoding in encode(texts)]
         out: list[list[int]] = [[] for _ in texts]
-        short = [i for i, text in enumerate(texts) if len(text) <= 2 * self.prefix_chars]
+        short = [i for i, text in enumerate(texts) if len(text) <= self.whole_chars]
         for i, encoding in zip(short, encode([texts[i] for i in short])):
             out[i] = self._cut(encoding.ids)
         for i, ids in self._long(texts, long):
@@ -155,7 +158,7 @@ class TruncatingEncoder:
         return ids[: self.max_length] if self.truncation == "slice" and self.max_length is not None else ids
 
     def _long(self, texts: list[str], indices: list[int]) -> list[tuple[int, list[int]]]:
-        """Texts over twice the first prefix: grow a prefix until its kept ids are the whole text's.
+        """Texts over ``whole_chars``: grow a prefix until its kept ids are the whole text's.
 
         A prefix of ``k`` characters is encoded (no special tokens, no truncation) with the one of
         ``2k``; the first ``kept`` ids of the ``k`` prefix are taken for the whole text's when

@@ -18,8 +18,8 @@ def captions(fixtures):
     long = [
         " ".join(rng.choice(words) for _ in range(300)),
         " ".join(rng.choice(words) for _ in range(20_000)),
-        "".join(rng.choice("abcdeéñ漢字😀") for _ in range(30_000)),
-        "A  photo\tof\n" * 3_000,
+        "".join(rng.choice("abcdeéñ漢字😀") for _ in range(80_000)),
+        "A  photo\tof\n" * 7_000,
     ]
     return short, long
 

@@ -8,6 +8,7 @@ import pytest
 
 from recipes.core.corpus_files import MAX_LINE_CHARS
 from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.tokens import WHOLE_TEXT_CHARS
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
 from tests.core.hostile import peak_rss_growth_mb
 from tests.special_tokens import bert_style, truncated
@@ -20,10 +21,11 @@ def corpus(fixtures):
     words, rng = " ".join(lines).split(), random.Random(0)
     long_lines = [
         " ".join(rng.choice(words) for _ in range(20_000)),
-        "".join(rng.choice("abcdeéñ漢字") for _ in range(50_000)),
+        "".join(rng.choice("abcdeéñ漢字") for _ in range(80_000)),
         "Ünïcödé — “quoted” " * 4_000,
-        "   " * 9_000 + " ".join(words[:3_000]),
+        "   " * 20_000 + " ".join(words[:3_000]),
     ]
+    assert min(map(len, long_lines)) > WHOLE_TEXT_CHARS  # read from a prefix
     return lines[:30] + long_lines
 
 
