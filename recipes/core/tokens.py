@@ -88,7 +88,7 @@ class TruncatingEncoder:
     tokenizer with ``enable_truncation(max_length)``: the content is cut and the special tokens of
     the post-processor are kept, as the model saw them in training (BERT's ``[SEP]``, CLIP's EOT,
     where its pooled embedding is read). A truncation config the tokenizer already has is kept
-    (strategy, direction) with the smaller max_length. ``truncation="slice"``: ids equal
+    (strategy, direction) with the smaller max_length; fixed-length padding stops at max_length. ``truncation="slice"``: ids equal
     ``tokenizer.encode(text).ids[:max_length]`` (a cut sequence loses its closing token). The
     caller's tokenizer is never changed: the encoder holds copies, made once.
 
@@ -125,6 +125,9 @@ class TruncatingEncoder:
             # smaller length cannot hold would panic)
             strategy, direction = given.get("strategy", "longest_first"), given.get("direction", "right")
             self.tokenizer.enable_truncation(limit, strategy=strategy, direction=direction)
+            padding = self.tokenizer.padding
+            if padding is not None and padding["length"] is not None and padding["length"] > limit:
+                self.tokenizer.enable_padding(**{**padding, "length": limit})  # never past max_length
             self.kept = limit - added  # content ids that survive the cut
         else:
             self.kept = max_length  # at least the content ids that the slice can hold

@@ -119,6 +119,18 @@ def test_a_truncation_config_of_the_tokenizer_is_kept_with_the_smaller_length(fi
     assert tokenizer.truncation == {"max_length": 6, "stride": 2, "strategy": "longest_first", "direction": "right"}
 
 
+def test_fixed_length_padding_never_goes_past_max_length(fixtures):
+    tokenizer = bert_style(_fixture_strings(fixtures))
+    tokenizer.enable_padding(length=20, pad_id=0, pad_token="[PAD]")
+    text, short = " ".join(_fixture_strings(fixtures)[:20]), "a cat"
+    cut = encode_texts(tokenizer, [text, short], max_length=8)
+    assert cut[0].tolist() == truncated(tokenizer, text, 8)[:8] and cut[0][-1] == tokenizer.token_to_id("[SEP]")
+    assert cut[1].tolist() == tokenizer.encode(short).ids[:8]  # [CLS] a cat [SEP] and pads up to 8
+    padded = encode_texts(tokenizer, [short], max_length=64)
+    assert padded[0].tolist() == tokenizer.encode(short).ids and len(padded[0]) == 20
+    assert tokenizer.padding["length"] == 20
+
+
 def test_left_truncation_keeps_the_end_of_a_long_line(fixtures):
     tokenizer = bert_style(_fixture_strings(fixtures))
     tokenizer.enable_truncation(512, direction="left")
