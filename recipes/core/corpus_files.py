@@ -20,7 +20,9 @@ a missing field is reported with the fields the row does have. ``on_error="skip"
 line with a warning; a CSV header without the named columns (the error lists the header) is a
 problem with the whole file and always raises. So is a field that no line has: a wrong
 ``text_field``/``label_field`` is one error, not a warning for every line and nothing kept
-(:func:`warn_skipped`).
+(:func:`warn_skipped`). With ``max_chars`` (datasets pass it when there is no ``max_length``,
+as ``max_line_chars``), a text longer than that many characters is a DataError too: tokenising
+it whole costs memory in proportion to the line (about 100 bytes a character).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns
+# Longest text tokenised whole (without max_length): about 100 MB of tokenizer memory per line.
+MAX_LINE_CHARS = 1_000_000
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
@@ -76,6 +80,7 @@ def read_rows(
     on_error: str = "raise",
     data: bytes | None = None,
     storage_options: dict[str, Any] | None = None,
+    max_chars: int | None = None,
 ) -> Rows:
     """Read every sample of a .txt, .jsonl or .csv file; see the module docstring.
 
@@ -85,6 +90,7 @@ def read_rows(
         on_error: ``"raise"`` or ``"skip"`` (drop bad lines with a warning).
         data: the file's bytes if already read (e.g. to hash them for a cache key).
         storage_options: passed to fsspec when ``path`` is a URL (see :mod:`recipes.core.storage`).
+        max_chars: refuse a text longer than this many characters (None: no limit).
     """
     check_on_error(on_error)
     path = path if is_url(path) else Path(path)
@@ -104,9 +110,10 @@ def read_rows(
         where = f"{name} line {number}"
         try:
             if suffix == ".csv":
-                row = check_fields(record, where, text_field=text_field, label_field=label_field)
+                row = check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
             else:
-                row = parse_line(record, where, json_row=suffix == ".jsonl", text_field=text_field, label_field=label_field)
+                fields = {"text_field": text_field, "label_field": label_field, "max_chars": max_chars}
+                row = parse_line(record, where, json_row=suffix == ".jsonl", **fields)
         except DataError as error:
             if on_error == "raise":
                 raise
@@ -170,6 +177,7 @@ def parse_line(
     json_row: bool,
     text_field: str = "text",
     label_field: str | None = None,
+    max_chars: int | None = None,
 ) -> tuple[str, Any] | None:
     """One raw line -> ``(text, label)``, or None for a blank line.
 
@@ -178,6 +186,7 @@ def parse_line(
         where: names the line in error messages, e.g. ``"data.txt line 3"``.
         json_row: parse the line as a JSON object and read its fields (.jsonl), else the line
             is the text and the label is None (.txt).
+        max_chars: refuse a text longer than this many characters (None: no limit).
     """
     raw = raw.removesuffix(b"\n").removesuffix(b"\r")
     try:
@@ -191,6 +200,7 @@ def parse_line(
     if not line.strip():
         return None  # blank lines hold no sample (module docstring)
     if not json_row:
+        check_length(line, where, "the line", max_chars)
         return line, None
     try:
         record = json.loads(line)
@@ -199,10 +209,22 @@ def parse_line(
     # ValueError: an integer of more than 4300 digits; RecursionError: absurdly deep nesting
     except (ValueError, RecursionError) as error:
         raise DataError(f"{where}: not valid JSON ({type(error).__name__}: {str(error)[:100]})") from None
-    return check_fields(record, where, text_field=text_field, label_field=label_field)
+    return check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
 
 
-def check_fields(record: Any, where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:
+def check_length(text: str, where: str, what: str, max_chars: int | None) -> None:
+    """A DataError if ``text`` is longer than ``max_chars`` characters (None: no limit)."""
+    if max_chars is not None and len(text) > max_chars:
+        raise DataError(
+            f"{where}: {what} holds {len(text):,} characters, over the {max_chars:,} tokenised whole without "
+            "max_length; pass max_length=... (only a bounded prefix is then tokenised) or max_line_chars=... "
+            "to raise the limit"
+        )
+
+
+def check_fields(
+    record: Any, where: str, *, text_field: str, label_field: str | None, max_chars: int | None = None
+) -> tuple[str, Any]:
     """``(text, label)`` from a JSON object or CSV record, or a DataError naming ``where``."""
     if not isinstance(record, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
@@ -215,6 +237,7 @@ def check_fields(record: Any, where: str, *, text_field: str, label_field: str |
         raise DataError(f"{where}: field {text_field!r} is not valid UTF-8 / Unicode (lone surrogate)")
     if not text.strip():
         raise DataError(f"{where}: field {text_field!r} is empty")
+    check_length(text, where, f"field {text_field!r}", max_chars)
     if label_field is None:
         return text, None
     if label_field not in record:

@@ -41,7 +41,7 @@ from recipes.core.parquet_files import (
     parquet_entries,
     row_counts,
 )
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, token_dtype
+from recipes.core.tokens import TruncatingEncoder, encode_texts
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
 
@@ -127,7 +127,7 @@ def parse_captions(value: Any, where: str, column: str = "caption") -> list[str]
 
 def index_caption_parquet(
     source: Any,
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | TruncatingEncoder,
     *,
     image_field: str = "image",
     caption_field: str = "caption",
@@ -142,9 +142,11 @@ def index_caption_parquet(
     With ``cache_dir``, the embedded bytes are kept there under a digest of the source's content
     and the options, and found again by the next construction with the same (another run, every
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
+    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own).
     """
     entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
-    tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
+    if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
+        tokenizer = TruncatingEncoder(tokenizer, max_length)
     fields = {"image_field": image_field, "caption_field": caption_field, "max_row_group_bytes": max_row_group_bytes}
     rows = caption_rows(entries, on_error=on_error, storage_options=storage_options, **fields)
     cached = key = None
@@ -187,7 +189,7 @@ def index_caption_parquet(
         entries=entries,
         images=concat_strings(names),
         blobs=blobs,
-        tokens=concat_tokens(tokens, token_dtype(tokenizer)),
+        tokens=concat_tokens(tokens, tokenizer.dtype),
         counts=_joined(counts, np.int64),
         sources=[entry_name(entry) for entry in entries],
         source_of=_joined(sources, np.int32),

@@ -38,7 +38,7 @@ from recipes.core.parquet_files import (
     row_counts,
 )
 from recipes.core.storage import shown
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, token_dtype
+from recipes.core.tokens import TruncatingEncoder, encode_texts
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
 
@@ -69,13 +69,14 @@ class ParquetSource:
 
     def read(
         self,
-        tokenizer: Tokenizer,
+        tokenizer: Tokenizer | TruncatingEncoder,
         *,
         text_field: str = "text",
         label_field: str | None = None,
         max_length: int | None = None,
         on_error: str = "raise",
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        max_chars: int | None = None,
     ) -> ParquetCorpus:
         """Read and tokenise every row: :func:`read_parquet_corpus` of the entries."""
         return read_parquet_corpus(
@@ -87,6 +88,7 @@ class ParquetSource:
             on_error=on_error,
             storage_options=self.storage_options,
             max_row_group_bytes=max_row_group_bytes,
+            max_chars=max_chars,
         )
 
 
@@ -107,12 +109,15 @@ def parquet_source(source: Any, storage_options: dict[str, Any] | None = None) -
     )
 
 
-def check_record(record: dict[str, Any], where: str, *, text_field: str, label_field: str | None) -> tuple[str, Any]:
-    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing."""
+def check_record(
+    record: dict[str, Any], where: str, *, text_field: str, label_field: str | None, max_chars: int | None = None
+) -> tuple[str, Any]:
+    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing;
+    a text over ``max_chars`` characters is refused (None: no limit)."""
     for option, name in (("text_field", text_field), ("label_field", label_field)):
         if name is not None and record[name] is None:
             raise DataError(f"{where}: column {name!r} is null; drop the row", skip_hint="or pass on_error='skip'")
-    return check_fields(record, where, text_field=text_field, label_field=label_field)
+    return check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
 
 
 def parquet_rows(
@@ -123,6 +128,7 @@ def parquet_rows(
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_chars: int | None = None,
 ) -> Iterator[tuple[int, str, Any]]:
     """``(row, text, label)`` for each usable row of ``entries``, checked by :func:`check_record`,
     after checking that every entry has the columns (a :class:`DataError` listing them if not)."""
@@ -130,11 +136,11 @@ def parquet_rows(
     for entry in entries:
         check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
     columns = [text_field] if label_field is None else [text_field, label_field]
-    sizes = row_counts(entries, storage_options)
+    sizes, fields = row_counts(entries, storage_options), {"text_field": text_field, "label_field": label_field}
     options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
     for row, where, record in iter_rows(entries, columns, sizes, **options):
         try:
-            text, label = check_record(record, where, text_field=text_field, label_field=label_field)
+            text, label = check_record(record, where, max_chars=max_chars, **fields)
         except DataError as error:
             skip_or_raise(error, on_error)
             continue
@@ -143,7 +149,7 @@ def parquet_rows(
 
 def read_parquet_corpus(
     entries: list[Any],
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | TruncatingEncoder,
     *,
     text_field: str = "text",
     label_field: str | None = None,
@@ -151,9 +157,15 @@ def read_parquet_corpus(
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_chars: int | None = None,
 ) -> ParquetCorpus:
-    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`)."""
-    tokenizer = batch_safe_tokenizer(tokenizer)  # once, not a copy per chunk (encode_texts passes it through)
+    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`).
+
+    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own);
+    a text over ``max_chars`` characters is a DataError naming its row (None: no limit).
+    """
+    if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
+        tokenizer = TruncatingEncoder(tokenizer, max_length)
     parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
 
     def flush() -> None:
@@ -165,7 +177,8 @@ def read_parquet_corpus(
             chunk.clear()
 
     fields = {"text_field": text_field, "label_field": label_field, "max_row_group_bytes": max_row_group_bytes}
-    for row, text, label in parquet_rows(entries, on_error=on_error, storage_options=storage_options, **fields):
+    options = {"on_error": on_error, "storage_options": storage_options, "max_chars": max_chars}
+    for row, text, label in parquet_rows(entries, **options, **fields):
         texts.append(text)
         labels.append(label)
         rows.append(row)
@@ -175,7 +188,7 @@ def read_parquet_corpus(
         flush()
     label_ids, names = _number_labels(label_parts) if label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-    return ParquetCorpus(concat_tokens(parts, token_dtype(tokenizer)), label_ids, names, rows)
+    return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows)
 
 
 def _label_array(labels: list[Any]) -> np.ndarray:

@@ -9,6 +9,11 @@
 Encoded ids come back as a :class:`recipes.core.arrays.TokenArray`: one flat ``uint16`` array
 (``uint32`` when the vocabulary has more than 65,536 entries) plus int64 offsets, which workers
 share instead of copying (see that module).
+
+Truncation to ``max_length`` is the tokenizer's own (``Tokenizer.enable_truncation``): the content
+is cut and the post-processor's special tokens (``[CLS] ... [SEP]``, CLIP's BOS/EOT) are kept.
+A long text is tokenised from a bounded prefix, so memory follows ``max_length``, not the text
+(:class:`TruncatingEncoder`).
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from recipes.core.arrays import TokenArray
 from recipes.core.storage import shown
 
 PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thread pool
+TRUNCATIONS = ("tokenizer", "slice")
+PREFIX_CHARS_PER_ID = 16  # first prefix of a long text, per kept id: ample for natural-language tokens
+MIN_PREFIX_CHARS = 1024
+WHOLE_TEXT_CHARS = 65_536  # shorter texts are encoded whole, in one fast batch: a few MB of tokenizer memory
 
 
 def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
@@ -63,7 +72,7 @@ def batch_safe_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     padding = tokenizer.padding
     if padding is None or padding.get("length") is not None:
         return tokenizer
-    copy = Tokenizer.from_str(tokenizer.to_str())
+    copy = _copy(tokenizer)
     copy.no_padding()
     return copy
 
@@ -73,39 +82,190 @@ def token_dtype(tokenizer: Tokenizer) -> np.dtype:
     return np.dtype(np.uint16 if tokenizer.get_vocab_size(with_added_tokens=True) <= 2**16 else np.uint32)
 
 
+class TruncatingEncoder:
+    """Encode texts to at most ``max_length`` ids, reading only a bounded prefix of a long text.
+
+    ``truncation="tokenizer"`` (default): ids equal ``tokenizer.encode(text).ids`` of a copy of the
+    tokenizer with ``enable_truncation(max_length)``: the content is cut and the special tokens of
+    the post-processor are kept, as the model saw them in training (BERT's ``[SEP]``, CLIP's EOT,
+    where its pooled embedding is read). A truncation config the tokenizer already has is kept
+    (strategy, direction) with the smaller max_length; fixed-length padding stops at max_length. ``truncation="slice"``: ids equal
+    ``tokenizer.encode(text).ids[:max_length]`` (a cut sequence loses its closing token). The
+    caller's tokenizer is never changed: the encoder holds copies, made once.
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
+        max_length: keep at most this many ids per text, special tokens included; None keeps all.
+        truncation: ``"tokenizer"`` or ``"slice"``, as above.
+    """
+
+    def __init__(
+        self, tokenizer: Tokenizer | str | os.PathLike, max_length: int | None = None, *, truncation: str = "tokenizer"
+    ) -> None:
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        tokenizer = load_tokenizer(tokenizer)
+        self.max_length, self.truncation, self.dtype = max_length, truncation, token_dtype(tokenizer)
+        self.tokenizer, self.raw, self.kept = batch_safe_tokenizer(tokenizer), None, 0
+        self.prefix_chars = self.whole_chars = 0  # set with max_length
+        if max_length is None:
+            return
+        added = tokenizer.post_processor.num_special_tokens_to_add(False) if tokenizer.post_processor else 0
+        given = tokenizer.truncation or {}
+        if truncation == "tokenizer":
+            if max_length < added:
+                raise ValueError(
+                    f"max_length={max_length} leaves no room for the {added} special tokens the tokenizer adds; "
+                    f"use max_length >= {added + 1} (or truncation='slice' to cut them off)"
+                )
+            limit = min(max_length, given.get("max_length", max_length))
+            self.tokenizer = _copy(self.tokenizer)
+            # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
+            # smaller length cannot hold would panic)
+            strategy, direction = given.get("strategy", "longest_first"), given.get("direction", "right")
+            self.tokenizer.enable_truncation(limit, strategy=strategy, direction=direction)
+            padding = self.tokenizer.padding
+            if padding is not None and padding["length"] is not None and padding["length"] > limit:
+                self.tokenizer.enable_padding(**{**padding, "length": limit})  # never past max_length
+            self.kept = limit - added  # content ids that survive the cut
+        else:
+            self.kept = max_length  # at least the content ids that the slice can hold
+        # a left cut keeps the end, and a given max_length under the special tokens cuts nothing:
+        # both read the whole text
+        if given.get("direction", "right") == "right" and self.kept >= 0:
+            self.raw = _copy(tokenizer)
+            self.raw.no_truncation()
+            self.raw.no_padding()
+        self.prefix_chars = max(MIN_PREFIX_CHARS, PREFIX_CHARS_PER_ID * max_length)
+        self.whole_chars = max(WHOLE_TEXT_CHARS, 4 * self.prefix_chars)
+
+    def __call__(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text (one ``encode_batch`` call for the short ones, prefixes for the long)."""
+        texts = list(texts)
+        # encode_batch_fast (tokenizers >= 0.21) gives the same ids, faster: it skips the character
+        # offsets that only the prefix check needs.
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        long = [] if self.raw is None else [i for i, text in enumerate(texts) if len(text) > self.whole_chars]
+        if not long:
+            return [self._cut(encoding.ids) for encoding in encode(texts)]
+        out: list[list[int]] = [[] for _ in texts]
+        short = [i for i, text in enumerate(texts) if len(text) <= self.whole_chars]
+        for i, encoding in zip(short, encode([texts[i] for i in short])):
+            out[i] = self._cut(encoding.ids)
+        for i, ids in self._long(texts, long):
+            out[i] = ids
+        return out
+
+    def _cut(self, ids: list[int]) -> list[int]:
+        return ids[: self.max_length] if self.truncation == "slice" and self.max_length is not None else ids
+
+    def _long(self, texts: list[str], indices: list[int]) -> list[tuple[int, list[int]]]:
+        """Texts over ``whole_chars``: grow a prefix until its kept ids are the whole text's.
+
+        A prefix of ``k`` characters is encoded (no special tokens, no truncation) with the one of
+        ``2k``; the first ``kept`` ids of the ``k`` prefix are taken for the whole text's when
+        :func:`_settled` says so, and post-processed (truncated, special tokens, padding) exactly as
+        ``encode`` post-processes the whole text's encoding. Else ``k`` doubles; a text no prefix
+        settles is encoded whole (a line-long run that the model makes one token: WordPiece's
+        ``[UNK]`` for a long word, Unigram's fused unknown characters). Memory follows the prefix: a few times ``max_length`` tokens for natural text,
+        whatever the line's length.
+        """
+        done = []
+        size = {i: self.prefix_chars for i in indices}
+        encode = self.raw.encode_batch
+        previous = dict(zip(indices, encode([texts[i][: size[i]] for i in indices], add_special_tokens=False)))
+        while size:
+            whole = [i for i in size if 2 * size[i] >= len(texts[i])]
+            for i, encoding in zip(whole, self.tokenizer.encode_batch([texts[i] for i in whole])):
+                done.append((i, self._cut(encoding.ids)))
+                del size[i]
+            growing = list(size)
+            for i, longer in zip(growing, encode([texts[i][: 2 * size[i]] for i in growing], add_special_tokens=False)):
+                if _settled(previous[i], longer, size[i], self.kept):
+                    done.append((i, self._cut(self.tokenizer.post_process(previous[i]).ids)))
+                    del size[i]
+                else:
+                    previous[i], size[i] = longer, 2 * size[i]
+        return done
+
+
+def _settled(prefix: Encoding, longer: Encoding, chars: int, kept: int) -> bool:
+    """True when the first ``kept`` tokens of a ``chars``-character prefix are the whole text's.
+
+    Why this holds: the normalizers (NFKC, lowercase, BERT's, ``Replace`` of a string...) change a
+    character or a combining sequence, and the pre-tokenizers (whitespace, punctuation, Metaspace,
+    byte-level's GPT-2 pattern) decide each split from the characters around it, looking ahead at
+    most into the next word (``\\s+(?!\\S)``); the model (BPE, WordPiece, Unigram, WordLevel) then
+    encodes each word on its own. So cutting the text changes only its last word and the one
+    before: tokens in earlier words are the whole text's. Inside one word (a line without spaces,
+    or a tokenizer without a pre-tokenizer, e.g. Llama's) BPE merges and Unigram's best path
+    depend on the characters around each token: there the tokens must end in the first half of
+    the prefix. In both cases the prefix twice as long must give the same tokens (ids and
+    offsets): a pattern that looks further ahead than assumed shows there and the prefix grows.
+    """
+    if kept == 0:
+        return True  # only the special tokens remain
+    if len(prefix.ids) <= kept or len(longer.ids) <= kept:
+        return False
+    if prefix.ids[:kept] != longer.ids[:kept] or prefix.offsets[:kept] != longer.offsets[:kept]:
+        return False
+    words = prefix.word_ids
+    if words[kept - 1] is not None and words[-1] is not None and words[kept - 1] < words[-1] - 1:
+        return True  # a whole word lies between the kept tokens and the one the cut falls in
+    return prefix.offsets[kept - 1][1] <= chars // 2
+
+
+def _copy(tokenizer: Tokenizer) -> Tokenizer:
+    return Tokenizer.from_str(tokenizer.to_str())
+
+
 def encode_texts(
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | TruncatingEncoder,
     texts: Sequence[str],
     *,
     max_length: int | None = None,
     progress: bool | None = None,
     description: str = "tokenizing",
+    truncation: str = "tokenizer",
 ) -> TokenArray:
     """Tokenise ``texts`` with ``encode_batch`` into a :class:`TokenArray`.
 
-    Each sequence equals ``tokenizer.encode(text).ids[:max_length]``, special tokens included.
-    ``progress`` shows a tqdm bar; None shows it only for more than 100k texts.
+    Each sequence equals ``tokenizer.encode(text).ids`` of the tokenizer with
+    ``enable_truncation(max_length)``: special tokens kept, the content cut (a copy is truncated,
+    never ``tokenizer`` itself). ``truncation="slice"`` gives ``tokenizer.encode(text).ids[:max_length]``
+    instead. A long text is read from a bounded prefix (:class:`TruncatingEncoder`).
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer``, or a :class:`TruncatingEncoder` made once for many
+            calls (then ``max_length`` and ``truncation`` are its own).
+        texts: the texts.
+        max_length: keep at most this many ids per text (None: all).
+        progress: show a tqdm bar; None shows it only for more than 100k texts.
+        description: the bar's label.
+        truncation: ``"tokenizer"`` or ``"slice"`` (see :class:`TruncatingEncoder`).
     """
-    encoder = batch_safe_tokenizer(tokenizer)
-    # encode_batch_fast (tokenizers >= 0.21) gives the same ids, faster: it skips the character
-    # offsets we never store.
-    encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
-    dtype = token_dtype(tokenizer)
+    if isinstance(tokenizer, TruncatingEncoder):
+        encoder = tokenizer
+        if max_length is not None and max_length != encoder.max_length:
+            raise ValueError(f"max_length={max_length} differs from the encoder's {encoder.max_length}")
+    else:
+        encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)
     chunks, lengths = [], np.zeros(len(texts), dtype=np.int64)
     show = len(texts) > 100_000 if progress is None else progress
     from tqdm.auto import tqdm
 
     with tqdm(total=len(texts), desc=description, unit="text", disable=not show) as bar:
         for start in range(0, len(texts), ENCODE_CHUNK):
-            batch = encode(list(texts[start : start + ENCODE_CHUNK]))
-            for offset, encoding in enumerate(batch):
-                ids = encoding.ids if max_length is None else encoding.ids[:max_length]
+            batch = encoder(texts[start : start + ENCODE_CHUNK])
+            for offset, ids in enumerate(batch):
                 lengths[start + offset] = len(ids)
-                chunks.append(np.asarray(ids, dtype=dtype))
+                chunks.append(np.asarray(ids, dtype=encoder.dtype))
             bar.update(len(batch))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=encoder.dtype)
     return TokenArray(ids, offsets)
 
 

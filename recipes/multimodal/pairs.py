@@ -53,7 +53,7 @@ from recipes.core.parquet_captions import index_caption_parquet
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
 # OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.
@@ -69,13 +69,16 @@ class ImageTextDataset(Dataset):
             or an fsspec URL (``s3://``, ``https://``...); or Parquet: a ``.parquet`` file, a list or
             glob of them, or a Hugging Face ``datasets.Dataset`` (see the module docstring).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path. Ids equal
-            ``tokenizer.encode(caption).ids[:max_length]``, special tokens included.
+            ``tokenizer.encode(caption).ids`` with ``enable_truncation(max_length)``: a long
+            caption is cut and keeps its special tokens (CLIP's EOT, where its text embedding is
+            pooled); the tokenizer you pass is not changed.
         image_root: folder (or URL) the image names are relative to; default: the manifest's.
         transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
             it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``). An
             exception it raises is a :class:`recipes.core.errors.SampleError` naming the index,
             manifest line and image (a bug, not bad data: ``on_error="skip"`` does not drop it).
-        max_length: truncate ids to this many tokens (CLIP's context is 77); None keeps all.
+        max_length: truncate ids to this many tokens, special tokens included (CLIP's context is
+            77); None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"``; see the module docstring.
         on_error: ``"raise"`` a :class:`DataError` naming the manifest line (and the image) for
             an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
@@ -94,6 +97,7 @@ class ImageTextDataset(Dataset):
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
             uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
             it for a trusted file written with larger row groups.
+        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(caption).ids[:max_length]``.
     """
 
     def __init__(
@@ -112,11 +116,13 @@ class ImageTextDataset(Dataset):
         cache_dir: str | os.PathLike | None = None,
         strict_decode: bool = False,
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        truncation: str = "tokenizer",
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
+        encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)
         self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
@@ -124,7 +130,7 @@ class ImageTextDataset(Dataset):
             fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
                       "max_row_group_bytes": max_row_group_bytes}
             index = index_caption_parquet(
-                manifest, tokenizer, max_length=max_length, on_error=on_error, storage_options=storage_options, **fields
+                manifest, encoder, on_error=on_error, storage_options=storage_options, **fields
             )
             self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
             self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
@@ -137,7 +143,7 @@ class ImageTextDataset(Dataset):
             self._source_of = np.zeros(len(rows), dtype=np.int32)
             counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
             flat = [caption for row in rows.captions for caption in row]
-            self.caption_tokens = encode_texts(tokenizer, flat, max_length=max_length, description="tokenizing captions")
+            self.caption_tokens = encode_texts(encoder, flat, description="tokenizing captions")
         if not len(self.images):
             raise DataError(f"{self._sources[0]}: the manifest holds no usable image-caption row")
         if image_root is None:

@@ -48,7 +48,7 @@ from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
-from recipes.core.tokens import load_tokenizer, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, load_tokenizer, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
@@ -85,13 +85,15 @@ class ImageTextShards(IterableDataset):
     Args:
         paths: shard paths (see :func:`expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path; ids equal
-            ``tokenizer.encode(caption).ids[:max_length]``.
+            ``tokenizer.encode(caption).ids`` with ``enable_truncation(max_length)``: a long
+            caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
+            not changed.
         transform: applied to the uint8 image; must bring images to one size to batch them. An
             exception it raises is a :class:`recipes.core.errors.SampleError` naming the shard and
             member (a bug, not bad data: ``on_error="skip"`` does not drop it).
         shuffle_buffer: samples held for shuffling (0: shards and samples in order).
         seed: shuffling and augmentation seed, shared by all ranks; None draws one.
-        max_length: truncate ids to this many tokens; None keeps all.
+        max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
         on_error: ``"raise"`` a :class:`DataError` naming the shard and member, or ``"skip"`` the
             sample (a bad shard: the rest of it) with a warning.
@@ -106,6 +108,7 @@ class ImageTextShards(IterableDataset):
             decodes (rare EXIF metadata); benchmarks/README.md.
         cache_verify: check each cached shard's CRC-32 at every open, not only its size and
             modification time (one more read of the shard); a copy that differs is fetched again.
+        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(caption).ids[:max_length]``.
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class ImageTextShards(IterableDataset):
         cache_limit_bytes: int = 64 * 2**30,
         strict_decode: bool = False,
         cache_verify: bool = False,
+        truncation: str = "tokenizer",
     ) -> None:
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
@@ -137,6 +141,7 @@ class ImageTextShards(IterableDataset):
         if is_url(self.shards[0]):
             filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)
+        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)  # copies made once
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         self.strict_decode = strict_decode
@@ -260,5 +265,5 @@ class ImageTextShards(IterableDataset):
                     choice = int(torch.randint(len(captions), ())) if random_pick else 0
                 with UserCode(f"shard {where}.{extension}"):  # a failing transform names the member
                     out = image if self.transform is None else self.transform(image)
-            ids = self.tokenizer.encode(captions[choice]).ids[: self.max_length]
+            ids = self.encoder([captions[choice]])[0]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}

@@ -40,7 +40,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from recipes.core.batching import extra_columns
-from recipes.core.corpus_files import check_format, integer_label, parse_line
+from recipes.core.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
@@ -57,7 +57,14 @@ from recipes.core.parquet_files import (
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import (
+    TruncatingEncoder,
+    batch_safe_tokenizer,
+    encode_texts,
+    load_tokenizer,
+    pad_batch,
+    pad_id_of,
+)
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
@@ -75,7 +82,9 @@ class StreamingTextDataset(IterableDataset):
             (files, a glob, a ``datasets.Dataset``).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
-        max_length: keep at most this many ids per line, as ``encode(text).ids[:max_length]``.
+        max_length: keep at most this many ids per line, special tokens included, as the
+            tokenizer's ``enable_truncation(max_length)`` cuts (the closing ``[SEP]``/``</s>`` stays;
+            the tokenizer you pass is not changed). A long line is tokenised from a bounded prefix.
         shuffle_buffer: items held in a buffer and drawn from at random (0: file order). Bigger
             mixes further apart lines and costs memory; each slot has its own buffer.
         seed: seeds the buffer with ``(seed, epoch, slot)``; None draws one shared by all ranks.
@@ -86,6 +95,9 @@ class StreamingTextDataset(IterableDataset):
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
             uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
             it for a trusted file written with larger row groups.
+        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(text).ids[:max_length]``.
+        max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
+            byte offset (each is tokenised whole: about 100 bytes of memory a character).
     """
 
     def __init__(
@@ -104,6 +116,8 @@ class StreamingTextDataset(IterableDataset):
         world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        truncation: str = "tokenizer",
+        max_line_chars: int = MAX_LINE_CHARS,
     ) -> None:
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
         self.max_row_group_bytes = max_row_group_bytes
@@ -122,7 +136,9 @@ class StreamingTextDataset(IterableDataset):
                     raise FileNotFoundError(f"text file {path} does not exist")
             self.sizes = [stream_size(path, storage_options) for path in self.paths]
         self.tokenizer = batch_safe_tokenizer(load_tokenizer(tokenizer))
+        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)  # copies made once
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
+        self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
@@ -262,9 +278,9 @@ class StreamingTextDataset(IterableDataset):
         for offset, where, json_row, raw in lines:
             try:
                 if json_row is None:
-                    row = check_record(raw, where, **fields)
+                    row = check_record(raw, where, max_chars=self.max_chars, **fields)
                 else:
-                    row = parse_line(raw, where, json_row=json_row, **fields)
+                    row = parse_line(raw, where, json_row=json_row, max_chars=self.max_chars, **fields)
                 if row is not None and self.label_field is not None and integer_label(row[1]) is None:
                     raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
             except DataError as error:
@@ -279,7 +295,7 @@ class StreamingTextDataset(IterableDataset):
     def _encode(self, chunk: list[tuple[int, str, Any]]) -> Iterator[dict[str, Any]]:
         if not chunk:
             return
-        tokens = encode_texts(self.tokenizer, [text for _, text, _ in chunk], max_length=self.max_length, progress=False)
+        tokens = encode_texts(self.encoder, [text for _, text, _ in chunk], progress=False)
         for position, (offset, _, label) in enumerate(chunk):
             item: dict[str, Any] = {"input_ids": tokens.tensor(position), "index": offset}
             if self.label_field is not None:

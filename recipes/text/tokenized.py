@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.core.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows
+from recipes.core.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
@@ -38,7 +38,7 @@ from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_p
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 
@@ -47,9 +47,11 @@ class TokenizedTextDataset(Dataset):
     """Samples of a ``.txt`` (a line a sample), ``.jsonl``, ``.csv`` or Parquet file, tokenised once.
 
     Item ``i`` is ``{"input_ids": int64 [L], "index": i}`` plus ``"label": int`` with a
-    ``label_field``. ``input_ids`` equal ``tokenizer.encode(text).ids[:max_length]``: special
-    tokens as the tokenizer's post-processor adds them, then cut (a cut sequence loses its
-    final ``[SEP]``/``</s>``; truncate in the tokenizer instead if you need it kept).
+    ``label_field``. ``input_ids`` equal ``tokenizer.encode(text).ids`` with the tokenizer's own
+    truncation, ``enable_truncation(max_length)``: the text is cut and the special tokens of the
+    post-processor are kept (a long text still ends in ``[SEP]``/``</s>``); the tokenizer you
+    pass is not changed. A long line is tokenised from a bounded prefix, so memory follows
+    ``max_length``, not the line (:class:`recipes.core.tokens.TruncatingEncoder`).
 
     Reading rules (:mod:`recipes.core.corpus_files`): blank lines are not samples;
     ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
@@ -68,7 +70,7 @@ class TokenizedTextDataset(Dataset):
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field: the text's JSON field or CSV / Parquet column (unused for .txt).
         label_field: the label's field or column; None for no labels.
-        max_length: keep at most this many ids per sample (None: all).
+        max_length: keep at most this many ids per sample, special tokens included (None: all).
         cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
             these options, and memory-map them on the next run. Never pickled. Each open checks
             the files' sizes, dtypes and shapes against the entry's record; a damaged entry is
@@ -81,6 +83,10 @@ class TokenizedTextDataset(Dataset):
             it for a trusted file written with larger row groups.
         verify: with ``cache_dir``, also check every cached file's CRC-32 (reads it whole),
             which alone catches a file replaced by another valid array of the same size.
+        truncation: ``"tokenizer"`` (above) or ``"slice"``: ``tokenizer.encode(text).ids[:max_length]``,
+            which drops the closing special token of a cut text (to match data cut that way).
+        max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
+            line (each is tokenised whole: about 100 bytes of memory a character).
     """
 
     def __init__(
@@ -97,6 +103,8 @@ class TokenizedTextDataset(Dataset):
         storage_options: dict[str, Any] | None = None,
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
         verify: bool = False,
+        truncation: str = "tokenizer",
+        max_line_chars: int = MAX_LINE_CHARS,
     ) -> None:
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
         parquet = parquet_source(path, storage_options) if is_parquet(path) else None
@@ -110,8 +118,7 @@ class TokenizedTextDataset(Dataset):
                 raise FileNotFoundError(f"text file {self.path} does not exist")
             self._name = shown(path)  # for messages
         tokenizer = load_tokenizer(tokenizer)
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)  # checks both
         check_on_error(on_error)
         try:
             self._pad_id: int | None = pad_id_of(tokenizer, pad_id)
@@ -122,7 +129,8 @@ class TokenizedTextDataset(Dataset):
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
         else:
             key_path, data = self.path, read_bytes(self.path, storage_options)
-        options = [suffix, text_field, label_field, max_length, on_error]
+        max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
+        options = [suffix, text_field, label_field, max_length, on_error, truncation, max_chars]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, options)
         needed = ("lines",) if label_field is None else ("lines", "labels")
         cached = None if self._cache is None else reuse_cache(
@@ -132,12 +140,11 @@ class TokenizedTextDataset(Dataset):
             self._set_cached(*cached)
             return
         if parquet is not None:
-            corpus = parquet.read(tokenizer, max_length=max_length, max_row_group_bytes=max_row_group_bytes, **fields)
+            corpus = parquet.read(encoder, max_chars=max_chars, max_row_group_bytes=max_row_group_bytes, **fields)
             tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
         else:
-            rows = read_rows(self.path, data=data, **fields)
-            description = f"tokenizing {basename(self.path)}"
-            tokens = encode_texts(tokenizer, rows.texts, max_length=max_length, description=description)
+            rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
+            tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
             labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
             lines = np.asarray(rows.lines, dtype=np.int64)
         if self._cache is not None:

@@ -12,6 +12,7 @@ from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError
 from recipes.core.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+from tests.special_tokens import truncated
 
 
 def _tokenizer(pad="[PAD]") -> Tokenizer:
@@ -26,13 +27,13 @@ SENTENCES = ["a cat", "the cat sat on the mat", "", "dog", "a a a a a a a"]
 
 
 @pytest.mark.parametrize("max_length", [None, 3])
-def test_encoded_ids_equal_encode_one_by_one_cut_to_max_length(max_length):
+def test_encoded_ids_equal_encode_one_by_one_truncated_by_the_tokenizer(max_length):
     tok = _tokenizer()
     tokens = encode_texts(tok, SENTENCES, max_length=max_length)
     for i, sentence in enumerate(SENTENCES):
-        assert tokens[i].tolist() == tok.encode(sentence).ids[:max_length]
+        assert tokens[i].tolist() == truncated(tok, sentence, max_length)
     assert tokens.ids.dtype == np.uint16
-    assert tokens.lengths.tolist() == [len(tok.encode(s).ids[:max_length]) for s in SENTENCES]
+    assert tokens.lengths.tolist() == [len(truncated(tok, s, max_length)) for s in SENTENCES]
 
 
 def test_batch_longest_padding_config_does_not_leak_into_stored_ids():

@@ -34,6 +34,7 @@ from tests.core.hostile import (
     write_png16,
 )
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
+from tests.special_tokens import truncated
 
 HEIGHT, WIDTH = 10, 12
 LONG_CAPTION = " ".join(["a very long caption"] * 20_000)
@@ -108,7 +109,7 @@ def test_skip_yields_exactly_the_good_pairs_and_a_warning_names_each_bad_line(fo
     assert np.array_equal(pixels, np.stack([expected_good, top_byte_chw(sixteen_bit_rgb(HEIGHT, WIDTH)), expected_good]))
     ids = [ids[mask.bool()].tolist() for batch in batches for ids, mask in zip(batch["input_ids"], batch["attention_mask"])]
     captions = ["a cat on a mat", "deep colours", LONG_CAPTION]
-    assert ids == [tokenizer.encode(caption).ids[:77] for caption in captions]
+    assert ids == [truncated(tokenizer, caption, 77) for caption in captions]
     assert_one_warning_each(caught, {f"{manifest} line {n}: ": reason for n, reason in BAD_LINES.items()})
 
 
@@ -199,7 +200,7 @@ def test_shards_skip_yields_exactly_the_good_samples_and_names_each_bad_one(fold
     good = [key for key, (_, reason) in cases.items() if reason is None]
     assert [item["key"] for item in items] == [f"s.tar/{key}" for key in good]
     assert np.array_equal(items[1]["image"].numpy(), top_byte_chw(sixteen_bit_rgb(HEIGHT, WIDTH)))
-    assert items[2]["input_ids"].tolist() == tokenizer.encode(LONG_CAPTION).ids[:77]
+    assert items[2]["input_ids"].tolist() == truncated(tokenizer, LONG_CAPTION, 77)
     expected = {f"s.tar:{key}": reason for key, (_, reason) in cases.items() if reason is not None}
     # the oversized member is refused on its own, and its sample then has no image
     expected["s.tar: member '009.png'"], expected["s.tar:009"] = expected["s.tar:009"], "no image file"

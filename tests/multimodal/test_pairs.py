@@ -19,6 +19,7 @@ from recipes.core.device import normalize_images
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
 from tests.harness import assert_imports_only_core
+from tests.special_tokens import truncated
 
 ROOT = Path(__file__).resolve().parents[2]
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
@@ -55,17 +56,17 @@ MANIFESTS = ["manifest.jsonl", "manifest.csv", "captions.json"]
 
 @pytest.mark.parametrize("max_length", [77, 5], ids=["len77", "len5"])
 @pytest.mark.parametrize("name", MANIFESTS, ids=["jsonl", "csv", "coco"])
-def test_caption_ids_equal_tokenizer_encode_for_every_pair(fixtures, tokenizer, name, max_length):
+def test_caption_ids_equal_tokenizer_truncation_for_every_pair(fixtures, tokenizer, name, max_length):
     manifest = fixtures / "multimodal" / name
     dataset = ImageTextDataset(manifest, tokenizer, max_length=max_length, captions="all")
     pairs = oracle_pairs(manifest)
     assert len(dataset) == len(pairs)
     for index, (image_name, caption) in enumerate(pairs):
         assert dataset.images[dataset.caption_image[index]] == image_name
-        assert dataset.caption_tokens[index].tolist() == tokenizer.encode(caption).ids[:max_length]
+        assert dataset.caption_tokens[index].tolist() == truncated(tokenizer, caption, max_length)
     item = dataset[len(pairs) - 1]
     assert item["input_ids"].dtype == torch.int64 and item["index"] == len(pairs) - 1
-    assert item["input_ids"].tolist() == tokenizer.encode(pairs[-1][1]).ids[:max_length]
+    assert item["input_ids"].tolist() == truncated(tokenizer, pairs[-1][1], max_length)
 
 
 def test_images_are_uint8_rgb_equal_to_pil_decoding(fixtures, tokenizer):

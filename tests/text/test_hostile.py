@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader
 from tests.core.hostile import assert_one_warning_each, recording, worker_error
+from tests.special_tokens import truncated
 
 LONG = " ".join(f"word{i % 97} and more" for i in range(60_000))  # ~1 MB on one line
 
@@ -66,7 +67,7 @@ def test_tokenized_skip_keeps_exactly_the_good_lines_and_names_every_bad_one(tmp
         dataset = TokenizedTextDataset(path, tok, max_length=64, on_error="skip")
     assert dataset.line_numbers.tolist() == GOOD
     assert [dataset[i]["input_ids"].tolist() for i in range(len(dataset))] == [
-        tok.encode(text).ids[:64] for text in texts_of(GOOD)
+        truncated(tok, text, 64) for text in texts_of(GOOD)
     ]
     assert_one_warning_each(caught, {f"d.jsonl line {number}: ": reason for number, reason in BAD.items()})
 

@@ -14,6 +14,7 @@ from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.token_cache import DamagedCacheWarning
 from recipes.text import TokenizedTextDataset, pack_collate
 from tests.harness import with_skip_warnings
+from tests.special_tokens import truncated
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def _oracle_rows(path):
 
 @pytest.mark.parametrize("name", ["corpus.txt", "labeled.jsonl", "labeled.csv"])
 @pytest.mark.parametrize("max_length", [None, 9], ids=["full", "cut9"])
-def test_ids_equal_encode_cut_to_max_length_with_special_tokens(fixtures, tok, name, max_length):
+def test_ids_equal_encode_truncated_to_max_length_keeping_special_tokens(fixtures, tok, name, max_length):
     path = fixtures / "text" / name
     label_field = None if name.endswith(".txt") else "label"
     dataset = TokenizedTextDataset(path, tok, label_field=label_field, max_length=max_length)
@@ -41,12 +42,13 @@ def test_ids_equal_encode_cut_to_max_length_with_special_tokens(fixtures, tok, n
     assert len(dataset) == len(rows) > 50
     for index, (text, label) in enumerate(rows):
         item = dataset[index]
-        expected = tok.encode(text).ids[:max_length]
+        expected = truncated(tok, text, max_length)
         assert item["input_ids"].dtype == torch.int64 and item["input_ids"].tolist() == expected
         assert item["index"] == index and dataset.lengths[index] == len(expected)
         assert item.get("label") == label
     assert dataset.tokens.ids.dtype == np.uint16  # 793 ids fit in 16 bits
     assert dataset[0]["input_ids"][0] == tok.token_to_id("[CLS]")
+    assert all(dataset[i]["input_ids"][-1] == tok.token_to_id("[SEP]") for i in range(len(dataset)))
 
 
 def test_csv_fields_keep_quoted_commas_and_quotes(fixtures, tok):
