@@ -51,3 +51,21 @@ def test_every_install_line_installs_this_project_or_a_named_dependency():
         for extra in re.findall(r"""pip install (?:-e )?["']?\.\[([\w,-]+)\]""", text):
             assert set(extra.split(",")) <= extras, f"{path}: no extra {extra!r} in pyproject.toml"
     assert project["name"] != "recipes"
+
+
+def test_the_copy_commands_run_as_written_and_every_copy_imports(tmp_path):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (commands,) = re.findall(r"## Copy a recipe.*?```bash\n(.*?)```", text, flags=re.S)
+    clone = tmp_path / "clone"  # a fresh clone's root, as the README's commands expect
+    clone.mkdir()
+    (clone / "recipes").symlink_to(ROOT / "recipes", target_is_directory=True)
+    done = subprocess.run(["bash", "-e", "-c", commands], cwd=clone, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    copies = sorted((clone / "my_project").glob("*.py"))
+    assert len(copies) >= 9, copies
+    for copy in copies:
+        imported = subprocess.run(
+            [sys.executable, "-W", "error", "-c", f"import {copy.stem}"], cwd=copy.parent, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert imported.returncode == 0, f"{copy.name}: {imported.stderr[-1500:]}"
