@@ -25,9 +25,8 @@ CUDA decodes it in full and resizes the same region once (see :mod:`recipes.core
 Transforms it understands (anything else is a ``ValueError`` at the loader): ``train_transform``
 and ``eval_transform``, or a ``v2.Compose`` of recipes' ``RandomResizedCrop`` (bilinear), or
 ``v2.Resize`` (bilinear, antialiased) then ``v2.CenterCrop``, then optionally
-``v2.RandomHorizontalFlip``. A sample's parameters are 11 ints: a crop box in the decoded image
-(top, left, height, width), the size to resize it to, a crop box in the resized image, a flip.
-Its decode scale (1, 2, 4 or 8) travels beside them.
+``v2.RandomHorizontalFlip``. A sample's parameters are 11 ints (a crop box in the decoded image,
+the size to resize it to, a crop box in the resized image, a flip) and its decode scale.
 """
 
 from __future__ import annotations
