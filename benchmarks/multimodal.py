@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script from a checkout: make the repo'
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from recipes.core.device import DevicePrefetcher
-from recipes.core.tar_shards import read_samples
+from recipes.multimodal.tar_shards import read_samples
 from recipes.fixtures import WORDS, fixtures_dir
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 

@@ -16,7 +16,7 @@ Each is read through a DataLoader with 2 workers, two ways:
 
 (a) raw samples, ``batch_size=None`` (key, JPEG bytes, caption; nothing decoded):
     recipes: a small IterableDataset here that reads ``shards[slot::slots]`` with
-    ``recipes.core.tar_shards.read_samples``; webdataset: ``wds.WebDataset(urls, shardshuffle=False)``;
+    ``recipes.multimodal.tar_shards.read_samples``; webdataset: ``wds.WebDataset(urls, shardshuffle=False)``;
     litdata: ``litdata.StreamingDataset(dir, transform=...)`` (its ``bytes`` come back as views of
     its memory map, which pickle to no other process: the transform copies them to ``bytes``);
     Mosaic: ``streaming.StreamingDataset(local=dir, shuffle=False, batch_size=32)``.
@@ -87,7 +87,7 @@ from vision import cpu_seconds, photo  # benchmarks/vision.py (this script's fol
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.streams import reader_slot
-from recipes.core.tar_shards import read_samples
+from recipes.multimodal.tar_shards import read_samples
 from recipes.fixtures import WORDS, fixtures_dir
 from recipes.multimodal import ImageTextShards, expand_shards, multimodal_loader, write_shards
 from recipes.vision import train_transform

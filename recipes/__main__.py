@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from recipes.core.corpus_files import TEXT_FORMATS
+from recipes.text.corpus_files import TEXT_FORMATS
 
 DOMAINS = ("vision", "text", "detection", "multimodal")
 STEP_MS = 50.0  # recipes bench's simulated training step: data-wait means something only beside a step

@@ -5,7 +5,7 @@
 The loaders trust an entry whose sizes (and, for shards, modification time) are as recorded,
 which costs nothing at each open; bytes changed behind an unchanged size and time need a full
 read. This reads every shard copy of :class:`recipes.core.disk_cache.DiskCache` against its
-CRC-32 and every token cache entry of :mod:`recipes.core.token_cache` against its record, and
+CRC-32 and every token cache entry of :mod:`recipes.text.token_cache` against its record, and
 deletes what differs, with the temporary files of writers that died: the next run fetches or
 rebuilds those from their source. Each removal is a problem of the report (exit status 1).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from recipes.cli.report import Report
 from recipes.core.disk_cache import DiskCache
-from recipes.core.token_cache import scrub_caches
+from recipes.text.token_cache import scrub_caches
 
 
 def check_cache(folder: Path) -> Report:

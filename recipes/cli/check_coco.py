@@ -18,7 +18,7 @@ from typing import Any
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
-from recipes.core.coco_files import check_keys
+from recipes.detection.coco_files import check_keys
 from recipes.core.errors import DataError
 from recipes.core.paths import resolve_under
 

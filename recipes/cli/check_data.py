@@ -5,7 +5,7 @@
 
 Unlike the datasets, which stop at the first problem of a file (or skip bad rows one warning at a
 time), these read everything and report every problem. Text rows and caption manifests go through
-the recipes' own readers (:mod:`recipes.core.corpus_files`, :mod:`recipes.core.caption_files`) with
+the recipes' own readers (:mod:`recipes.text.corpus_files`, :mod:`recipes.multimodal.caption_files`) with
 ``on_error="skip"``, so a row passes here exactly when the dataset would accept it. COCO instances
 files are checked in :mod:`recipes.cli.check_coco` (``check_coco`` is importable from here too).
 """
@@ -80,8 +80,8 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
     """A .txt / .jsonl / .csv / .parquet file: every row UTF-8 with its fields, lengths and truncation."""
-    from recipes.core.corpus_files import TEXT_FORMATS, check_format, read_rows
-    from recipes.core.parquet_corpus import parquet_rows
+    from recipes.text.corpus_files import TEXT_FORMATS, check_format, read_rows
+    from recipes.text.parquet_corpus import parquet_rows
     from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     report = Report("text", str(path))
@@ -174,8 +174,8 @@ def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None
 def _caption_rows(path: Path, image_field: str, caption_field: str, report: Report) -> list[tuple[str, str, bytes | None, list[str]]]:
     """``(line or row, image name, image bytes or None, captions)`` for each usable row, read by the
     dataset's own reader with ``on_error="skip"``."""
-    from recipes.core.caption_files import read_caption_manifest
-    from recipes.core.parquet_captions import caption_rows
+    from recipes.multimodal.caption_files import read_caption_manifest
+    from recipes.multimodal.parquet_captions import caption_rows
     from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     if is_parquet(path):

@@ -1,48 +1,70 @@
-"""Shared building blocks: each module is readable on its own and imports only this package.
+"""What the domains share; it imports no domain and names none. Each module reads alone.
 
-- ``loader``: :func:`loader_kwargs` (the DataLoader preset) and :func:`build_loader`.
-- ``device``: :func:`to_device`, :class:`DevicePrefetcher`, GPU-side image normalisation.
-- ``distributed``: rank and world size, :func:`shared_seed` (one seed all ranks agree on).
-- ``samplers``: :class:`GroupedBatchSampler` (grouped, resumable, rank-aware batches).
-- ``seeding``: per-sample seeds from ``(seed, epoch, index)`` and :class:`SeededDataset`.
-- ``batching``, ``nested``, ``packing``: :func:`stack_images`; one walk over nested batches
-  (``map_tensors``); many small tensors sent from a worker as one shared buffer per dtype.
-- ``images``: :func:`read_image` / :func:`decode_image` -> uint8 CHW RGB, bomb-safe; ``image_headers``: sizes
-  and orientation from the header bytes, without PIL.
-- ``tokens``, ``token_cache``: :func:`load_tokenizer`, :func:`encode_texts`, :func:`pad_batch`; tokens on disk.
-- ``arrays``: :class:`StringArray`, :class:`TokenArray`: per-sample tables workers share, not copy.
-- ``tuning``: :func:`tune_loader` measures DataLoader settings on your data (``recipes bench``).
-- ``errors``, ``paths``: the error policy (bad data, and errors of user code named by sample), safe paths.
-- ``corpus_files``, ``caption_files``, ``coco_files``: readers for .txt/.jsonl/.csv corpora, caption
-  manifests and COCO instances files; ``coco_index``: a checked COCO index of flat arrays;
-  ``tar_shards``: the WebDataset sample layout.
-- ``parquet_files``, ``parquet_corpus``, ``parquet_captions``, ``blob_file``: Parquet sources (files,
-  globs, URLs, a Hugging Face Dataset) read by row group into numpy indexes; embedded images in
-  one memory-mapped file.
-- ``streams``: reader slots, a shuffle buffer and equal steps for self-sharding IterableDatasets.
-- ``mixing``: :class:`MixedDataset` and :class:`MixedStream`, datasets mixed at chosen weights.
+- Loading: ``loader`` (:func:`loader_kwargs`, the DataLoader preset; :class:`ResumableLoader`),
+  ``samplers`` (:class:`GroupedBatchSampler`: epochs, ranks, resume), ``seeding`` (per-sample
+  seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
+  (:class:`MixedDataset`, :class:`MixedStream`), ``distributed``, ``tuning`` (``recipes bench``).
+- Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
+  ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
+  (``decode="device"``).
+- Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
+  (tokenizers, truncation that keeps special tokens, padding), ``arrays`` (per-sample tables
+  workers share), ``storage`` (local paths and fsspec URLs, secrets never shown), ``disk_cache``,
+  ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths`` (the
+  bad-input policy, safe paths).
+
+Names are loaded on first use (``from recipes.core import MixedDataset`` imports ``mixing``
+then), so a domain that needs no tokenizer, Parquet or object storage never imports them.
+A domain's own parsers, indexes and caches live in its folder, not here.
 """
 
-from recipes.core.arrays import StringArray, TokenArray
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
-from recipes.core.distributed import distributed_rank_and_size, resolve_rank, shared_seed
-from recipes.core.errors import (
-    DataError,
-    SampleError,
-    SkippedSampleWarning,
-    check_on_error,
-    drop_skipped,
-    skip_or_raise,
-)
-from recipes.core.images import MAX_PIXELS, decode_image, image_size, read_image
-from recipes.core.loader import ResumableLoader, build_loader, loader_kwargs, resolve_device, usable_cpus
-from recipes.core.mixing import MixedDataset, MixedStream
-from recipes.core.paths import check_relative, resolve_under
-from recipes.core.samplers import GroupedBatchSampler
-from recipes.core.seeding import SeededDataset, sample_seeds, seeded
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
-from recipes.core.tuning import Trial, tune_loader
+from __future__ import annotations
 
+import importlib
+from typing import Any
+
+# public name -> the module of recipes.core that defines it
+_HOMES = {
+    "IMAGENET_MEAN": "device",
+    "IMAGENET_STD": "device",
+    "DevicePrefetcher": "device",
+    "normalize_images": "device",
+    "to_device": "device",
+    "StringArray": "arrays",
+    "TokenArray": "arrays",
+    "distributed_rank_and_size": "distributed",
+    "resolve_rank": "distributed",
+    "shared_seed": "distributed",
+    "DataError": "errors",
+    "SampleError": "errors",
+    "SkippedSampleWarning": "errors",
+    "check_on_error": "errors",
+    "drop_skipped": "errors",
+    "skip_or_raise": "errors",
+    "MAX_PIXELS": "images",
+    "decode_image": "images",
+    "image_size": "images",
+    "read_image": "images",
+    "ResumableLoader": "loader",
+    "build_loader": "loader",
+    "loader_kwargs": "loader",
+    "resolve_device": "loader",
+    "usable_cpus": "loader",
+    "MixedDataset": "mixing",
+    "MixedStream": "mixing",
+    "check_relative": "paths",
+    "resolve_under": "paths",
+    "GroupedBatchSampler": "samplers",
+    "SeededDataset": "seeding",
+    "sample_seeds": "seeding",
+    "seeded": "seeding",
+    "encode_texts": "tokens",
+    "load_tokenizer": "tokens",
+    "pad_batch": "tokens",
+    "pad_id_of": "tokens",
+    "Trial": "tuning",
+    "tune_loader": "tuning",
+}
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
@@ -84,3 +106,16 @@ __all__ = [
     "tune_loader",
     "usable_cpus",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` on first use (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'recipes.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"recipes.core.{_HOMES[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -16,7 +16,7 @@ category ids, or 1..K with contiguous_labels=True), "area": float32 [N], "iscrow
 same keys with N = 0, where torchvision's CocoDetection wrapper returns only ``image_id``.
 
 The same boxes and labels as ``torchvision.datasets.CocoDetection``, but the file is read once
-into a few numpy arrays (:mod:`recipes.core.coco_index`), not a dict per annotation that forked
+into a few numpy arrays (:mod:`recipes.detection.coco_index`), not a dict per annotation that forked
 workers copy (pytorch issue 13246), and every problem is named with its file and id: at load,
 or when an image is read (unreadable, or a size other than the file says).
 """
@@ -34,8 +34,8 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from recipes.core.coco_files import decode_masks, read_instances
-from recipes.core.coco_index import DegenerateBoxWarning, index_instances
+from recipes.detection.coco_files import decode_masks, read_instances
+from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
@@ -75,7 +75,7 @@ class CocoDataset(Dataset):
             decodes (rare EXIF metadata); benchmarks/README.md.
 
     Attributes:
-        index: the :class:`recipes.core.coco_index.CocoIndex` (image sizes and file names,
+        index: the :class:`recipes.detection.coco_index.CocoIndex` (image sizes and file names,
             every annotation) in image id order.
         categories: COCO category id -> name, in id order; ``category_to_label`` and
             ``label_to_category`` map ids to 1..K and back.

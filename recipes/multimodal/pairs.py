@@ -7,10 +7,10 @@
         loss = model(pixel_values=batch["pixel_values"], input_ids=batch["input_ids"],
                      attention_mask=batch["attention_mask"], return_loss=True).loss
 
-Manifests (see :mod:`recipes.core.caption_files`): JSONL or CSV rows with ``image`` plus ``caption``
+Manifests (see :mod:`recipes.multimodal.caption_files`): JSONL or CSV rows with ``image`` plus ``caption``
 or a ``captions`` list, or a COCO captions json. Image names resolve under ``image_root``, which
 defaults to the manifest's folder, and may not escape it. Parquet (Hub datasets, LAION metadata;
-:mod:`recipes.core.parquet_captions`): the ``image_field`` column holds a path, the bytes or a
+:mod:`recipes.multimodal.parquet_captions`): the ``image_field`` column holds a path, the bytes or a
 Hugging Face ``Image`` struct, the ``caption_field`` column a caption or a list; embedded bytes
 are copied once into a memory-mapped file that the workers share (:mod:`recipes.core.blob_file`).
 
@@ -43,13 +43,13 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.arrays import StringArray
 from recipes.core.batching import extra_columns
-from recipes.core.caption_files import read_caption_manifest
+from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader, loader_kwargs
 from recipes.core.packing import packed_in_workers
-from recipes.core.parquet_captions import index_caption_parquet
+from recipes.multimodal.parquet_captions import index_caption_parquet
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, parent, shown

@@ -4,7 +4,7 @@
     python recipes/multimodal/shard_writer.py train.jsonl shards/ --samples-per-shard 1000
 
 Each image's original bytes go in unchanged (no re-encoding), keyed by its manifest row
-(``000000042.jpg``), next to its caption file (:mod:`recipes.core.tar_shards`). Equal shards
+(``000000042.jpg``), next to its caption file (:mod:`recipes.multimodal.tar_shards`). Equal shards
 (all but the last) let a shard count that is a multiple of ``ranks x workers`` give every
 reader the same share. A shard is written under a temporary name and renamed, so a reader
 never sees half of one, and the same input gives byte-identical shards. Run the file as a
@@ -23,13 +23,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.core.caption_files import CaptionManifest, read_caption_manifest
+from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.images import open_image
-from recipes.core.parquet_captions import caption_rows
+from recipes.multimodal.parquet_captions import caption_rows
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
 from recipes.core.paths import resolve_under
-from recipes.core.tar_shards import EXTENSION_OF_FORMAT, caption_member
+from recipes.multimodal.tar_shards import EXTENSION_OF_FORMAT, caption_member
 
 
 def write_shards(
@@ -48,8 +48,8 @@ def write_shards(
     """Write a manifest (or an ``ImageTextDataset``'s manifest) as WebDataset tar shards.
 
     Args:
-        source: a manifest path (see :mod:`recipes.core.caption_files`); Parquet (a file, a list
-            or glob of them, or a ``datasets.Dataset``: :mod:`recipes.core.parquet_captions`);
+        source: a manifest path (see :mod:`recipes.multimodal.caption_files`); Parquet (a file, a list
+            or glob of them, or a ``datasets.Dataset``: :mod:`recipes.multimodal.parquet_captions`);
             or a dataset with ``.manifest`` and ``.image_root``.
         out_dir: folder for ``<prefix>-000000.tar``, ``<prefix>-000001.tar``, ...
         samples_per_shard: images per shard (the last shard may hold fewer).

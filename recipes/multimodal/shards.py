@@ -8,10 +8,10 @@
         for batch in loader: ...                                       # the epoch advances by itself
 
 The format open_clip and LAION use when a dataset outgrows one machine (see
-:mod:`recipes.core.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
+:mod:`recipes.multimodal.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
 Shards are local paths or fsspec URLs (``s3://``, ``gs://``, ``https://``), read as one
 sequential stream each that survives transient faults (:mod:`recipes.core.storage`). Members are
-read in order from the stream, never extracted to disk (:func:`recipes.core.tar_shards.read_samples`:
+read in order from the stream, never extracted to disk (:func:`recipes.multimodal.tar_shards.read_samples`:
 unsafe names refused, links never followed, oversized members refused before they are read).
 
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
@@ -47,7 +47,7 @@ from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
-from recipes.core.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
+from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")

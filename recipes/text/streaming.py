@@ -17,7 +17,7 @@ stops them all at the same step, as DDP needs (:class:`recipes.core.streams.Equa
 batches a rank still held are left out of that epoch. The rank is read when the dataset is built:
 build it after ``init_process_group``.
 
-Lines follow :mod:`recipes.core.corpus_files`: blank lines are passed over, a bad line is a
+Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a record
 starts. ``index`` is the line's byte offset in the concatenated files: unique, stable, and
@@ -40,12 +40,12 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from recipes.core.batching import extra_columns
-from recipes.core.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
+from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
-from recipes.core.parquet_corpus import check_record
+from recipes.text.parquet_corpus import check_record
 from recipes.core.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     check_columns,

@@ -11,7 +11,7 @@
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
 copy into every worker (pytorch issue 13246). ``cache_dir`` keeps them as ``.npy`` files that the
-next run memory-maps (:mod:`recipes.core.token_cache`). Length-grouped batches cut padding.
+next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches cut padding.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.core.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
+from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.packing import packed_in_workers
-from recipes.core.parquet_corpus import parquet_source
+from recipes.text.parquet_corpus import parquet_source
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.samplers import DEFAULT_LENGTH_NOISE
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
+from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer, pad_batch, pad_id_of
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
@@ -53,13 +53,13 @@ class TokenizedTextDataset(Dataset):
     pass is not changed. A long line is tokenised from a bounded prefix, so memory follows
     ``max_length``, not the line (:class:`recipes.core.tokens.TruncatingEncoder`).
 
-    Reading rules (:mod:`recipes.core.corpus_files`): blank lines are not samples;
+    Reading rules (:mod:`recipes.text.corpus_files`): blank lines are not samples;
     ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
     empty field raise a DataError naming the file and line (``on_error="skip"``: drop the line
     with a warning). Integer labels (CSV digits too) are kept; string labels become their index
     in the sorted ``label_names``.
 
-    Parquet (:mod:`recipes.core.parquet_corpus`): ``path`` may be a ``.parquet`` file, a list or
+    Parquet (:mod:`recipes.text.parquet_corpus`): ``path`` may be a ``.parquet`` file, a list or
     a glob of them (``train-*.parquet``), or a Hugging Face ``datasets.Dataset``; rows are read a
     row group at a time, the same rules apply per row, and ``line_numbers[i]`` is the row of
     sample ``i`` counted from 0 across the files. A missing column lists the file's columns.

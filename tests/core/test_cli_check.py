@@ -18,7 +18,7 @@ from recipes.cli.datasets import DataOptions
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 from recipes.core.arrays import TokenArray
 from recipes.core.disk_cache import DiskCache
-from recipes.core.token_cache import cache_prefix, load_cache, save_cache
+from recipes.text.token_cache import cache_prefix, load_cache, save_cache
 from tests.servers import FaultyHTTPServer
 
 HOSTILE = [
@@ -343,7 +343,7 @@ def test_check_cache_rehashes_every_entry_and_removes_the_damaged_ones_by_name(t
 
 
 def test_the_cli_lists_the_formats_the_datasets_read_and_says_a_folder_is_one(fixtures, tmp_path, capsys):
-    from recipes.core.corpus_files import TEXT_FORMATS
+    from recipes.text.corpus_files import TEXT_FORMATS
 
     with pytest.raises(SystemExit):
         main(["check", "--help"])

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.core import coco_files
+from recipes.detection import coco_files
 from recipes.core.arrays import TokenArray
-from recipes.core.caption_files import read_caption_manifest
-from recipes.core.corpus_files import parse_line, read_rows
-from recipes.core.token_cache import load_cache, save_cache
+from recipes.multimodal.caption_files import read_caption_manifest
+from recipes.text.corpus_files import parse_line, read_rows
+from recipes.text.token_cache import load_cache, save_cache
 from tests.core.mutations import fuzz_settings, load_or_data_error, mutated_file, quiet
 
 FUZZ = fuzz_settings(60)

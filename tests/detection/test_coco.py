@@ -19,14 +19,14 @@ from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-import recipes.core.coco_files as instances_module
+import recipes.detection.coco_files as instances_module
 from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning
 
 EMPTY_IMAGE_ID, CROWD_ANNOTATIONS = 42, {1038, 1073}
 # The references decode masks with pycocotools, which warns on numpy 2 about its own __array__
-# (CocoDataset silences exactly this at its call site: recipes.core.coco_files.decode_masks).
+# (CocoDataset silences exactly this at its call site: recipes.detection.coco_files.decode_masks).
 PYCOCOTOOLS_ON_NUMPY2 = r"ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning:pycocotools\.mask"
 
 

@@ -19,7 +19,7 @@ from PIL import Image
 from tokenizers import Tokenizer
 from torchvision.transforms import v2
 
-import recipes.core.tar_shards as tar_shards
+import recipes.multimodal.tar_shards as tar_shards
 from recipes.core import DevicePrefetcher
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader

@@ -11,7 +11,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.token_cache import DamagedCacheWarning
+from recipes.text.token_cache import DamagedCacheWarning
 from recipes.text import TokenizedTextDataset, pack_collate
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
@@ -23,7 +23,7 @@ def tok(fixtures):
 
 
 def _oracle_rows(path):
-    """(text, label) per sample, read independently of recipes.core.corpus_files."""
+    """(text, label) per sample, read independently of recipes.text.corpus_files."""
     if path.suffix == ".txt":
         return [(line, None) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
     if path.suffix == ".jsonl":

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from recipes.core.corpus_files import MAX_LINE_CHARS
+from recipes.text.corpus_files import MAX_LINE_CHARS
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.tokens import WHOLE_TEXT_CHARS
 from recipes.text import StreamingTextDataset, TokenizedTextDataset

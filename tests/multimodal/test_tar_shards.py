@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.tar_shards import caption_member, read_captions, read_samples, split_key
+from recipes.multimodal.tar_shards import caption_member, read_captions, read_samples, split_key
 
 
 @pytest.mark.parametrize(

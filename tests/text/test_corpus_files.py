@@ -1,9 +1,9 @@
-"""recipes.core.corpus_files: line numbers, blank lines, BOM and CRLF, CSV records, label numbering."""
+"""recipes.text.corpus_files: line numbers, blank lines, BOM and CRLF, CSV records, label numbering."""
 
 import numpy as np
 import pytest
 
-from recipes.core.corpus_files import label_ids, parse_line, read_rows
+from recipes.text.corpus_files import label_ids, parse_line, read_rows
 from recipes.core.errors import DataError
 
 

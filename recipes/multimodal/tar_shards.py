@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from recipes.core.corpus_files import is_unicode
+from recipes.text.corpus_files import is_unicode
 from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative

@@ -6,8 +6,8 @@ import warnings
 import numpy as np
 import pytest
 
-from recipes.core import coco_files
-from recipes.core.coco_files import read_instances
+from recipes.detection import coco_files
+from recipes.detection.coco_files import read_instances
 from recipes.core.errors import DataError
 
 ARRAYS = ("image_ids", "widths", "heights", "ann_ids", "ann_image_ids", "ann_category_ids", "iscrowd", "bbox",

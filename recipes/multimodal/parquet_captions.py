@@ -6,7 +6,7 @@
 
 The image column holds, per row, one of:
 - a path (string) relative to the image root, checked as a manifest's names are
-  (:func:`recipes.core.caption_files.check_image_name`: no absolute paths, no ``..``);
+  (:func:`recipes.multimodal.caption_files.check_image_name`: no absolute paths, no ``..``);
 - the encoded bytes (binary);
 - a Hugging Face ``Image`` struct ``{"bytes", "path"}``: its bytes when present, else its path.
 The caption column holds a string or a list of strings. With the default ``caption_field``
@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 
 from recipes.core.arrays import StringArray, TokenArray, concat_strings, concat_tokens
 from recipes.core.blob_file import BlobFile, BlobWriter, cached_blobs
-from recipes.core.caption_files import check_caption, check_image_name
+from recipes.multimodal.caption_files import check_caption, check_image_name
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.parquet_files import (
     check_columns,

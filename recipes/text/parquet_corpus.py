@@ -4,10 +4,10 @@
     corpus = source.read(tokenizer, text_field="text", label_field="label")
     corpus.tokens[0], corpus.labels[0], corpus.rows[0]      # ids, 3, 0
 
-The rules are the JSONL route's (:func:`recipes.core.corpus_files.check_fields`): a null, empty
+The rules are the JSONL route's (:func:`recipes.text.corpus_files.check_fields`): a null, empty
 or non-string text, a null or non-scalar label is a :class:`DataError` naming the file and row
 (``on_error="skip"``: the row is dropped with a warning), and the labels are numbered as
-:func:`recipes.core.corpus_files.label_ids` numbers them (integers kept, strings by their place
+:func:`recipes.text.corpus_files.label_ids` numbers them (integers kept, strings by their place
 in the sorted names). Texts become Python strings one chunk at a time, for ``encode_batch``; what
 is kept is numpy only: the ids, the labels and each sample's row number. :func:`parquet_source`
 resolves a source once for :class:`recipes.text.TokenizedTextDataset`: its files, its name in
@@ -25,7 +25,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray, concat_tokens
-from recipes.core.corpus_files import check_fields, integer_label
+from recipes.text.corpus_files import check_fields, integer_label
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.parquet_files import (
     check_columns,

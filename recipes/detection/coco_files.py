@@ -16,7 +16,7 @@ parses the file instead.
 
 Only the file's shape is checked here (keys, fields, types, 4-number boxes, category names): a
 problem is a :class:`DataError` naming the file (and, with msgspec, the JSON path of the entry).
-Whether the ids, categories and boxes make sense is for :mod:`recipes.core.coco_index`.
+Whether the ids, categories and boxes make sense is for :mod:`recipes.detection.coco_index`.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def index_instances(
     remove_empty: bool = False,
     strict: bool = False,
 ) -> CocoIndex:
-    """Check :func:`recipes.core.coco_files.read_instances` columns and index them.
+    """Check :func:`recipes.detection.coco_files.read_instances` columns and index them.
 
     Args:
         columns: the file's columns; ``source``: the file, for messages.

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from recipes.core.caption_files import read_caption_manifest
+from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.core.errors import DataError, SkippedSampleWarning
 
 
