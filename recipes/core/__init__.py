@@ -1,7 +1,8 @@
 """What the domains share; it imports no domain and names none. Each module reads alone.
 
-- Loading: ``loader`` (:func:`loader_kwargs`, the DataLoader preset; :class:`ResumableLoader`),
-  ``samplers`` (:class:`GroupedBatchSampler`: epochs, ranks, resume), ``seeding`` (per-sample
+- Loading: ``loader`` (:func:`loader_kwargs`, :func:`preset_kwargs`, :class:`ResumableLoader`),
+  ``samplers`` (:class:`GroupedBatchSampler`: epochs, ranks, resume), ``plans`` (how batches
+  form: :class:`ByGroup`, :class:`ByLength`, :class:`TokenBudget`), ``seeding`` (per-sample
   seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
   (:class:`MixedDataset`, :class:`MixedStream`), ``distributed``, ``tuning`` (``recipes bench``).
 - Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
@@ -48,6 +49,8 @@ _HOMES = {
     "ResumableLoader": "loader",
     "build_loader": "loader",
     "loader_kwargs": "loader",
+    "preset_kwargs": "loader",
+    "stream_loader": "loader",
     "resolve_device": "loader",
     "usable_cpus": "loader",
     "MixedDataset": "mixing",
@@ -55,6 +58,11 @@ _HOMES = {
     "check_relative": "paths",
     "resolve_under": "paths",
     "GroupedBatchSampler": "samplers",
+    "SeededBatchSampler": "samplers",
+    "Shuffle": "plans",
+    "ByGroup": "plans",
+    "ByLength": "plans",
+    "TokenBudget": "plans",
     "SeededDataset": "seeding",
     "sample_seeds": "seeding",
     "seeded": "seeding",
@@ -69,6 +77,8 @@ __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "MAX_PIXELS",
+    "ByGroup",
+    "ByLength",
     "DataError",
     "DevicePrefetcher",
     "GroupedBatchSampler",
@@ -76,10 +86,13 @@ __all__ = [
     "MixedStream",
     "ResumableLoader",
     "SampleError",
+    "SeededBatchSampler",
     "SeededDataset",
+    "Shuffle",
     "SkippedSampleWarning",
     "StringArray",
     "TokenArray",
+    "TokenBudget",
     "Trial",
     "build_loader",
     "check_on_error",
@@ -94,6 +107,7 @@ __all__ = [
     "normalize_images",
     "pad_batch",
     "pad_id_of",
+    "preset_kwargs",
     "read_image",
     "resolve_device",
     "resolve_rank",
@@ -102,6 +116,7 @@ __all__ = [
     "seeded",
     "shared_seed",
     "skip_or_raise",
+    "stream_loader",
     "to_device",
     "tune_loader",
     "usable_cpus",

@@ -1,11 +1,14 @@
-"""DataLoader presets: the keyword arguments worth setting, and one builder the recipes share.
+"""DataLoader presets: the keyword arguments worth setting, and the pieces a preset composes.
 
     loader = DataLoader(dataset, batch_size=64, **loader_kwargs("cuda", train=True, seed=0))
 
-    loader = build_loader(dataset, image_collate, batch_size=64, train=True, device="cuda",
-                          seed=0, stateful=True, groups=aspect_bucket)
+    kwargs = preset_kwargs("cuda", train=True, seed=0, num_workers=4)   # + your overrides
+    sampler = SeededBatchSampler(len(dataset), 64, shuffle=kwargs.pop("shuffle"),
+                                 drop_last=kwargs.pop("drop_last"), seed=0, plan=ByGroup(groups))
+    loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate, **kwargs)
 
-``loader_kwargs`` answers the questions the DataLoader docs leave open (how many workers, pin or
+That is what every domain preset writes out; :func:`build_loader` does it for a dataset of
+yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the DataLoader docs leave open (how many workers, pin or
 not, keep workers alive, how far to prefetch) from the device and the CPUs this process may use.
 The values are starting points: ``python -m recipes bench`` measures them on your data.
 """
@@ -15,19 +18,18 @@ from __future__ import annotations
 import gc
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import distributed_rank_and_size, shared_seed
 from recipes.core.errors import NamedCollate
-from recipes.core.mixing import MixedStream
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.plans import Shuffle, draws_of
+from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.streams import EqualSteps, check_int
 
@@ -135,6 +137,31 @@ def loader_kwargs(
     return kwargs
 
 
+def preset_kwargs(
+    device: str | torch.device | None = None, *, train: bool, seed: int | None = None, **overrides: Any
+) -> dict[str, Any]:
+    """:func:`loader_kwargs` with the caller's DataLoader keyword arguments on top: what a preset
+    hands to ``DataLoader``, plus ``shuffle`` and ``drop_last`` for its batch sampler to pop.
+
+    ``overrides`` replace the preset's values (``num_workers=0``, ``pin_memory=False``,
+    ``multiprocessing_context="spawn"``, ``drop_last=False``, ``shuffle=False``, ...); a
+    ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
+    instead of replacing it. Without workers, the worker-only arguments are left out.
+    """
+    kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
+    kwargs["shuffle"] = train
+    user_init = overrides.pop("worker_init_fn", None)
+    kwargs.update(overrides)
+    if user_init is not None:
+        kwargs["worker_init_fn"] = partial(kwargs.get("worker_init_fn", freeze_inherited_objects), then=user_init)
+    if kwargs["num_workers"] == 0:
+        kwargs.pop("persistent_workers", None)
+        kwargs.pop("prefetch_factor", None)
+        if kwargs.get("worker_init_fn") is freeze_inherited_objects:
+            kwargs.pop("worker_init_fn")  # nothing is forked, nothing to freeze
+    return kwargs
+
+
 def build_loader(
     dataset: Dataset,
     collate_fn: Callable[[list[Any]], Any],
@@ -144,91 +171,68 @@ def build_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    groups: Sequence[int] | np.ndarray | None = None,
-    lengths: Sequence[int] | np.ndarray | None = None,
-    max_tokens: int | None = None,
-    length_noise: float | None = None,
+    plan: Shuffle | None = None,
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
-    """The loader every ``<domain>_loader`` preset returns.
+    """A loader preset for any dataset of yours, composed as the domain presets compose theirs.
 
-    It wires :func:`loader_kwargs`, a keyed :class:`GroupedBatchSampler` (shuffled and grouped
-    when training, in order when not, split across ranks) and :class:`SeededDataset`, so that
-    each sample's augmentation is seeded by ``(seed, epoch, index)``. ``groups``, ``lengths``,
-    ``max_tokens`` and ``length_noise`` go to the sampler. ``overrides`` are
-    DataLoader keyword arguments that replace the preset's (``num_workers=0``,
-    ``pin_memory=False``, ``multiprocessing_context="spawn"``, ``drop_last=False``, ...); a
-    ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
-    instead of replacing it. An exception from ``collate_fn`` (other than a DataError) becomes a
-    :class:`recipes.core.errors.SampleError` naming the batch's dataset indices and their files.
-    ``stateful=True`` returns a :class:`ResumableLoader` (torchdata's ``StatefulDataLoader``), whose
-    ``state_dict()`` resumes mid-epoch with exactly the batches still to come, also on another
-    world size or ``num_workers`` (the sampler's elastic resume). A dataset with
-    ``epoch_indices`` (a :class:`recipes.core.mixing.MixedDataset`) draws each epoch's samples
-    through it.
-
-    An ``IterableDataset`` orders and shards itself (see ``recipes.core.streams``): it gets the
-    same preset with a plain ``batch_size`` and no sampler, so ``groups``, ``lengths``,
-    ``max_tokens`` and ``length_noise`` are refused for it, and ``stateful`` unless it has
-    ``state_dict``/``load_state_dict`` (``StreamingTextDataset`` and ``ImageTextShards`` do). Training on more than
-    one rank wraps that loader in :class:`recipes.core.streams.EqualSteps`, so that every rank
-    stops at the same step.
+    A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
+    ``plan`` says when training, in order when not, split across ranks) and
+    :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
+    ``plan`` None shuffles, drawing a mixture's epochs (``epoch_indices``) if the dataset has
+    them. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see
+    :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
+    (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
+    :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
+    still to come, also on another world size or ``num_workers``.
     """
-    collate_fn = NamedCollate(collate_fn)  # a failing collate names the batch's indices and files
-    kwargs = loader_kwargs(device, train=train, num_workers=overrides.pop("num_workers", None), seed=seed)
-    user_init = overrides.pop("worker_init_fn", None)
-    kwargs.update(overrides)
-    if user_init is not None:
-        kwargs["worker_init_fn"] = partial(kwargs.get("worker_init_fn", freeze_inherited_objects), then=user_init)
-    drop_last = kwargs.pop("drop_last")
-    shuffle = kwargs.pop("shuffle", train)
-    if kwargs["num_workers"] == 0:
-        kwargs.pop("persistent_workers", None)
-        kwargs.pop("prefetch_factor", None)
-        if kwargs.get("worker_init_fn") is freeze_inherited_objects:
-            kwargs.pop("worker_init_fn")  # nothing is forked, nothing to freeze
     if isinstance(dataset, IterableDataset):
-        given = {"groups": groups is not None, "lengths": lengths is not None, "max_tokens": max_tokens is not None,
-                 "length_noise": length_noise is not None, "stateful": stateful and not hasattr(dataset, "state_dict")}
-        if any(given.values()):
-            raise ValueError(
-                f"{sorted(k for k, v in given.items() if v)} need a map-style dataset: an IterableDataset "
-                "orders and shards itself, and resumes mid-epoch only if it has state_dict/load_state_dict"
-            )
-        if isinstance(dataset, MixedStream) and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
-            raise ValueError(
-                "a MixedStream needs persistent_workers=True with workers: its sources' passes run on in the "
-                "workers from one epoch to the next, and fresh workers would start every source over"
-            )
-        loader = _make_loader(
-            stateful, dataset, batch_size=batch_size, drop_last=drop_last, collate_fn=collate_fn, **kwargs
-        )
-        return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
-    sampler = GroupedBatchSampler(
-        len(dataset),
-        batch_size,
-        shuffle=shuffle,
-        drop_last=drop_last,
-        seed=shared_seed(seed),
-        groups=groups,
-        lengths=lengths,
-        max_tokens=max_tokens,
-        length_noise=length_noise,
-        keyed=True,
-        epoch_indices=getattr(dataset, "epoch_indices", None),  # a mixture's draws (recipes.core.mixing)
+        if plan is not None:
+            raise ValueError("plan= needs a map-style dataset: an IterableDataset orders and shards itself")
+        options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
+        return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    plan = Shuffle(draws=draws_of(dataset)) if plan is None else plan
+    sampler = SeededBatchSampler(
+        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    return _make_loader(stateful, SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+    loader = ResumableLoader if stateful else DataLoader
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate_fn), **kwargs)
 
 
-def _make_loader(stateful: bool, dataset: Dataset, **kwargs: Any) -> DataLoader:
-    """A :class:`ResumableLoader` (resumable mid-epoch) if ``stateful``, else a DataLoader."""
-    if not stateful:
-        return DataLoader(dataset, **kwargs)
-    with warnings.catch_warnings():
-        # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
-        # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
-        warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
-        return ResumableLoader(dataset, **kwargs)
+def stream_loader(
+    dataset: IterableDataset,
+    collate_fn: Callable[[list[Any]], Any],
+    batch_size: int | None,
+    *,
+    train: bool,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    stateful: bool = False,
+    **overrides: Any,
+) -> DataLoader | EqualSteps:
+    """The preset for a stream, an ``IterableDataset`` that orders and shards itself
+    (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``.
+
+    ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
+    than one rank wraps the loader in :class:`recipes.core.streams.EqualSteps`, so that every
+    rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
+    mixture of streams, whose sources' passes run on across epochs) is refused without them.
+    """
+    if stateful and not hasattr(dataset, "state_dict"):
+        raise ValueError(
+            f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
+            "orders and shards itself, so only it can say where it stands"
+        )
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    kwargs.pop("shuffle")  # a stream shuffles itself
+    reason = getattr(dataset, "needs_persistent_workers", None)
+    if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
+        raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
+    loader = (ResumableLoader if stateful else DataLoader)(
+        dataset, batch_size=batch_size, collate_fn=NamedCollate(collate_fn), **kwargs
+    )
+    return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
 
 
 class ResumableLoader(StatefulDataLoader):
@@ -245,6 +249,13 @@ class ResumableLoader(StatefulDataLoader):
 
     The state's layout is torchdata's; ``tests/core/test_mixing.py`` pins the keys read here.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with warnings.catch_warnings():
+            # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
+            # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
+            warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
+            super().__init__(*args, **kwargs)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's

@@ -14,9 +14,12 @@ evenly (at any point of the run two samples were drawn as often, or one more tim
 down-weighted one shows every sample before any repeats, across epochs.
 
 Indices are those of the sources laid end to end, as in ``ConcatDataset``: ``mixed[i]`` is the
-sample ``locate(i)`` names, and the recipes' batch sampler draws each epoch through
+sample ``locate(i)`` names, and the presets' plans draw each epoch through
 :meth:`MixedDataset.epoch_indices`, so every domain loader takes a mixture like any dataset.
-:class:`MixedStream` applies the rule to self-sharding streams.
+:class:`MixedStream` applies the rule to self-sharding streams. A source states what the others
+must share in ``batch_contract()``, e.g. ``{"collate": "text_collate", "pad_id": 0}``: sources
+that differ are refused, and the mixture answers those names as its first source does; the
+arrays its ``per_sample_fields`` names (``lengths``) are laid end to end.
 """
 
 from __future__ import annotations
@@ -28,17 +31,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, IterableDataset
+from torch.utils.data import Dataset, IterableDataset, Subset
 
 from recipes.core.distributed import shared_seed
 from recipes.core.errors import describe_sample
 from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
 from recipes.core.streams import StreamCursor, check_int, check_keys, reader_slot
 
-# What a domain loader reads from a dataset: per-sample arrays, laid end to end for a mixture...
-PER_SAMPLE = ("lengths", "aspect_ratios")
-# ...and what decides how its samples are batched or labelled, which the sources must share.
-SHARED = ("pad_id", "classes", "class_to_idx", "label_names", "label_to_category")
 _CYCLE_KEY = 1 << 62  # the seeds of the sources' permutations live apart from the samples' seeds
 
 
@@ -55,10 +54,10 @@ class MixedDataset(Dataset):
     its last partial batch drops fewer than ``batch_size`` draws, at random; evaluation
     (``train=False``) reads every sample of every source once, in order. A plain
     ``DataLoader(mixed, shuffle=True)`` knows nothing of the weights and would see the sources
-    end to end: give it ``batch_sampler=GroupedBatchSampler(len(mixed), ..., epoch_indices=mixed.epoch_indices)``.
+    end to end: give it ``batch_sampler=GroupedBatchSampler(len(mixed), ..., plan=Shuffle(draws=mixed.epoch_indices))``.
 
     Raises:
-        ValueError: datasets that cannot share a collate or a label space (different domains,
+        ValueError: datasets that cannot share a collate or a label space (different collates,
             pad ids, classes or categories), an iterable dataset, or bad weights; the message says why.
     """
 
@@ -78,12 +77,19 @@ class MixedDataset(Dataset):
         if self.samples_per_epoch < 1:
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.draws = _shares(self.samples_per_epoch, self.weights)  # per epoch, per source
-        for name in PER_SAMPLE:
-            if all(hasattr(dataset, name) for dataset in self.datasets):
-                setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
+        self.per_sample_fields = tuple(
+            name for name in getattr(self.datasets[0], "per_sample_fields", ())
+            if all(name in getattr(dataset, "per_sample_fields", ()) for dataset in self.datasets)
+        )
+        for name in self.per_sample_fields:  # laid end to end, as the indices are
+            setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
 
     def __getattr__(self, name: str) -> Any:
         return _shared(self, self.__dict__.get("datasets"), name)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """The sources' shared contract (see the module doc): a mixture mixes like its sources."""
+        return _contract(self.datasets[0]) or {}
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -157,6 +163,12 @@ class MixedStream(IterableDataset):
         samples_per_epoch: items an epoch holds across all ranks and workers.
         seed: the interleaving seed; None draws one shared by all ranks.
     """
+
+    # what the loader presets read: workers must outlive an epoch, and why
+    needs_persistent_workers = (
+        "its sources' passes run on in the workers from one epoch to the next, and fresh workers would start "
+        "every source over"
+    )
 
     def __init__(
         self, streams: Sequence[IterableDataset], weights: Sequence[float], *, samples_per_epoch: int,
@@ -280,9 +292,9 @@ def _as_mixture_item(item: Any, index: int) -> Any:
 
 
 def _shared(mixture: Any, sources: list[Any] | None, name: str) -> Any:
-    """What the sources share (``SHARED``: ``pad_id``, ``classes``...) is the first source's,
-    raised as it raises (a tokenizer without a pad token says what to do)."""
-    if name in SHARED and sources:
+    """What the sources' contract names (``pad_id``, ``classes``...) is the first source's, read
+    as it reads (a tokenizer without a pad token says what to do)."""
+    if sources and name != "collate" and name in (_contract(sources[0]) or {}):
         return getattr(sources[0], name)
     raise AttributeError(f"{type(mixture).__name__!r} object has no attribute {name!r}")
 
@@ -310,39 +322,29 @@ def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
             raise ValueError(f"{type(dataset).__name__} cannot be mixed here: use recipes.core.{use}")
         if iterable and not hasattr(dataset, "state_dict"):
             raise ValueError(f"{type(dataset).__name__} has no state_dict: a mixture of streams resumes through them")
-    domains = {_domain(dataset) for dataset in datasets} - {None}
-    if len(domains) > 1:
-        raise ValueError(
-            f"cannot mix datasets of different domains ({', '.join(sorted(domains))}): their items need "
-            "different collate functions"
-        )
-    for name in SHARED:
-        values = [_attribute(dataset, name) for dataset in datasets]
+    contracts = [contract for contract in map(_contract, datasets) if contract is not None]
+    collates = sorted({str(contract.get("collate")) for contract in contracts})
+    if len(collates) > 1:
+        raise ValueError(f"cannot mix datasets whose items need different collate functions ({', '.join(collates)})")
+    for name in sorted({name for contract in contracts for name in contract} - {"collate"}):
+        values = [contract.get(name) for contract in contracts]
         if any(not _equal(value, values[0]) for value in values[1:]):
             why = "batches are padded with one pad id" if name == "pad_id" else "labels would mean different things"
             raise ValueError(f"cannot mix datasets with different {name} ({_short(values)}): {why}")
 
 
-def _attribute(dataset: Any, name: str) -> Any:
-    """``dataset.name``, or None where it has none (a property may raise to say it has none)."""
-    try:
-        return getattr(dataset, name, None)
-    except ValueError:
-        return None
+def _contract(dataset: Dataset) -> dict[str, Any] | None:
+    """A dataset's ``batch_contract()`` (through Subsets), None for one that has none."""
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    contract = getattr(dataset, "batch_contract", None)
+    return None if contract is None else contract()
 
 
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return a is not None and b is not None and np.array_equal(a, b)
     return a == b
-
-
-def _domain(dataset: Dataset) -> str | None:
-    """``"text"`` for a dataset of ``recipes.text`` (through Subsets), None for a user's own class."""
-    while hasattr(dataset, "dataset") and hasattr(dataset, "indices"):  # a Subset
-        dataset = dataset.dataset
-    parts = type(dataset).__module__.split(".")
-    return parts[1] if parts[0] == "recipes" and len(parts) > 2 and parts[1] != "core" else None
 
 
 def _short(values: list[Any]) -> str:

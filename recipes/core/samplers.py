@@ -1,17 +1,13 @@
-"""One batch sampler for every domain: grouped, shuffled per epoch, resumable and rank-aware.
+"""One batch sampler for every domain: epochs, ranks, resume; how batches form is a plan.
 
-    sampler = GroupedBatchSampler(len(dataset), 32, shuffle=True, drop_last=True, seed=0,
-                                  groups=aspect_ratio_bucket)        # or lengths=..., max_tokens=...
+    sampler = SeededBatchSampler(len(dataset), 32, shuffle=True, drop_last=True, seed=0,
+                                 plan=ByGroup(aspect_ratio_groups(dataset.aspect_ratios)))
     loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=...)
 
 What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` do not:
 
-- Groups: ``groups`` (one small int per sample, e.g. portrait/landscape) keeps every batch within
-  one group, like torchvision's detection reference, but never repeats a sample to fill one.
-- Lengths: ``lengths`` sorts the epoch by ``log(length)`` plus fresh uniform noise of half-width
-  ``length_noise``, cuts it into batches and shuffles their order: padding stays near the sorted
-  floor while similar lengths change batchmates every epoch (figures: benchmarks/README.md).
-  ``max_tokens`` cuts by a token budget (batch size x longest sample) instead of a count.
+- Plans: grouping, length sorting, token budgets and a mixture's draws are plan objects
+  (:mod:`recipes.core.plans`); the default shuffles.
 - Epochs: each pass draws a new order from ``(seed, epoch)``; the epoch advances by itself.
 - Ranks: training deals the epoch's *batches*, whose order does not depend on the world size:
   rank ``r`` of ``W`` takes every ``W``-th from ``r``, fewer than ``W`` left over are dropped, so
@@ -21,15 +17,13 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
   to come, as torchdata's StatefulDataLoader counts. A training state saved on ``W1`` ranks
   loads on ``W2``: the batches taken stay taken, the rest of the epoch is dealt to the ``W2``
   ranks by the same rule (:meth:`GroupedBatchSampler.load_state_dict`).
-- Mixtures: ``epoch_indices`` (:meth:`recipes.core.mixing.MixedDataset.epoch_indices`) says which
-  indices each epoch draws; a drawn sample is seeded by its place in the draws.
-- Seeds: with ``keyed=True`` each index comes with its own seed, for
-  :class:`recipes.core.seeding.SeededDataset`.
+- Seeds: :class:`SeededBatchSampler` yields each index with its own seed, from its place in the
+  epoch, for :class:`recipes.core.seeding.SeededDataset`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -37,32 +31,24 @@ import torch
 from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.plans import Shuffle
 from recipes.core.seeding import epoch_generator, sample_seeds
 from recipes.core.streams import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
-# Half-width of the noise on log(length): samples within about 10% of each other's length can
-# trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
-DEFAULT_LENGTH_NOISE = 0.05
 
-
-class GroupedBatchSampler(Sampler[list[Any]]):
-    """Yields lists of dataset indices (or ``(index, seed)`` pairs when ``keyed``); see module doc.
+class GroupedBatchSampler(Sampler[list[int]]):
+    """Yields lists of dataset indices, batched as ``plan`` says; see the module doc.
 
     Args:
         num_samples: size of the dataset.
-        batch_size: samples per batch; with ``max_tokens`` an upper bound (None = no bound).
+        batch_size: samples per batch; with a :class:`recipes.core.plans.TokenBudget` an upper
+            bound (None = no bound).
         shuffle: a new random order every epoch (training); False keeps dataset order (eval).
         drop_last: drop incomplete batches (per group when grouping) instead of yielding them.
         seed: base seed shared by all ranks; None draws one (and broadcasts it across ranks).
-        groups: int array [num_samples]; a batch never mixes two groups. Ignored in order mode.
-        lengths: int array [num_samples] of sample lengths: batches of similar lengths.
-        max_tokens: token budget per batch (needs ``lengths``): ``len(batch) * max(lengths)``.
-        length_noise: half-width of the noise on log-length (needs ``lengths``); None =
-            ``DEFAULT_LENGTH_NOISE``, 0 = sorted exactly (equal lengths still in random order).
-        keyed: yield ``(index, per-sample seed)`` pairs for SeededDataset.
+        plan: how the epoch's samples form batches (:mod:`recipes.core.plans`); None shuffles.
+            Evaluation only cuts, in order: by count, or by a ``TokenBudget``.
         rank, world_size: override what is read from ``torch.distributed``.
-        epoch_indices: ``(seed, epoch) -> int array`` of the indices a training epoch draws
-            (a mixture's); None: each index once.
     """
 
     def __init__(
@@ -73,47 +59,23 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         shuffle: bool = True,
         drop_last: bool = False,
         seed: int | None = None,
-        groups: Sequence[int] | np.ndarray | None = None,
-        lengths: Sequence[int] | np.ndarray | None = None,
-        max_tokens: int | None = None,
-        length_noise: float | None = None,
-        keyed: bool = False,
+        plan: Shuffle | None = None,
         rank: int | None = None,
         world_size: int | None = None,
-        epoch_indices: Callable[[int, int], np.ndarray] | None = None,
     ) -> None:
-        if batch_size is None and max_tokens is None:
-            raise ValueError("give batch_size, max_tokens, or both")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if max_tokens is not None and lengths is None:
-            raise ValueError("max_tokens needs the sample lengths (lengths=...)")
-        if groups is not None and lengths is not None:
-            raise ValueError("group by groups or by lengths, not both")
-        if length_noise is not None and (lengths is None or length_noise < 0):
-            raise ValueError(f"length_noise needs lengths=... and a value >= 0, got {length_noise}")
-        self.length_noise = DEFAULT_LENGTH_NOISE if length_noise is None else float(length_noise)
         self.num_samples = int(num_samples)
-        self.batch_size, self.max_tokens = batch_size, max_tokens
-        self.shuffle, self.drop_last, self.keyed = shuffle, drop_last, keyed
-        self.groups = self._per_sample(groups, "groups")
-        self.lengths = self._per_sample(lengths, "lengths")
+        self.plan = Shuffle() if plan is None else plan
+        self.plan.check(self.num_samples, batch_size)
+        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
-        self.epoch_indices = epoch_indices
         self.epoch = 0
         # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
         self._resume: tuple[int, int, int, int] | None = None
         self._position: tuple[int, int, int] | None = None
         self._cache: tuple[int, np.ndarray | None, list[np.ndarray]] | None = None  # an epoch's draws and batches
-
-    def _per_sample(self, values: Any, name: str) -> np.ndarray | None:
-        if values is None:
-            return None
-        array = np.asarray(values, dtype=np.int64)
-        if array.shape != (self.num_samples,):
-            raise ValueError(f"{name} must have one entry per sample ({self.num_samples}), got {array.shape}")
-        return array
 
     # -- epochs and state ----------------------------------------------------------------------
 
@@ -200,11 +162,8 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         return epoch, offset + yielded * world_size, 0  # elastic: deal the rest of the epoch anew
 
     def _emit(self, batch: np.ndarray, draws: np.ndarray | None, epoch: int) -> list[Any]:
-        """A batch of places in the epoch's draws -> indices, with seeds for their places."""
-        indices = batch if draws is None else draws[batch]
-        if not self.keyed:
-            return indices.tolist()
-        return list(zip(indices.tolist(), sample_seeds(self.seed, epoch, batch).tolist()))
+        """A batch of places in the epoch's draws -> the indices there."""
+        return (batch if draws is None else draws[batch]).tolist()
 
     # -- planning an epoch ---------------------------------------------------------------------
 
@@ -227,52 +186,32 @@ class GroupedBatchSampler(Sampler[list[Any]]):
         order when not shuffling (cached for one epoch)."""
         if self._cache is None or self._cache[0] != epoch:
             draws = None
-            if self.epoch_indices is not None and self.shuffle:
-                draws = np.asarray(self.epoch_indices(self.seed, epoch), dtype=np.int64)
+            if self.plan.draws is not None and self.shuffle:
+                draws = np.asarray(self.plan.draws(self.seed, epoch), dtype=np.int64)
             self._cache = (epoch, draws, self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches())
         return self._cache[1], self._cache[2]
 
     def _ordered_batches(self) -> list[np.ndarray]:
         lo = self.rank * self.num_samples // self.world_size
         hi = (self.rank + 1) * self.num_samples // self.world_size
-        return self._cut(np.arange(lo, hi))
+        run = np.arange(lo, hi)
+        return self.plan.cut(run, run, self.batch_size, self.drop_last)
 
     def _shuffled_batches(self, epoch: int, draws: np.ndarray | None) -> list[np.ndarray]:
         """Batches of places in the epoch's draws (= indices, without draws), in batch order."""
         generator = epoch_generator(self.seed, epoch)
         order = torch.randperm(self.num_samples if draws is None else len(draws), generator=generator).numpy()
         index = order if draws is None else draws[order]  # the sample at each place of order
-        if self.groups is not None:
-            batches = [order[self.groups[index] == group] for group in np.unique(self.groups)]
-            batches = [batch for run in batches for batch in self._cut(run, draws)]
-        elif self.lengths is not None:
-            if self.drop_last and self.max_tokens is None:
-                # drop the leftover at random now: after sorting it would always be the shortest
-                order = order[: len(order) - len(order) % self.batch_size]
-                index = index[: len(order)]
-            noise = torch.rand(len(order), generator=generator, dtype=torch.float64).numpy()
-            key = np.log(np.maximum(self.lengths[index], 1)) + self.length_noise * (2 * noise - 1)
-            # stable sort, longest first: with no noise, equal lengths keep their random order
-            batches = self._cut(order[np.argsort(-key, kind="stable")], draws)
-        else:
-            batches = self._cut(order, draws)
+        batches = self.plan.arrange(order, index, generator, self.batch_size, self.drop_last)
         permutation = torch.randperm(len(batches), generator=generator).tolist()
         return [batches[i] for i in permutation]
 
-    def _cut(self, indices: np.ndarray, draws: np.ndarray | None = None) -> list[np.ndarray]:
-        """Cut a run of indices (places in ``draws``, if given) into consecutive batches by count
-        or by token budget."""
-        if self.max_tokens is None:
-            size = self.batch_size
-            stop = len(indices) - len(indices) % size if self.drop_last else len(indices)
-            return [indices[start : start + size] for start in range(0, stop, size)]
-        batches, start, longest = [], 0, 0
-        for end, length in enumerate(self.lengths[indices if draws is None else draws[indices]].tolist()):
-            longest, count = max(longest, length), end - start + 1
-            over_budget = count * longest > self.max_tokens
-            if count > 1 and (over_budget or (self.batch_size is not None and count > self.batch_size)):
-                batches.append(indices[start:end])
-                start, longest = end, length
-        if start < len(indices):
-            batches.append(indices[start:])
-        return batches
+
+class SeededBatchSampler(GroupedBatchSampler):
+    """:class:`GroupedBatchSampler` whose batches hold ``(index, seed)`` pairs for
+    :class:`recipes.core.seeding.SeededDataset`: each sample's seed comes from ``(seed, epoch,
+    place in the epoch)``, so a sample drawn twice in an epoch (a mixture's) gets two seeds."""
+
+    def _emit(self, batch: np.ndarray, draws: np.ndarray | None, epoch: int) -> list[Any]:
+        indices = batch if draws is None else draws[batch]
+        return list(zip(indices.tolist(), sample_seeds(self.seed, epoch, batch).tolist()))

@@ -48,7 +48,14 @@ def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
 
 
 def pad_id_of(tokenizer: Tokenizer, pad_id: int | None = None) -> int:
-    """The padding id: ``pad_id`` if given, else the tokenizer's padding config, else its pad token."""
+    """The padding id: ``pad_id`` if given, else the tokenizer's padding config, else its pad token;
+    else the ValueError of :func:`require_pad_id`."""
+    return require_pad_id(find_pad_id(tokenizer, pad_id), "pad_id_of")
+
+
+def find_pad_id(tokenizer: Tokenizer, pad_id: int | None = None) -> int | None:
+    """:func:`pad_id_of`, or None where the tokenizer has none: a dataset that may never pad
+    (``pack_collate``) asks :func:`require_pad_id` only when padding needs it."""
     if pad_id is not None:
         return int(pad_id)
     if tokenizer.padding is not None:
@@ -57,10 +64,17 @@ def pad_id_of(tokenizer: Tokenizer, pad_id: int | None = None) -> int:
         token_id = tokenizer.token_to_id(token)
         if token_id is not None:
             return token_id
-    raise ValueError(
-        f"the tokenizer has no padding config and none of the pad tokens {PAD_TOKENS}; "
-        "pass pad_id=... explicitly (any id works: padded positions are masked out)"
-    )
+    return None
+
+
+def require_pad_id(pad_id: int | None, owner: str) -> int:
+    """``pad_id``, or the one ValueError for a tokenizer with no pad id, naming ``owner``."""
+    if pad_id is None:
+        raise ValueError(
+            f"{owner}: the tokenizer has no padding config and none of the pad tokens {PAD_TOKENS}; "
+            f"pass pad_id=... (any id works: padded positions are masked out)"
+        )
+    return pad_id
 
 
 def batch_safe_tokenizer(tokenizer: Tokenizer) -> Tokenizer:

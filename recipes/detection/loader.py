@@ -21,16 +21,19 @@ repeated to fill a group's last batch. A worker's batch holds five tensors per i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.errors import drop_skipped
-from recipes.core.loader import build_loader
+from recipes.core.errors import NamedCollate, drop_skipped
+from recipes.core.loader import ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
+from recipes.core.plans import ByGroup, Shuffle, draws_of
+from recipes.core.samplers import SeededBatchSampler
+from recipes.core.seeding import SeededDataset
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -120,7 +123,8 @@ def detection_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    aspect_group_factor: int = 0,
+    collate_fn: Callable[[list[Any]], Any] = None,
+    groups: Sequence[int] | np.ndarray | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """A DataLoader for detection: aspect-ratio grouped when training, in order when not.
@@ -133,23 +137,23 @@ def detection_loader(
             ranks of a process group get equal batch counts. False: dataset order, every
             image once across ranks.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        aspect_group_factor: 0 = portrait vs landscape; 3 = torchvision reference's bins.
-        overrides: DataLoader keyword arguments (``num_workers=0``, ...), ``collate_fn``
-            (default :func:`detection_collate`; its batches leave worker processes packed, see
-            :func:`recipes.core.packing.packed_in_workers`) or ``groups`` (one int per sample).
+        collate_fn: default :func:`detection_collate`; :func:`padded_detection_collate` pads.
+            Its batches leave worker processes packed (:func:`recipes.core.packing.packed_in_workers`).
+        groups: one int per sample; a training batch never mixes two. Default: portrait vs
+            landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision
+            reference's bins.
+        overrides: DataLoader keyword arguments (``num_workers=0``, ...;
+            :func:`recipes.core.loader.preset_kwargs`).
     """
-    collate_fn = packed_in_workers(overrides.pop("collate_fn", detection_collate))
-    groups = overrides.pop("groups", None)
-    if groups is None and train and overrides.get("shuffle", True):
-        groups = aspect_ratio_groups(_aspect_ratios(dataset), aspect_group_factor)
-    return build_loader(
-        dataset,
-        collate_fn,
-        batch_size=batch_size,
-        train=train,
-        device=device,
-        seed=seed,
-        stateful=stateful,
-        groups=groups,
-        **overrides,
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    shuffle = kwargs.pop("shuffle")
+    if groups is None and shuffle:
+        groups = aspect_ratio_groups(_aspect_ratios(dataset))
+    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
+    plan = Shuffle(draws=draws) if groups is None else ByGroup(groups, draws=draws)
+    sampler = SeededBatchSampler(
+        len(dataset), batch_size, shuffle=shuffle, drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
+    loader = ResumableLoader if stateful else DataLoader
+    collate_fn = NamedCollate(packed_in_workers(collate_fn or detection_collate))
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

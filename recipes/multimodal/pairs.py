@@ -45,15 +45,18 @@ from recipes.core.arrays import StringArray
 from recipes.core.batching import extra_columns
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, NamedCollate, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import decode_image, read_file
-from recipes.core.loader import build_loader, loader_kwargs
+from recipes.core.loader import ResumableLoader, loader_kwargs, preset_kwargs, stream_loader
 from recipes.core.packing import packed_in_workers
 from recipes.multimodal.parquet_captions import index_caption_parquet
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
+from recipes.core.plans import Shuffle, draws_of
+from recipes.core.samplers import SeededBatchSampler
+from recipes.core.seeding import SeededDataset
 from recipes.core.storage import is_url, parent, shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch
 
 CAPTION_CHOICES = ("random", "first", "all")
 # OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.
@@ -154,10 +157,14 @@ class ImageTextDataset(Dataset):
         self.caption_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.caption_offsets[1:])
         self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        self.pad_id = _pad_id(tokenizer)
+        self.pad_id = caption_pad_id(tokenizer)
 
     def __len__(self) -> int:
         return len(self.caption_tokens) if self.captions == "all" else len(self.images)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     def where(self, row: int) -> str:
         """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
@@ -214,12 +221,11 @@ class ImageTextDataset(Dataset):
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 
 
-def _pad_id(tokenizer: Tokenizer) -> int:
-    try:
-        return pad_id_of(tokenizer)
-    except ValueError:
-        # CLIP's BPE has no pad token; any id works because padded positions are masked out
-        return 0
+def caption_pad_id(tokenizer: Tokenizer) -> int:
+    """The tokenizer's pad id (:func:`recipes.core.tokens.find_pad_id`), or 0 where it has none, as
+    CLIP's BPE has not: captions are always padded, and padded positions are masked out."""
+    found = find_pad_id(tokenizer)
+    return 0 if found is None else found
 
 
 def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, Any]:
@@ -267,7 +273,7 @@ def multimodal_loader(
 ) -> DataLoader:
     """A DataLoader preset for :class:`ImageTextDataset` (or :class:`ImageTextShards`).
 
-    A map-style dataset gets :func:`recipes.core.loader.build_loader`: shuffled per epoch when
+    A map-style dataset gets a seeded batch sampler: shuffled per epoch when
     training, split across ranks, each sample seeded by ``(seed, epoch, index)`` (the random
     caption included). An iterable dataset (tar shards) splits itself across ranks and workers;
     it gets the same device preset, with no more workers than it has shards per rank. Either
@@ -285,16 +291,18 @@ def multimodal_loader(
     """
     # from a worker: one transfer a dtype, not one a tensor (~3% here; text gains 1.7x, benchmarks/README.md)
     collate = packed_in_workers(functools.partial(multimodal_collate, pad_id=getattr(dataset, "pad_id", 0)))
-    if not isinstance(dataset, IterableDataset) or decode != "worker":
-        return build_loader(
-            with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
-            stateful=stateful, **overrides,
-        )
-    workers = overrides.pop("num_workers", None)
-    if workers is None and hasattr(dataset, "max_workers"):
-        # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
-        workers = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
-    return build_loader(
-        dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed, stateful=stateful,
-        num_workers=workers, **overrides,
+    if isinstance(dataset, IterableDataset) and decode == "worker":
+        workers = overrides.pop("num_workers", None)
+        if workers is None and hasattr(dataset, "max_workers"):
+            # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
+            workers = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
+        options = {"train": train, "device": device, "seed": seed, "stateful": stateful, "num_workers": workers}
+        return stream_loader(dataset, collate, batch_size, **options, **overrides)
+    dataset = with_decode(dataset, decode)
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    sampler = SeededBatchSampler(  # a mixture (recipes.core.mixing) draws its own epochs
+        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed,
+        plan=Shuffle(draws=draws_of(dataset)),
     )
+    loader = ResumableLoader if stateful else DataLoader
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate), **kwargs)

@@ -47,8 +47,9 @@ from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
+from recipes.core.tokens import TruncatingEncoder, load_tokenizer
+from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
-from recipes.core.tokens import TruncatingEncoder, load_tokenizer, pad_id_of
 
 CAPTION_CHOICES = ("random", "first", "all")
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
@@ -150,10 +151,11 @@ class ImageTextShards(IterableDataset):
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
         # what a state names as its data: the shards' count and names (not where they are kept)
         self._source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
-        try:
-            self.pad_id = pad_id_of(self.tokenizer)
-        except ValueError:
-            self.pad_id = 0  # no pad token (CLIP's BPE): padded positions are masked out anyway
+        self.pad_id = caption_pad_id(self.tokenizer)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     @property
     def seed(self) -> int:

@@ -43,7 +43,7 @@ from recipes.core.batching import extra_columns
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import build_loader
+from recipes.core.loader import stream_loader
 from recipes.core.packing import packed_in_workers
 from recipes.text.parquet_corpus import check_record
 from recipes.core.parquet_files import (
@@ -61,9 +61,10 @@ from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
     encode_texts,
+    find_pad_id,
     load_tokenizer,
     pad_batch,
-    pad_id_of,
+    require_pad_id,
 )
 
 STREAM_FORMATS = (".txt", ".jsonl")
@@ -142,14 +143,15 @@ class StreamingTextDataset(IterableDataset):
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
-        try:
-            self._pad_id: int | None = pad_id_of(self.tokenizer, pad_id)
-        except ValueError:
-            self._pad_id = None  # only padding needs it: the pad_id property raises on use
+        self._pad_id = find_pad_id(self.tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
         # what a state names as its data: offsets into these many files of this size
         self._source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        return {"collate": "stream_collate", "pad_id": self._pad_id}
 
     @property
     def seed(self) -> int:
@@ -158,9 +160,7 @@ class StreamingTextDataset(IterableDataset):
     @property
     def pad_id(self) -> int:
         """The id to pad with; a ValueError says what to do if the tokenizer has none."""
-        if self._pad_id is None:
-            raise ValueError("the tokenizer has no padding config and no pad token; pass pad_id=...")
-        return self._pad_id
+        return require_pad_id(self._pad_id, "StreamingTextDataset")
 
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch`` for the next pass. Without calls the epoch advances by one each pass, in
@@ -342,4 +342,4 @@ def streaming_loader(
         collate_fn = partial(stream_collate, pad_id=dataset.pad_id)
     options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
     # from a worker: one transfer a batch, not one a tensor (as text_loader; benchmarks/README.md)
-    return build_loader(dataset, packed_in_workers(collate_fn), batch_size=batch_size, **options, **overrides)
+    return stream_loader(dataset, packed_in_workers(collate_fn), batch_size, **options, **overrides)

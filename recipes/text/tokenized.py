@@ -30,15 +30,17 @@ from torch.utils.data import DataLoader, Dataset
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
-from recipes.core.errors import check_on_error, drop_skipped
-from recipes.core.loader import build_loader
+from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
+from recipes.core.loader import ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.text.parquet_corpus import parquet_source
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
-from recipes.core.samplers import DEFAULT_LENGTH_NOISE
+from recipes.core.plans import ByLength, TokenBudget, draws_of
+from recipes.core.samplers import SeededBatchSampler
+from recipes.core.seeding import SeededDataset
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
-from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 
@@ -120,10 +122,7 @@ class TokenizedTextDataset(Dataset):
         tokenizer = load_tokenizer(tokenizer)
         encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)  # checks both
         check_on_error(on_error)
-        try:
-            self._pad_id: int | None = pad_id_of(tokenizer, pad_id)
-        except ValueError:
-            self._pad_id = None  # only padding needs it (pack_collate does not): raise on use
+        self._pad_id = find_pad_id(tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
         if parquet is not None:  # its content digest reads every byte: only for a cache key
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
@@ -164,12 +163,7 @@ class TokenizedTextDataset(Dataset):
     @property
     def pad_id(self) -> int:
         """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
-        if self._pad_id is None:
-            raise ValueError(
-                f"the tokenizer for {self._name} has no padding config and no pad token; "
-                "pass TokenizedTextDataset(..., pad_id=...) (any id: padded positions are masked)"
-            )
-        return self._pad_id
+        return require_pad_id(self._pad_id, f"TokenizedTextDataset({self._name})")
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -188,6 +182,12 @@ class TokenizedTextDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
         return f"{self._name} {self._line_name} {self.line_numbers[index]}"
+
+    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.mixing)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names}
 
     def __getstate__(self) -> dict[str, Any]:
         # A cached dataset travels to spawned workers as its cache path and is memory-mapped
@@ -274,18 +274,18 @@ def text_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    length_noise: float = DEFAULT_LENGTH_NOISE,
     collate_fn: Any = None,
     **overrides: Any,
 ) -> DataLoader:
     """A DataLoader preset for :class:`TokenizedTextDataset`.
 
     Training batches hold samples of similar length: every epoch the samples are sorted by
-    ``log(length)`` plus fresh uniform noise of half-width ``length_noise`` and cut into
+    ``log(length)`` plus a little fresh noise (:class:`recipes.core.plans.ByLength`) and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
     epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
     Evaluation keeps the dataset order. Each rank of a process group gets the same number of
-    batches.
+    batches. Another plan (``ByLength(lengths, noise=0)``: sorted exactly) is one line to change
+    in a copy of this function.
 
     Args:
         dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).
@@ -294,23 +294,23 @@ def text_loader(
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        length_noise: the sort noise above; 0 sorts exactly (least padding, least shuffling).
         collate_fn: defaults to ``text_collate`` with ``dataset.pad_id``; ``pack_collate``
             packs without padding.
-        overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...).
+        overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
+            :func:`recipes.core.loader.preset_kwargs`).
     """
     if collate_fn is None:
         collate_fn = partial(text_collate, pad_id=dataset.pad_id)
-    return build_loader(
-        dataset,
-        packed_in_workers(collate_fn),  # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
-        batch_size=batch_size,
-        train=train,
-        device=device,
-        seed=seed,
-        stateful=stateful,
-        lengths=dataset.lengths,
-        max_tokens=max_tokens,
-        length_noise=length_noise,
-        **overrides,
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
+    if max_tokens is None:
+        plan = ByLength(dataset.lengths, draws=draws)
+    else:
+        plan = TokenBudget(dataset.lengths, max_tokens, draws=draws)
+    sampler = SeededBatchSampler(
+        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
+    loader = ResumableLoader if stateful else DataLoader
+    # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
+    collate_fn = NamedCollate(packed_in_workers(collate_fn))
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

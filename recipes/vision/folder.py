@@ -38,9 +38,12 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, NamedCollate, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
 from recipes.core.images import read_file, read_image
-from recipes.core.loader import build_loader
+from recipes.core.loader import ResumableLoader, preset_kwargs
+from recipes.core.plans import Shuffle, draws_of
+from recipes.core.samplers import SeededBatchSampler
+from recipes.core.seeding import SeededDataset
 from recipes.core.storage import shown
 
 
@@ -110,6 +113,10 @@ class ImageFolderDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: its file."""
         return self.path(index)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        return {"collate": "image_collate", "classes": self.classes, "class_to_idx": self.class_to_idx}
 
     @property
     def samples(self) -> list[tuple[str, int]]:
@@ -246,8 +253,7 @@ def vision_loader(
     decode: str = "worker",
     **overrides: Any,
 ) -> DataLoader:
-    """The DataLoader preset for :class:`ImageFolderDataset`: :func:`recipes.core.loader.build_loader`
-    with :func:`image_collate`.
+    """The DataLoader preset for :class:`ImageFolderDataset`, with :func:`image_collate`.
 
     ``decode="device"`` (``train_transform``/``eval_transform`` datasets): workers ship each JPEG's
     bytes and its crop box and flip, drawn from the sample's seed as the worker path draws them;
@@ -260,10 +266,14 @@ def vision_loader(
     order and every sample. Batches are split across the ranks of an initialised process group,
     and each sample's augmentation is seeded by ``(seed, epoch, index)``, so ``seed`` reproduces
     batches whatever the worker count. ``stateful=True`` returns a ``StatefulDataLoader`` that
-    resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...).
-    Normalise on the device: ``DevicePrefetcher(loader, device)``.
+    resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
+    :func:`recipes.core.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
     """
-    return build_loader(
-        with_decode(dataset, decode), image_collate, batch_size=batch_size, train=train, device=device, seed=seed,
-        stateful=stateful, **overrides,
+    dataset = with_decode(dataset, decode)
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    sampler = SeededBatchSampler(  # a mixture (recipes.core.mixing) draws its own epochs
+        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed,
+        plan=Shuffle(draws=draws_of(dataset)),
     )
+    loader = ResumableLoader if stateful else DataLoader
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(image_collate), **kwargs)

@@ -20,7 +20,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from recipes.core import GroupedBatchSampler, MixedDataset, MixedStream
+from recipes.core import ByGroup, MixedDataset, MixedStream, SeededBatchSampler
 from recipes.detection import CocoDataset, detection_loader
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
@@ -93,8 +93,8 @@ def shards(fixtures: Path, scratch: Path) -> Any:
 
 
 def sampler(fixtures: Path, scratch: Path) -> Any:
-    # today's keywords; a new GroupedBatchSampler signature is adapted here, not in sampler.pt
-    return GroupedBatchSampler(100, 8, shuffle=True, seed=3, groups=[index % 3 for index in range(100)], keyed=True)
+    # saved as GroupedBatchSampler(100, 8, shuffle=True, seed=3, groups=..., keyed=True) at d2ce733
+    return SeededBatchSampler(100, 8, shuffle=True, seed=3, plan=ByGroup([index % 3 for index in range(100)]))
 
 
 # -- what is recorded of each batch ----------------------------------------------------------------

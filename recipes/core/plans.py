@@ -1,0 +1,167 @@
+"""How an epoch's samples become batches: the plans a :class:`GroupedBatchSampler` takes.
+
+    GroupedBatchSampler(len(dataset), 32, seed=0, plan=ByGroup(aspect_ratio_groups(ratios)))
+    GroupedBatchSampler(len(dataset), None, seed=0, plan=TokenBudget(dataset.lengths, 8192))
+
+- :class:`Shuffle`: a random order cut into batches (the default).
+- :class:`ByGroup`: one small int per sample (portrait/landscape); a batch never mixes two
+  groups, as in torchvision's detection reference, and no sample is repeated to fill one.
+- :class:`ByLength`: the epoch sorted by ``log(length)`` plus fresh uniform noise of half-width
+  ``noise``, cut into batches whose order the sampler shuffles: padding stays near the sorted
+  floor while similar lengths change batchmates every epoch (figures: benchmarks/README.md).
+- :class:`TokenBudget`: as ``ByLength``, cut by ``len(batch) * longest <= max_tokens``.
+
+Every plan takes ``draws=``: which indices an epoch draws, ``draws(seed, epoch) -> int array``
+(a mixture's :meth:`recipes.core.mixing.MixedDataset.epoch_indices`); None draws each index once.
+A plan sees places in the epoch's draws (``order``) and the sample at each place (``index``);
+the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+# Half-width of the noise on log(length): samples within about 10% of each other's length can
+# trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
+DEFAULT_LENGTH_NOISE = 0.05
+
+Draws = Callable[[int, int], np.ndarray]
+
+
+class Shuffle:
+    """Each epoch a random order, cut into batches of ``batch_size``."""
+
+    def __init__(self, *, draws: Draws | None = None) -> None:
+        self.draws = draws
+
+    def check(self, num_samples: int, batch_size: int | None) -> None:
+        """Raise a ValueError if this plan cannot batch ``num_samples`` samples by ``batch_size``."""
+        if batch_size is None:
+            raise ValueError("give batch_size, or a TokenBudget plan")
+
+    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
+                drop_last: bool) -> list[np.ndarray]:
+        """The epoch's batches (of places in ``order``), before the sampler shuffles their order."""
+        return self.cut(order, index, batch_size, drop_last)
+
+    def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
+        """Consecutive batches of ``run``; ``index`` is the sample at each of its places."""
+        stop = len(run) - len(run) % batch_size if drop_last else len(run)
+        return [run[start : start + batch_size] for start in range(0, stop, batch_size)]
+
+    def __repr__(self) -> str:
+        drawn = ", drawn" if self.draws is not None else ""
+        return f"{type(self).__name__}({self._describe()}{drawn})"
+
+    def _describe(self) -> str:
+        return ""
+
+
+class ByGroup(Shuffle):
+    """A batch never mixes two groups: ``groups`` holds one small int per sample."""
+
+    def __init__(self, groups: Any, *, draws: Draws | None = None) -> None:
+        super().__init__(draws=draws)
+        self.groups = np.asarray(groups, dtype=np.int64)
+
+    def check(self, num_samples: int, batch_size: int | None) -> None:
+        super().check(num_samples, batch_size)
+        _check_per_sample(self.groups, "groups", num_samples)
+
+    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
+                drop_last: bool) -> list[np.ndarray]:
+        groups = self.groups[index]
+        batches = []
+        for group in np.unique(self.groups):
+            run = groups == group
+            batches += self.cut(order[run], index[run], batch_size, drop_last)
+        return batches
+
+    def _describe(self) -> str:
+        return f"{len(np.unique(self.groups))} groups"
+
+
+class ByLength(Shuffle):
+    """Batches of similar lengths: ``lengths`` holds one int per sample (see module doc).
+
+    ``noise=0`` sorts exactly (least padding, least shuffling; equal lengths stay in random order).
+    """
+
+    def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, draws: Draws | None = None) -> None:
+        super().__init__(draws=draws)
+        if not noise >= 0:
+            raise ValueError(f"noise must be >= 0, got {noise}")
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.noise = float(noise)
+
+    def check(self, num_samples: int, batch_size: int | None) -> None:
+        super().check(num_samples, batch_size)
+        _check_per_sample(self.lengths, "lengths", num_samples)
+
+    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
+                drop_last: bool) -> list[np.ndarray]:
+        order, index = self._trim(order, index, batch_size, drop_last)
+        noise = torch.rand(len(order), generator=generator, dtype=torch.float64).numpy()
+        key = np.log(np.maximum(self.lengths[index], 1)) + self.noise * (2 * noise - 1)
+        # stable sort, longest first: with no noise, equal lengths keep their random order
+        sort = np.argsort(-key, kind="stable")
+        return self.cut(order[sort], index[sort], batch_size, drop_last)
+
+    def _trim(self, order: np.ndarray, index: np.ndarray, batch_size: int | None,
+              drop_last: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Drop the leftover at random before sorting: after it, it would always be the shortest."""
+        if not drop_last:
+            return order, index
+        keep = len(order) - len(order) % batch_size
+        return order[:keep], index[:keep]
+
+    def _describe(self) -> str:
+        return f"noise={self.noise:g}"
+
+
+class TokenBudget(ByLength):
+    """:class:`ByLength`, cut by a budget: ``len(batch) * longest <= max_tokens``, at most
+    ``batch_size`` samples if the sampler has one; a single longer sample is its own batch."""
+
+    def __init__(self, lengths: Any, max_tokens: int, *, noise: float = DEFAULT_LENGTH_NOISE,
+                 draws: Draws | None = None) -> None:
+        super().__init__(lengths, noise=noise, draws=draws)
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.max_tokens = int(max_tokens)
+
+    def check(self, num_samples: int, batch_size: int | None) -> None:
+        _check_per_sample(self.lengths, "lengths", num_samples)
+
+    def _trim(self, order: np.ndarray, index: np.ndarray, batch_size: int | None,
+              drop_last: bool) -> tuple[np.ndarray, np.ndarray]:
+        return order, index  # budget batches have no fixed size to leave a remainder
+
+    def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
+        batches, start, longest = [], 0, 0
+        for end, length in enumerate(self.lengths[index].tolist()):
+            longest, count = max(longest, length), end - start + 1
+            over_budget = count * longest > self.max_tokens
+            if count > 1 and (over_budget or (batch_size is not None and count > batch_size)):
+                batches.append(run[start:end])
+                start, longest = end, length
+        if start < len(run):
+            batches.append(run[start:])
+        return batches
+
+    def _describe(self) -> str:
+        return f"max_tokens={self.max_tokens}, noise={self.noise:g}"
+
+
+def _check_per_sample(values: np.ndarray, name: str, num_samples: int) -> None:
+    if values.shape != (num_samples,):
+        raise ValueError(f"{name} must have one entry per sample ({num_samples}), got {values.shape}")
+
+
+def draws_of(dataset: Any) -> Draws | None:
+    """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once."""
+    return getattr(dataset, "epoch_indices", None)
