@@ -179,8 +179,8 @@ def build_loader(
     A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
-    ``plan`` None shuffles, drawing a mixture's epochs (``epoch_indices``) if the dataset has
-    them. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see
+    ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
+    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see
     :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
     (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
     :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
@@ -192,7 +192,9 @@ def build_loader(
         options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
         return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
-    plan = Shuffle(draws=draws_of(dataset)) if plan is None else plan
+    plan = Shuffle() if plan is None else plan
+    if plan.draws is None:
+        plan = plan.drawing(draws_of(dataset))
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )

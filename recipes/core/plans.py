@@ -19,6 +19,7 @@ the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,12 @@ class Shuffle:
 
     def __init__(self, *, draws: Draws | None = None) -> None:
         self.draws = draws
+
+    def drawing(self, draws: Draws | None) -> Shuffle:
+        """A copy of this plan that draws each epoch's indices with ``draws``."""
+        plan = copy.copy(self)
+        plan.draws = draws
+        return plan
 
     def check(self, num_samples: int, batch_size: int | None) -> None:
         """Raise a ValueError if this plan cannot batch ``num_samples`` samples by ``batch_size``."""

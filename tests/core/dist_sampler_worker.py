@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 
 from recipes.core.loader import build_loader
+from recipes.core.plans import ByGroup, ByLength, TokenBudget
 from recipes.core.samplers import GroupedBatchSampler
 from tests.core.toy import IterableSeedProbe, NoisyRange, as_list, collate
 
@@ -27,7 +28,11 @@ def main(out: Path, size: int) -> None:
         "budget-eval": {"shuffle": False, "lengths": lengths, "max_tokens": 64, "batch_size": None},
     }.items():
         options = {"batch_size": 4, **options}
-        sampler = GroupedBatchSampler(size, options.pop("batch_size"), seed=None, **options)  # seed shared by broadcast
+        lengths_of, budget = options.pop("lengths", None), options.pop("max_tokens", None)
+        plan = ByGroup(options.pop("groups")) if "groups" in options else None
+        if lengths_of is not None:
+            plan = ByLength(lengths_of) if budget is None else TokenBudget(lengths_of, budget)
+        sampler = GroupedBatchSampler(size, options.pop("batch_size"), seed=None, plan=plan, **options)  # seed shared by broadcast
         report["samplers"][name] = {"seed": sampler.seed, "epochs": [list(sampler), list(sampler)]}
     loader = build_loader(NoisyRange(size), collate, batch_size=4, train=True, device="cpu", seed=5, num_workers=0)
     report["loader"] = [{"index": b["index"].tolist(), "noise": b["noise"].tolist()} for b in loader]

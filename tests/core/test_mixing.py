@@ -9,16 +9,22 @@ import numpy as np
 import pytest
 from torch.utils.data import Dataset, IterableDataset
 
-from recipes.core import GroupedBatchSampler, build_loader
+from recipes.core import ByLength, GroupedBatchSampler, SeededBatchSampler, Shuffle, build_loader
 from recipes.core.mixing import MixedDataset, MixedStream
 
 
 class Numbers(Dataset):
-    """Items ``(name, i)``; ``lengths`` = i + 1, for the length-grouping sampler."""
+    """Items ``(name, i)``; ``lengths`` = i + 1, for the length-grouping sampler. It takes part in
+    mixtures as the domains' datasets do: a batch contract and per-sample fields."""
+
+    per_sample_fields = ("lengths",)
 
     def __init__(self, name, size, pad_id=0):
         self.name, self.size, self.pad_id = name, size, pad_id
         self.lengths = np.arange(1, size + 1)
+
+    def batch_contract(self):
+        return {"collate": "numbers", "pad_id": self.pad_id}
 
     def __len__(self):
         return self.size
@@ -107,7 +113,7 @@ def test_datasets_of_different_domains_are_refused(tmp_path):
 
     images = ImageFolderDataset("fixtures/vision")
     lines = TokenizedTextDataset("fixtures/text/corpus.txt", "fixtures/text/tokenizer.json")
-    with pytest.raises(ValueError, match="different domains \\(text, vision\\).*collate"):
+    with pytest.raises(ValueError, match="different collate functions \\(image_collate, text_collate\\)"):
         MixedDataset([images, lines], [1, 1])
 
 
@@ -118,8 +124,8 @@ def _keys(batches):
 @pytest.mark.parametrize("saved_world, world", [(2, 3), (3, 2), (2, 2), (1, 4)])
 def test_elastic_resume_deals_the_rest_of_the_epoch_to_the_new_ranks(saved_world, world):
     def sampler(rank, size, lengths=None):
-        return GroupedBatchSampler(103, 4, shuffle=True, drop_last=True, seed=5, rank=rank, world_size=size,
-                                   keyed=True, lengths=lengths)
+        plan = None if lengths is None else ByLength(lengths)
+        return SeededBatchSampler(103, 4, shuffle=True, drop_last=True, seed=5, rank=rank, world_size=size, plan=plan)
 
     everyone = [b.tolist() for b in sampler(0, 1).batches(0)]
     samplers = [sampler(r, saved_world) for r in range(saved_world)]
@@ -156,7 +162,7 @@ def _collate(batch):
 def _mixed_loader(workers, **kwargs):
     mixed = MixedDataset([Numbers("a", 9), Numbers("b", 40)], [2, 1], samples_per_epoch=60)
     return build_loader(mixed, _collate, batch_size=4, train=True, device="cpu", seed=1, stateful=True,
-                        num_workers=workers, lengths=mixed.lengths, **kwargs)
+                        num_workers=workers, plan=ByLength(mixed.lengths), **kwargs)
 
 
 @pytest.mark.parametrize("saved_workers, workers", [(0, 2), (2, 0), (2, 1), (2, 2)])
@@ -174,7 +180,7 @@ def test_a_loader_state_loads_with_another_worker_count(saved_workers, workers):
 
 def test_a_mixture_in_a_loader_draws_each_epochs_shares_with_distinct_seeds_for_repeats():
     mixed = MixedDataset([Numbers("a", 5), Numbers("b", 40)], [1, 1], samples_per_epoch=40)
-    sampler = GroupedBatchSampler(len(mixed), 4, shuffle=True, seed=0, keyed=True, epoch_indices=mixed.epoch_indices)
+    sampler = SeededBatchSampler(len(mixed), 4, shuffle=True, seed=0, plan=Shuffle(draws=mixed.epoch_indices))
     keys = [key for batch in sampler for key in batch]
     assert Counter(mixed.locate(index)[0] for index, _ in keys) == {0: 20, 1: 20}
     seeds_of_small = [seed for index, seed in keys if index < 5]
@@ -214,7 +220,7 @@ def test_what_the_sources_share_is_the_mixtures_and_their_errors_too(tmp_path):
     (tmp_path / "a.txt").write_text("a b\nb\n", encoding="utf-8")
     sources = [TokenizedTextDataset(tmp_path / "a.txt", tokenizer) for _ in range(2)]
     mixed = MixedDataset(sources, [1, 1])  # no pad token: fine until something pads
-    with pytest.raises(ValueError, match="no padding config and no pad token"):
+    with pytest.raises(ValueError, match="no padding config and none of the pad tokens"):
         text_loader(mixed, 2, device="cpu", num_workers=0)
     numbers = MixedDataset([Numbers("a", 3, pad_id=7), Numbers("b", 3, pad_id=7)], [1, 1])
     assert numbers.pad_id == 7 and not hasattr(numbers, "classes")

@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.plans import ByGroup, ByLength, TokenBudget
+from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from tests.harness import mutated_state, mutation_cases
 
 
@@ -36,7 +37,19 @@ def _make(name, n=103, batch_size=8, **kwargs):
     if options.get("lengths") == "tailed":
         options["lengths"] = np.minimum(rng.lognormal(3, 1, n).astype(int) + 1, 300)
     options.setdefault("batch_size", batch_size)
-    return GroupedBatchSampler(n, options.pop("batch_size"), **options, **kwargs), options
+    return GroupedBatchSampler(n, options["batch_size"], plan=_plan(options), **kwargs), options
+
+
+def _plan(options):
+    """The plan a config names (one of CONFIGS, with its arrays drawn)."""
+    noise = {"noise": options["length_noise"]} if "length_noise" in options else {}
+    if "groups" in options:
+        return ByGroup(options["groups"])
+    if "max_tokens" in options:
+        return TokenBudget(options["lengths"], options["max_tokens"], **noise)
+    if "lengths" in options:
+        return ByLength(options["lengths"], **noise)
+    return None
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -99,7 +112,7 @@ def test_same_seed_same_batches_and_different_seed_different_batches():
 
 
 def test_keyed_batches_carry_a_seed_per_sample_that_depends_on_the_epoch():
-    sampler = GroupedBatchSampler(10, 5, shuffle=False, seed=0, keyed=True)
+    sampler = SeededBatchSampler(10, 5, shuffle=False, seed=0)
     first, second = _epoch(sampler), _epoch(sampler)
     assert [i for batch in first for i, _ in batch] == list(range(10))
     seeds = [s for batch in first for _, s in batch]
@@ -160,24 +173,21 @@ def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "make, message",
     [
-        ({"batch_size": None}, "batch_size, max_tokens"),
-        ({"batch_size": 0}, ">= 1"),
-        ({"max_tokens": 10}, "lengths"),
-        ({"groups": [0] * 5, "lengths": [1] * 5}, "not both"),
-        ({"groups": [0] * 4}, "one entry per sample"),
-        ({"length_noise": 0.1}, "length_noise needs lengths"),
-        ({"lengths": [1] * 5, "length_noise": -0.1}, ">= 0"),
-        ({"rank": 2, "world_size": 2}, "outside"),
+        (lambda: GroupedBatchSampler(5, None, seed=0), "give batch_size, or a TokenBudget"),
+        (lambda: GroupedBatchSampler(5, 0, seed=0), ">= 1"),
+        (lambda: TokenBudget([1] * 5, 0), ">= 1"),
+        (lambda: GroupedBatchSampler(5, 2, seed=0, plan=ByGroup([0] * 4)), "one entry per sample"),
+        (lambda: GroupedBatchSampler(5, None, seed=0, plan=TokenBudget([1] * 4, 9)), "one entry per sample"),
+        (lambda: ByLength([1] * 5, noise=-0.1), ">= 0"),
+        (lambda: GroupedBatchSampler(5, 2, seed=0, rank=2, world_size=2), "outside"),
     ],
-    ids=["no-size", "zero-size", "budget-without-lengths", "both-keys", "short-groups", "noise-without-lengths",
-         "negative-noise", "bad-rank"],
+    ids=["no-size", "zero-size", "zero-budget", "short-groups", "short-lengths", "negative-noise", "bad-rank"],
 )
-def test_bad_arguments_raise_clear_errors(kwargs, message):
-    options = {"batch_size": 2, **kwargs}
+def test_bad_arguments_raise_clear_errors(make, message):
     with pytest.raises(ValueError, match=message):
-        GroupedBatchSampler(5, options.pop("batch_size"), seed=0, **options)
+        make()
 
 
 def test_one_sample_seed_equals_the_vectorised_seeds():

@@ -1,11 +1,12 @@
-"""GroupedBatchSampler(lengths=...): a noisy full sort, new batchmates every epoch, no repeats."""
+"""GroupedBatchSampler with a ByLength plan: a noisy full sort, new batchmates every epoch, no repeats."""
 
 from itertools import pairwise
 
 import numpy as np
 import pytest
 
-from recipes.core.samplers import DEFAULT_LENGTH_NOISE, GroupedBatchSampler
+from recipes.core.plans import DEFAULT_LENGTH_NOISE, ByLength, TokenBudget
+from recipes.core.samplers import GroupedBatchSampler
 
 
 def _lengths(n=2000):
@@ -26,9 +27,9 @@ def test_noise_zero_is_the_sorted_floor_and_small_noise_stays_near_it():
     lengths = _lengths()
     ordered = np.argsort(-lengths, kind="stable")
     floor = _waste([ordered[i : i + 16] for i in range(0, 2000, 16)], lengths)
-    exact = GroupedBatchSampler(2000, 16, seed=0, lengths=lengths, length_noise=0.0)
+    exact = GroupedBatchSampler(2000, 16, seed=0, plan=ByLength(lengths, noise=0.0))
     assert _waste([np.array(b) for b in exact], lengths) == pytest.approx(floor)
-    noisy = GroupedBatchSampler(2000, 16, seed=0, lengths=lengths, length_noise=0.05)
+    noisy = GroupedBatchSampler(2000, 16, seed=0, plan=ByLength(lengths, noise=0.05))
     plain = GroupedBatchSampler(2000, 16, seed=0)
     # how close depends on the data: benchmarks/README.md has the figures on real prose
     assert _waste([np.array(b) for b in noisy], lengths) <= 2 * floor
@@ -37,9 +38,9 @@ def test_noise_zero_is_the_sorted_floor_and_small_noise_stays_near_it():
 
 def test_lengths_alone_use_the_default_noise():
     lengths = _lengths(500)
-    default = GroupedBatchSampler(500, 8, seed=4, lengths=lengths)
-    explicit = GroupedBatchSampler(500, 8, seed=4, lengths=lengths, length_noise=DEFAULT_LENGTH_NOISE)
-    assert default.length_noise == DEFAULT_LENGTH_NOISE
+    default = GroupedBatchSampler(500, 8, seed=4, plan=ByLength(lengths))
+    explicit = GroupedBatchSampler(500, 8, seed=4, plan=ByLength(lengths, noise=DEFAULT_LENGTH_NOISE))
+    assert default.plan.noise == DEFAULT_LENGTH_NOISE
     assert list(default) == list(explicit)
 
 
@@ -47,7 +48,8 @@ def test_lengths_alone_use_the_default_noise():
 def test_noise_zero_sorts_every_epoch_yet_equal_lengths_change_batchmates(budget):
     lengths = np.random.default_rng(3).integers(1, 6, 400)  # many equal lengths
     size = None if budget else 8
-    sampler = GroupedBatchSampler(400, size, seed=5, lengths=lengths, max_tokens=budget, length_noise=0)
+    plan = ByLength(lengths, noise=0) if budget is None else TokenBudget(lengths, budget, noise=0)
+    sampler = GroupedBatchSampler(400, size, seed=5, plan=plan)
     epochs = [[np.array(b) for b in sampler] for _ in range(2)]
     for batches in epochs:
         assert _runs_of_one_sorted_order(batches, lengths)
@@ -57,7 +59,7 @@ def test_noise_zero_sorts_every_epoch_yet_equal_lengths_change_batchmates(budget
 
 def test_each_epoch_has_new_batchmates_and_drops_a_random_remainder():
     lengths = _lengths(1003)
-    sampler = GroupedBatchSampler(1003, 16, seed=1, drop_last=True, lengths=lengths, length_noise=0.05)
+    sampler = GroupedBatchSampler(1003, 16, seed=1, drop_last=True, plan=ByLength(lengths, noise=0.05))
     epochs = [[frozenset(b) for b in sampler] for _ in range(3)]
     for batches in epochs:
         seen = [i for b in batches for i in b]
@@ -69,11 +71,11 @@ def test_each_epoch_has_new_batchmates_and_drops_a_random_remainder():
 
 def test_length_noise_resumes_exactly():
     lengths = _lengths(300)
-    sampler = GroupedBatchSampler(300, 8, seed=2, lengths=lengths, length_noise=0.1)
+    sampler = GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths, noise=0.1))
     expected = list(sampler)
     sampler.set_epoch(0)
     iterator = iter(sampler)
     taken = [next(iterator) for _ in range(5)]
-    resumed = GroupedBatchSampler(300, 8, seed=0, lengths=lengths, length_noise=0.1)
+    resumed = GroupedBatchSampler(300, 8, seed=0, plan=ByLength(lengths, noise=0.1))
     resumed.load_state_dict(sampler.state_dict())
     assert taken + list(resumed) == expected

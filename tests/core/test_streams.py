@@ -7,6 +7,7 @@ import torch
 from torch.utils.data import IterableDataset
 
 from recipes.core.loader import build_loader
+from recipes.core.plans import ByLength
 from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
 
 
@@ -40,8 +41,10 @@ def test_every_item_is_read_once_across_ranks_and_workers(workers):
 def test_training_drops_each_readers_partial_batch_and_refuses_sampler_options():
     loader = build_loader(Numbers(10), _collate, batch_size=4, train=True, device="cpu", num_workers=0)
     assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    with pytest.raises(ValueError, match=r"\['lengths', 'stateful'\] need a map-style dataset"):  # no state_dict
-        build_loader(Numbers(10), _collate, batch_size=4, train=True, stateful=True, lengths=[1] * 10)
+    with pytest.raises(ValueError, match=r"plan= needs a map-style dataset"):
+        build_loader(Numbers(10), _collate, batch_size=4, train=True, plan=ByLength([1] * 10))
+    with pytest.raises(ValueError, match=r"stateful=True: Numbers has no state_dict"):
+        build_loader(Numbers(10), _collate, batch_size=4, train=True, stateful=True)
 
 
 def test_shuffled_blocks_permute_each_block_by_its_index_alone():
