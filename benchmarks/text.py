@@ -11,8 +11,8 @@ JSONL / TXT file. Three figures; timed pairs run side by side in alternating rou
    same samples as lists of ids (its native input, what ``datasets`` hands it), in one thread as
    in a DataLoader worker. Goal >= 20x.
 2. Padding waste, the fraction of padding tokens in a training epoch: random batches; the floor
-   (all lengths sorted, cut into consecutive batches); ``text_loader`` (noisy sort, the default
-   ``length_noise``); for context the sampler with ``length_noise=0`` (sorted every epoch, ties
+   (all lengths sorted, cut into consecutive batches); ``text_loader`` (noisy sort, ``ByLength``'s default
+   ``noise``); for context the sampler with ``ByLength(noise=0)`` (sorted every epoch, ties
    shuffled) and ``0.1``, and transformers' ``LengthGroupedSampler`` (50-batch megabatches).
    "kept" is the mean fraction of a sample's batchmates that were already its batchmates the
    epoch before (random batching: ~0): low = the epoch is really reshuffled.
@@ -44,6 +44,7 @@ import torch
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from recipes.core.loader import build_loader
+from recipes.core.plans import ByLength
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.fixtures import fixtures_dir
 from recipes.text import TokenizedTextDataset, text_collate, text_loader
@@ -129,8 +130,8 @@ def padding_waste(dataset: TokenizedTextDataset, batch_sizes: tuple[int, ...]) -
             "random batches": sampler_epochs(GroupedBatchSampler(n, size, drop_last=True, seed=0)),
             "text_loader (ours)": loader_epochs(text_loader(dataset, size, device="cpu", seed=0, num_workers=0)),
             **{
-                f"core length_noise={noise}": sampler_epochs(
-                    GroupedBatchSampler(n, size, drop_last=True, seed=0, lengths=lengths, length_noise=noise)
+                f"core ByLength noise={noise}": sampler_epochs(
+                    GroupedBatchSampler(n, size, drop_last=True, seed=0, plan=ByLength(lengths, noise=noise))
                 )
                 for noise in (0, 0.1)
             },
@@ -199,7 +200,7 @@ def hand_over(dataset: TokenizedTextDataset, rounds: int) -> None:
     options = {"batch_size": 32, "train": True, "device": "cpu", "seed": 0, "num_workers": 2}
     loaders = {  # the same preset and sampler; only the collate differs
         "packed (text_loader)": text_loader(dataset, 32, device="cpu", seed=0, num_workers=2),
-        "one transfer a tensor": build_loader(dataset, plain, lengths=dataset.lengths, **options),
+        "one transfer a tensor": build_loader(dataset, plain, plan=ByLength(dataset.lengths), **options),
     }
     times: dict[str, list[float]] = {name: [] for name in loaders}
     for loader in loaders.values():

@@ -10,7 +10,7 @@ counts. Every ``dataset[i]`` in a forked worker touches some of them, the kernel
 on that write, and after an epoch each worker holds its own copy of the whole list: the "memory
 leak" of pytorch issue 13246 (detectron2 links it from ``data/common.py``). A numpy array of plain
 numbers is one object, so its pages stay shared; it also pickles in one piece for ``spawn`` and
-saves to ``.npy`` to be memory-mapped back (``recipes.text.token_cache``; nanoGPT keeps its tokens the same way).
+saves to ``.npy`` to be memory-mapped back (a token cache; nanoGPT keeps its tokens the same way).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Measure DataLoader settings on your own data instead of guessing them.
 
-    kwargs, rows = tune_loader(dataset, collate_fn, batch_size=64, device="cuda", seconds=60, step_ms=80)
+    kwargs, rows = tune_loader(dataset, batch_size=64, collate_fn=collate_fn, device="cuda", seconds=60, step_ms=80)
     loader = DataLoader(dataset, batch_size=64, collate_fn=collate_fn, shuffle=True, **kwargs)
 
 The right ``num_workers`` depends on where the time goes: decoding JPEGs wants every core, an
@@ -133,7 +133,6 @@ def measure(loader: DataLoader, *, seconds: float, step_ms: float, device: torch
 
 def tune_loader(
     dataset: Dataset | None = None,
-    collate_fn: Callable[[list[Any]], Any] | None = None,
     *,
     batch_size: int | None = None,
     make_loader: Callable[..., DataLoader] | None = None,
@@ -148,7 +147,6 @@ def tune_loader(
 
     Args:
         dataset: the map-style dataset to load (shuffled, as in training).
-        collate_fn: its collate function.
         batch_size: samples per batch.
         make_loader: instead of ``dataset``: a function taking DataLoader keyword arguments
             (``num_workers``, ``pin_memory``, ``prefetch_factor``, ``persistent_workers``) and
@@ -157,7 +155,7 @@ def tune_loader(
         seconds: total time budget, shared evenly by the settings.
         step_ms: simulated training step per batch; 0 measures the raw loader rate.
         max_workers: highest worker count to try (default: the usable CPUs).
-        loader_options: further DataLoader arguments kept fixed (e.g. ``batch_sampler``).
+        loader_options: further DataLoader arguments kept fixed (``collate_fn``, ``batch_sampler``...).
     """
     from tqdm.auto import tqdm
 
@@ -166,7 +164,7 @@ def tune_loader(
     if make_loader is None:
         if batch_size is None:
             raise ValueError("batch_size is required with dataset")
-        make_loader = functools.partial(_plain_loader, dataset, collate_fn, batch_size, loader_options)
+        make_loader = functools.partial(_plain_loader, dataset, batch_size, loader_options)
     device = resolve_device(device)
     if device.type == "cuda":
         # start CUDA now: its ~1 s initialisation would otherwise count against the first setting
@@ -187,10 +185,10 @@ def tune_loader(
     return recommend(trials), trials
 
 
-def _plain_loader(dataset: Dataset, collate_fn: Any, batch_size: int, options: dict[str, Any], **kwargs: Any) -> DataLoader:
+def _plain_loader(dataset: Dataset, batch_size: int, options: dict[str, Any], **kwargs: Any) -> DataLoader:
     if "batch_sampler" not in options:
         kwargs.update(batch_size=batch_size, shuffle=True)
-    return DataLoader(dataset, collate_fn=collate_fn, **options, **kwargs)
+    return DataLoader(dataset, **options, **kwargs)
 
 
 def recommend(trials: list[Trial]) -> dict[str, Any]:

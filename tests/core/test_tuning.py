@@ -84,7 +84,7 @@ def _pairs_of_lists(batch):
 
 
 def test_samples_are_counted_per_sample_for_list_batches_too():
-    _, (trial,) = tune_loader(InMemory(), _pairs_of_lists, batch_size=8, device="cpu", seconds=0.5, max_workers=0, progress=False)
+    _, (trial,) = tune_loader(InMemory(), collate_fn=_pairs_of_lists, batch_size=8, device="cpu", seconds=0.5, max_workers=0, progress=False)
     assert trial.batches > 2 and trial.samples == 8 * trial.batches  # not 3 (an image's channels) per batch
     _, (trial,) = tune_loader(InMemory(), batch_size=8, device="cpu", seconds=0.5, max_workers=0, progress=False)
     assert trial.samples == 8 * trial.batches

@@ -1,0 +1,132 @@
+"""The package's layout rules (../shared/DESIGN.md, Layout), checked on the source itself.
+
+- Dependencies run one way: cli -> domains -> core. The core imports no domain and names none;
+  multimodal may import vision and text (it is their composition); no other domain imports another.
+- Public functions and methods of the core, and the loader presets, take at most 8 parameters;
+  dataset constructors at most 3 positional ones.
+- Importing a domain loads only what it uses.
+"""
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from torch.utils.data import Dataset
+
+import recipes
+import recipes.core
+
+PACKAGE = Path(recipes.__file__).resolve().parent
+DOMAINS = ("vision", "text", "detection", "multimodal")
+# what each domain may import besides recipes.core and itself
+COMPOSES = {"vision": set(), "text": set(), "detection": set(), "multimodal": {"vision", "text"}}
+# test ids must not name a domain (tests/conftest.py): each is named by what it loads
+NICKNAMES = {"vision": "images", "text": "tokens", "detection": "boxes", "multimodal": "captions"}
+MAX_PARAMETERS = 8
+MAX_POSITIONAL = 3
+
+
+def _recipes_imports(path: Path) -> set[str]:
+    """The ``recipes.*`` modules a file imports (absolute imports; a relative one fails)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {name for name in names if name == "recipes" or name.startswith("recipes.")}
+    return found
+
+
+def _part(module: str) -> str:
+    """``"core"``, a domain, ``"cli"`` or the top level, for ``recipes.<part>...``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "recipes"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "core").glob("*.py")), ids=lambda p: p.name)
+def test_the_core_imports_no_domain_and_names_none(path):
+    assert {_part(m) for m in _recipes_imports(path)} <= {"core", "recipes"}, path.name
+    source = path.read_text(encoding="utf-8")
+    named = [f"recipes.{part}" for part in (*DOMAINS, "cli") if f"recipes.{part}" in source]
+    assert not named, f"{path.name} names {named}: the core states what it needs as a protocol instead"
+    assert "__module__.split" not in source or "recipes" not in source.split("__module__.split")[1][:80]
+
+
+@pytest.mark.parametrize("domain", DOMAINS, ids=NICKNAMES.get)
+def test_a_domain_imports_the_core_itself_and_what_it_composes(domain):
+    allowed = {"core", domain, *COMPOSES[domain]}
+    for path in sorted((PACKAGE / domain).glob("*.py")):
+        parts = {_part(m) for m in _recipes_imports(path)} - {"recipes"}
+        assert parts <= allowed, f"{domain}/{path.name} imports {sorted(parts - allowed)}"
+
+
+def _parameters(function) -> list[str]:
+    """Named parameters a caller can pass (not self, *args or **kwargs)."""
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    signature = inspect.signature(function)
+    return [p.name for p in signature.parameters.values() if p.name not in ("self", "cls") and p.kind not in kinds]
+
+
+def _public_core_callables():
+    for info in pkgutil.iter_modules(recipes.core.__path__):
+        module = importlib.import_module(f"recipes.core.{info.name}")
+        for name, value in vars(module).items():
+            if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(value):
+                yield f"{info.name}.{name}", value
+            elif inspect.isclass(value):
+                for method_name, method in vars(value).items():
+                    if inspect.isfunction(method) and (method_name == "__init__" or not method_name.startswith("_")):
+                        yield f"{info.name}.{name}.{method_name}", method
+
+
+def test_no_public_function_of_the_core_takes_more_than_eight_parameters():
+    callables = dict(_public_core_callables())
+    assert len(callables) > 100  # the walk found the core
+    over = {name: len(_parameters(f)) for name, f in callables.items() if len(_parameters(f)) > MAX_PARAMETERS}
+    assert not over, f"more than {MAX_PARAMETERS} parameters: {over}; take a plan or an options object"
+
+
+@pytest.mark.parametrize("domain", DOMAINS, ids=NICKNAMES.get)
+def test_presets_take_at_most_eight_parameters_and_datasets_three_positional(domain):
+    package = importlib.import_module(f"recipes.{domain}")
+    presets = [getattr(package, name) for name in package.__all__ if name.endswith("_loader")]
+    datasets = [v for v in map(package.__getattribute__, package.__all__) if inspect.isclass(v) and issubclass(v, Dataset)]
+    assert presets and datasets
+    for preset in presets:
+        assert len(_parameters(preset)) <= MAX_PARAMETERS, f"{preset.__name__}: {_parameters(preset)}"
+    for dataset in datasets:
+        positional = [
+            p.name for p in inspect.signature(dataset.__init__).parameters.values()
+            if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
+        ]
+        assert len(positional) <= MAX_POSITIONAL, f"{dataset.__name__}: positional {positional}; the rest keyword-only"
+
+
+# What a domain must not pay for at import: other domains' libraries and the stream machinery.
+NOT_LOADED = {
+    "detection": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
+    "vision": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
+    "text": ["pycocotools", "fsspec", "recipes.core.images", "recipes.vision", "recipes.detection"],
+    "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
+}
+
+
+@pytest.mark.parametrize("domain", DOMAINS, ids=NICKNAMES.get)
+def test_importing_a_domain_loads_only_what_it_uses(domain):
+    code = (
+        f"import sys, recipes.{domain}; "
+        f"print(' '.join(name for name in {NOT_LOADED[domain]!r} if name in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert done.stdout.split() == [], f"import recipes.{domain} loaded {done.stdout.split()}"
