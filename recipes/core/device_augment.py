@@ -20,12 +20,13 @@ The parameters are host tensors read with ``tolist()``: nothing waits on the dev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from recipes.core.device_decode import EncodedBatch
+from recipes.core.device_decode import EncodedBatch, ImageParams
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.image_headers import header_size
 from recipes.core.images import decode_image, decode_jpegs
@@ -79,13 +80,13 @@ def decode_batch(batch: EncodedBatch, device: str | torch.device) -> tuple[torch
         False for one dropped under ``on_error="skip"``.
     """
     device = torch.device(device)
-    params = batch.params.tolist()
+    params = batch.image_params()
     scales = [1] * len(params) if batch.scales is None else batch.scales.tolist()
     images = _decode_all(batch, device, scales)
     # the CPU decodes at the worker path's reduced scale; nvJPEG in full, so boxes are scaled up
     factors = [1 if device.type == "cpu" else scale for scale in scales]
     on_device = batch.on_device.tolist()
-    height, width = (params[0][8:10]) if params else batch.decoded.shape[-2:]
+    height, width = params[0].output_size if params else batch.decoded.shape[-2:]
     out = torch.empty((len(on_device), 3, height, width), dtype=torch.uint8, device=device)
     out = out.contiguous(memory_format=torch.channels_last)
     decoded = batch.decoded.to(device, non_blocking=batch.decoded.is_pinned())
@@ -102,21 +103,24 @@ def decode_batch(batch: EncodedBatch, device: str | torch.device) -> tuple[torch
     return (out if all(keep) else out[torch.tensor(keep, device=device)]), keep
 
 
-def augment(image: torch.Tensor, params: list[int], *, scale: int = 1) -> torch.Tensor:
-    """One decoded ``uint8 [3,H,W]`` image through its 11 parameters (crop, resize, crop, flip).
+def augment(image: torch.Tensor, params: Sequence[int], *, scale: int = 1) -> torch.Tensor:
+    """One decoded ``uint8 [3,H,W]`` image through its :class:`ImageParams` (or 11 ints in their
+    order): the box, the resize, the crop, the flip.
 
     ``scale`` > 1: ``image`` is the full decode of a JPEG whose parameters were drawn on its
     ``1 / scale`` decode; the first box is scaled up to the same region of ``image``.
     """
-    top, left, height, width, new_height, new_width, top2, left2, height2, width2, flip = params
+    params = ImageParams(*params)
+    top, left, height, width = params.box
     if scale > 1:
         image = _scaled_box(image, top, left, height, width, scale)
         top, left, height, width = 0, 0, height * scale, width * scale
     image = image[:, top : top + height, left : left + width]
-    if (new_height, new_width) != (height, width):
-        image = resize(image, (new_height, new_width))
-    image = image[:, top2 : top2 + height2, left2 : left2 + width2]
-    return image.flip(-1) if flip else image
+    if params.resized != (height, width):
+        image = resize(image, params.resized)
+    top, left, height, width = params.crop
+    image = image[:, top : top + height, left : left + width]
+    return image.flip(-1) if params.flip else image
 
 
 def _scaled_box(image: torch.Tensor, top: int, left: int, height: int, width: int, scale: int) -> torch.Tensor:

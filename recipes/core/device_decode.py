@@ -4,35 +4,31 @@
     for images, labels in DevicePrefetcher(loader, "cuda"):   # decoded, cropped, resized there
 
 Why: libjpeg-turbo costs a loader worker about one core per ~600 images/s, and a GPU node has
-8-12 cores per GPU. With ``decode="device"`` a worker reads the file, checks its header and draws
-the sample's crop box and flip from the sample's seed, exactly the draws the worker path makes
-(the transform's own ``draw_box`` and ``torch.rand``), then ships the bytes and those numbers.
+8-12 cores per GPU. A dataset with :class:`DeviceDecodable`'s two methods gives its
+:class:`ImagePlan`; per sample, a worker reads the file, checks its header and draws the crop box
+and flip from the sample's seed, exactly as the worker path does (the transform's ``draw_box``
+and ``torch.rand``), then ships the bytes and those numbers, an :class:`ImageParams`.
 :class:`recipes.core.device.DevicePrefetcher` decodes the batch in one call (nvJPEG on CUDA) and
 crops, resizes, flips and normalises it there (:mod:`recipes.core.device_augment`).
 
 Fallback, per sample and in the same batch: a file the device decoder may not take as
 :func:`recipes.core.images.decode_image` would (PNG and other formats, progressive, CMYK,
-EXIF-turned, cut or oversized JPEGs; see :func:`recipes.core.image_headers.device_decodable`) is decoded
-and transformed in the worker exactly as with ``decode="worker"``, and its pixels ride along in
-the batch. Errors are therefore the worker path's.
+EXIF-turned, cut or oversized JPEGs; see :func:`recipes.core.image_headers.device_decodable`) is
+decoded and transformed in the worker as with ``decode="worker"``; its pixels ride along in the
+batch, so errors are the worker path's. A JPEG that the dataset's ``draft_size`` lets the worker
+path decode at 1/2, 1/4 or 1/8 scale has its parameters drawn on that reduced size and ships the
+scale too (nvJPEG has no such scaling: see :mod:`recipes.core.device_augment`).
 
-Reduced-scale decoding: a JPEG that the dataset's ``draft_size`` lets the worker path decode at
-1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) has its parameters drawn on that reduced size, as
-the worker path draws them, and ships the scale with them. The CPU decodes it at that scale too,
-so batches equal ``decode="worker"`` whatever the image size; nvJPEG has no such scaling, so
-CUDA decodes it in full and resizes the same region once (see :mod:`recipes.core.device_augment`).
-
-Transforms it understands (anything else is a ``ValueError`` at the loader): ``train_transform``
-and ``eval_transform``, or a ``v2.Compose`` of recipes' ``RandomResizedCrop`` (bilinear), or
-``v2.Resize`` (bilinear, antialiased) then ``v2.CenterCrop``, then optionally
-``v2.RandomHorizontalFlip``. A sample's parameters are 11 ints (a crop box in the decoded image,
-the size to resize it to, a crop box in the resized image, a flip) and its decode scale.
+Transforms it reads, anything else being a ``ValueError`` at the loader: ``train_transform``,
+``eval_transform``, or a ``v2.Compose`` of recipes' ``RandomResizedCrop`` (bilinear) or
+``v2.Resize`` (bilinear, antialiased) then ``v2.CenterCrop``, then maybe ``v2.RandomHorizontalFlip``.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -43,60 +39,126 @@ from recipes.core.batching import stack_images
 from recipes.core.errors import check_on_error
 from recipes.core.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.images import decode_image
-from recipes.core.mixing import MixedDataset
 
 DECODE_CHOICES = ("worker", "device")
 
 
+class ImageParams(NamedTuple):
+    """One sample's parameters, in the order the worker path applies them: a box in the decoded
+    image, the size that box is resized to, a box in the resized image, and a flip (1: mirror).
+    An :class:`EncodedBatch` carries them as int64 rows, in this field order."""
+
+    box_top: int
+    box_left: int
+    box_height: int
+    box_width: int
+    resized_height: int
+    resized_width: int
+    crop_top: int
+    crop_left: int
+    crop_height: int
+    crop_width: int
+    flip: int
+
+    @property
+    def box(self) -> tuple[int, int, int, int]:
+        """``(top, left, height, width)`` of the first crop, in the decoded image."""
+        return self.box_top, self.box_left, self.box_height, self.box_width
+
+    @property
+    def resized(self) -> tuple[int, int]:
+        """``(height, width)`` the first crop is resized to."""
+        return self.resized_height, self.resized_width
+
+    @property
+    def crop(self) -> tuple[int, int, int, int]:
+        """``(top, left, height, width)`` of the second crop, in the resized image."""
+        return self.crop_top, self.crop_left, self.crop_height, self.crop_width
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        """``(height, width)`` of the image these parameters give: the second crop's."""
+        return self.crop_height, self.crop_width
+
+
+class Step(enum.Enum):
+    """What one transform step is to an :class:`ImagePlan`."""
+
+    RANDOM_CROP = "recipes' RandomResizedCrop, bilinear"
+    RESIZE = "v2.Resize, bilinear, antialiased"
+    CENTRE_CROP = "v2.CenterCrop"
+    FLIP = "v2.RandomHorizontalFlip"
+    OTHER = "anything else"
+
+
+# the steps a plan reads: a random crop, or a resize then a centre crop, or a random crop then a
+# centre crop; each maybe followed by a flip
+ACCEPTED_STEPS = (
+    (Step.RANDOM_CROP,),
+    (Step.RANDOM_CROP, Step.FLIP),
+    (Step.RESIZE, Step.CENTRE_CROP),
+    (Step.RESIZE, Step.CENTRE_CROP, Step.FLIP),
+    (Step.RANDOM_CROP, Step.CENTRE_CROP),
+    (Step.RANDOM_CROP, Step.CENTRE_CROP, Step.FLIP),
+)
+
+
+class PlanStep(NamedTuple):
+    """One step of an :class:`ImagePlan`: what it is, and the transform that does it."""
+
+    kind: Step
+    transform: Any
+
+
 class ImagePlan:
-    """A supported transform read as steps: per sample, :meth:`draw` gives its 11 parameters."""
+    """A supported transform read as steps: per sample, :meth:`draw` gives its :class:`ImageParams`."""
 
     def __init__(self, transform: Any) -> None:
         steps = list(transform.transforms) if isinstance(transform, v2.Compose) else [transform]
-        self.steps: list[tuple[str, Any]] = []
-        for step in steps:
-            self.steps.append((_kind(step), step))
-        kinds = "".join(kind[0] for kind, _ in self.steps)  # r(andom crop), s(ize), c(entre), f(lip)
-        if kinds not in ("r", "rf", "sc", "scf", "rc", "rcf"):
+        self.steps = [PlanStep(step_kind(step), step) for step in steps]
+        kinds = tuple(step.kind for step in self.steps)
+        if kinds not in ACCEPTED_STEPS:
             raise ValueError(
                 f"decode='device' supports RandomResizedCrop (recipes'), or Resize then CenterCrop, then "
                 f"RandomHorizontalFlip; got {transform!r}: use decode='worker' for other transforms"
             )
-        if kinds.startswith("rc") and any(c > r for c, r in zip(self.steps[1][1].size, self.steps[0][1].size)):
-            raise ValueError(f"decode='device': CenterCrop larger than the crop before it would pad: {transform!r}")
+        if kinds[:2] == (Step.RANDOM_CROP, Step.CENTRE_CROP):
+            crop, centre = self.steps[0].transform.size, self.steps[1].transform.size
+            if any(c > r for c, r in zip(centre, crop)):
+                raise ValueError(f"decode='device': CenterCrop larger than the crop before it would pad: {transform!r}")
 
-    def draw(self, height: int, width: int) -> tuple[int, ...] | None:
+    def draw(self, height: int, width: int) -> ImageParams | None:
         """The parameters for a ``height x width`` image, drawing torch's generator as the transform
         does; None (nothing drawn) where the worker path would pad a centre crop."""
         box, resized, crop, flip = (0, 0, height, width), (height, width), None, 0
         for kind, step in self.steps:
-            if kind == "random crop":
+            if kind is Step.RANDOM_CROP:
                 drawn = step.draw_box(height, width)
                 box, resized = (drawn["top"], drawn["left"], drawn["height"], drawn["width"]), tuple(step.size)
-            elif kind == "size":
+            elif kind is Step.RESIZE:
                 resized = resized_size(height, width, step.size, step.max_size)
-            elif kind == "centre":
+            elif kind is Step.CENTRE_CROP:
                 crop = centre_box(*resized, *step.size)
                 if crop is None:
                     return None
             else:
                 flip = int(not torch.rand(1) >= step.p)  # v2's draw: rand >= p keeps the image
-        return (*box, *resized, *(crop or (0, 0, *resized)), flip)
+        return ImageParams(*box, *resized, *(crop or (0, 0, *resized)), flip=flip)
 
 
-def _kind(step: Any) -> str:
-    """What a transform step is, for :class:`ImagePlan`; ``"other"`` for anything unsupported."""
+def step_kind(step: Any) -> Step:
+    """What a transform step is, for :class:`ImagePlan`; ``Step.OTHER`` for anything unsupported."""
     mode = getattr(step, "interpolation", None)  # an InterpolationMode, or its value as a str
     bilinear = mode is not None and v2.InterpolationMode(mode) == v2.InterpolationMode.BILINEAR and step.antialias
     if isinstance(step, v2.RandomResizedCrop) and hasattr(step, "draw_box") and bilinear:
-        return "random crop"
+        return Step.RANDOM_CROP
     if isinstance(step, v2.Resize) and step.size is not None and bilinear:
-        return "size"
+        return Step.RESIZE
     if isinstance(step, v2.CenterCrop):
-        return "centre"
+        return Step.CENTRE_CROP
     if isinstance(step, v2.RandomHorizontalFlip):
-        return "flip"
-    return "other"
+        return Step.FLIP
+    return Step.OTHER
 
 
 def resized_size(height: int, width: int, size: list[int], max_size: int | None) -> tuple[int, int]:
@@ -128,56 +190,94 @@ def draft_scale(width: int, height: int, draft_size: tuple[int, int] | None) -> 
 
 @dataclass(frozen=True)
 class EncodedImage:
-    """One sample's image as a worker ships it: the file's bytes and its 11 parameters, drawn on the
-    image decoded at ``1 / scale`` (the size the worker path's reduced-scale decode gives)."""
+    """One sample's image as a ``decode="device"`` worker ships it (what :func:`encode_image` gives).
 
-    data: bytes | bytearray
-    params: tuple[int, ...]
+    Either the file's ``data`` and its ``params``, drawn on the image decoded at ``1 / scale``
+    (the size the worker path's reduced-scale decode gives), for the device to decode; or, for a
+    file the device cannot take, ``pixels``: the worker path's uint8 [3,H,W] image, dense.
+    ``params`` may be given as 11 ints in :class:`ImageParams`' field order.
+    """
+
+    data: bytes | bytearray | None
+    params: ImageParams | None
     source: str
     on_error: str = "raise"
     scale: int = 1
+    pixels: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.params is not None and not isinstance(self.params, ImageParams):
+            object.__setattr__(self, "params", ImageParams(*self.params))  # frozen: the dataclass way to set it
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the device decodes this image (else the worker did: ``pixels``)."""
+        return self.pixels is None
 
 
 def encode_image(
     data: bytearray, source: str, plan: ImagePlan, transform: Any, *, on_error: str = "raise",
     draft_size: tuple[int, int] | None = None, max_pixels: int = MAX_PIXELS,
-) -> EncodedImage | torch.Tensor:
-    """An :class:`EncodedImage` if the device can decode ``data``, else the worker path's pixels:
-    ``transform(decode_image(data))``, dense, channels-last (a :class:`DataError` if it is bad).
+) -> EncodedImage:
+    """``data`` as a worker ships it: its bytes and parameters if the device can decode it, else
+    ``pixels``, the worker path's ``transform(decode_image(data))``, dense and channels-last (a
+    :class:`DataError` if the file is bad).
 
     ``draft_size`` is the dataset's, as the worker path passes it to ``decode_image``: the
     parameters are drawn on the size that decode would give, which may be reduced.
     """
     size = device_decodable(data, max_pixels)
-    params, scale = None, 1
     if size is not None:
         scale = draft_scale(size[0], size[1], draft_size)
         params = plan.draw(-(-size[1] // scale), -(-size[0] // scale))  # libjpeg rounds scaled sides up
-    if params is not None:
-        return EncodedImage(data, params, source, on_error, scale)  # the caller's fresh bytes, not a copy
+        if params is not None:
+            return EncodedImage(data, params, source, on_error, scale)  # the caller's fresh bytes, not a copy
     image = transform(decode_image(data, source=source, max_pixels=max_pixels, draft_size=draft_size, contiguous=False))
     image = image.as_subclass(torch.Tensor)
-    return image.permute(1, 2, 0).contiguous().permute(2, 0, 1) if image.stride(0) == 1 else image.contiguous()
+    dense = image.permute(1, 2, 0).contiguous().permute(2, 0, 1) if image.stride(0) == 1 else image.contiguous()
+    return EncodedImage(None, None, source, on_error, pixels=dense)
+
+
+@runtime_checkable
+class DeviceDecodable(Protocol):
+    """What a map-style dataset has for ``decode="device"`` (:class:`DeviceDecodeDataset` calls them).
+
+    ``device_plan()`` is called once, at the loader: an :class:`ImagePlan` of the dataset's
+    transform (its ``ValueError`` for one it cannot read), or whatever ``encoded_item`` routes by
+    (a mixture: its sources' plans). ``encoded_item(index, plan)`` is ``self[index]`` with the
+    image as :func:`encode_image` gives it (or the worker path's image, where the worker decodes).
+    """
+
+    def device_plan(self) -> Any: ...
+
+    def encoded_item(self, index: int, plan: Any) -> Any: ...
+
+
+def device_plan(dataset: Dataset) -> Any:
+    """``dataset.device_plan()``, the plan its ``encoded_item`` takes.
+
+    Raises:
+        ValueError: an iterable dataset, one without the :class:`DeviceDecodable` methods, or a
+            transform no plan reads; the message says which and to use ``decode="worker"``.
+    """
+    name = type(dataset).__name__
+    if isinstance(dataset, IterableDataset):
+        raise ValueError(f"decode='device' needs a map-style dataset; {name} is iterable: use decode='worker'")
+    if not isinstance(dataset, DeviceDecodable):
+        raise ValueError(
+            f"decode='device' needs a map-style dataset with encoded_item and device_plan "
+            f"(recipes.core.device_decode.DeviceDecodable); {name} has none: use decode='worker'"
+        )
+    return dataset.device_plan()
 
 
 class DeviceDecodeDataset(Dataset):
-    """``dataset`` whose items ship :class:`EncodedImage` s: ``self[i]`` is ``dataset.encoded_item(i, plan)``.
-
-    A :class:`recipes.core.mixing.MixedDataset` is planned source by source (each has its own
-    transform), and its ``epoch_indices`` go on drawing the loader's epochs.
-    """
+    """``dataset`` whose items ship :class:`EncodedImage` s: ``self[i]`` is ``dataset.encoded_item(i, plan)``,
+    with the plan :func:`device_plan` gives; ``epoch_indices``, where ``dataset`` has them, go on
+    drawing the loader's epochs."""
 
     def __init__(self, dataset: Dataset) -> None:
-        mixed = isinstance(dataset, MixedDataset)
-        sources = dataset.datasets if mixed else [dataset]
-        for source in sources:
-            if isinstance(source, IterableDataset) or not hasattr(source, "encoded_item"):
-                raise ValueError(
-                    f"decode='device' needs a map-style dataset with encoded_item (ImageFolderDataset, "
-                    f"ImageTextDataset, or a MixedDataset of them); {type(source).__name__} has none: use decode='worker'"
-                )
-        plans = [ImagePlan(getattr(source, "transform", None)) for source in sources]
-        self.dataset, self.plan = dataset, plans if mixed else plans[0]
+        self.dataset, self.plan = dataset, device_plan(dataset)
         self.epoch_indices = getattr(dataset, "epoch_indices", None)  # what build_loader's sampler reads
 
     def __len__(self) -> int:
@@ -203,9 +303,10 @@ class EncodedBatch:
     """A batch of images still to decode on the device (see :func:`pack_images`).
 
     ``data`` uint8 [N] holds the encoded files back to back, file j at ``offsets[j]:offsets[j+1]``
-    (int64 [J+1]), with ``params`` int64 [J,11] and ``scales`` int64 [J] (None: all 1, full decodes);
-    ``decoded`` uint8 [F,3,H,W] holds the worker-decoded samples. ``on_device`` bool [B] says which
-    kind each sample is, in batch order.
+    (int64 [J+1]), with ``params`` int64 [J,11] (a row per file, :class:`ImageParams`' fields in
+    order: read them with :meth:`image_params`) and ``scales`` int64 [J] (None: all 1, full
+    decodes); ``decoded`` uint8 [F,3,H,W] holds the worker-decoded samples. ``on_device`` bool [B]
+    says which kind each sample is, in batch order.
     """
 
     data: torch.Tensor
@@ -220,30 +321,37 @@ class EncodedBatch:
     def __len__(self) -> int:
         return len(self.on_device)
 
+    def image_params(self) -> list[ImageParams]:
+        """Each encoded file's parameters, read from the host tensor (nothing waits on a device)."""
+        return [ImageParams(*row) for row in self.params.tolist()]
+
     def pin_memory(self) -> EncodedBatch:
         """What DataLoader's ``pin_memory=True`` calls: the pixels that are copied to the device, pinned."""
         return replace(self, decoded=self.decoded.pin_memory())
 
 
-def pack_images(images: list[Any], *, caller: str, fix: str) -> torch.Tensor | EncodedBatch:
-    """Batch images: uint8 tensors alone are stacked (:func:`stack_images`), any
-    :class:`EncodedImage` among them gives an :class:`EncodedBatch` of both kinds.
+def pack_images(images: list[EncodedImage | torch.Tensor], *, caller: str, fix: str) -> torch.Tensor | EncodedBatch:
+    """Batch images, each an :class:`EncodedImage` or a uint8 tensor (the worker path's): with no
+    file for the device to decode, the pixels are stacked (:func:`stack_images`); else they give an
+    :class:`EncodedBatch` of both kinds.
 
     Raises:
         ValueError: output sizes that differ; the message names ``caller`` and ``fix``.
     """
-    encoded = [image for image in images if isinstance(image, EncodedImage)]
+    on_device = [isinstance(image, EncodedImage) and image.on_device for image in images]
+    worker = [image for image, flag in zip(images, on_device) if not flag]
+    decoded = stack_images([_pixels(image) for image in worker], caller=caller, fix=fix)
+    encoded = [image for image, flag in zip(images, on_device) if flag]
     if not encoded:
-        return stack_images(images, caller=caller, fix=fix)
-    decoded = stack_images([image for image in images if not isinstance(image, EncodedImage)], caller=caller, fix=fix)
-    sizes = {image.params[8:10] for image in encoded} | ({tuple(decoded.shape[-2:])} if len(decoded) else set())
+        return decoded
+    sizes = {image.params.output_size for image in encoded} | ({tuple(decoded.shape[-2:])} if len(decoded) else set())
     if len(sizes) > 1:
         raise ValueError(f"{caller}: images of sizes {sorted(sizes)} in one batch; {fix}")
     lengths = np.array([len(image.data) for image in encoded], dtype=np.int64)
     offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]))
     data = torch.empty(int(offsets[-1]), dtype=torch.uint8)
     if get_worker_info() is not None:
-        data.share_memory_()  # still unwritten: the files are copied once, straight into what crosses to the main process
+        data.share_memory_()  # unwritten yet: each file is copied once, into what crosses to the main process
     view = data.numpy()
     for image, start, stop in zip(encoded, offsets[:-1].tolist(), offsets[1:].tolist()):
         view[start:stop] = np.frombuffer(image.data, dtype=np.uint8)
@@ -252,8 +360,13 @@ def pack_images(images: list[Any], *, caller: str, fix: str) -> torch.Tensor | E
         offsets=offsets,
         params=torch.tensor([image.params for image in encoded], dtype=torch.int64),
         decoded=decoded,
-        on_device=torch.tensor([isinstance(image, EncodedImage) for image in images]),
+        on_device=torch.tensor(on_device),
         sources=tuple(image.source for image in encoded),
         on_error=check_on_error(encoded[0].on_error),
         scales=torch.tensor([image.scale for image in encoded], dtype=torch.int64),
     )
+
+
+def _pixels(image: EncodedImage | torch.Tensor) -> torch.Tensor:
+    """The worker-decoded pixels of a batch entry the device does not decode."""
+    return image.pixels if isinstance(image, EncodedImage) else image

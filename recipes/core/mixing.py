@@ -111,9 +111,16 @@ class MixedDataset(Dataset):
         source, local = self.locate(index)
         return f"source {source}, {describe_sample(self.datasets[source], local)}"
 
+    def device_plan(self) -> list[Any]:
+        """``decode="device"``'s plan (:class:`recipes.core.device_decode.DeviceDecodable`): each
+        source's own, which :meth:`encoded_item` routes by; a source without one is refused."""
+        from recipes.core.device_decode import device_plan  # imported where used: only decode="device" needs it
+
+        return [device_plan(dataset) for dataset in self.datasets]
+
     def encoded_item(self, index: int, plans: Sequence[Any]) -> Any:
-        """``decode="device"``'s item (:mod:`recipes.core.device_decode`): the source's own
-        ``encoded_item``, with ``plans[source]``, the plan of that source's transform."""
+        """``decode="device"``'s item: the source's own ``encoded_item``, with ``plans[source]``,
+        that source's plan from :meth:`device_plan`."""
         source, local = self.locate(index)
         return _as_mixture_item(self.datasets[source].encoded_item(local, plans[source]), index)
 

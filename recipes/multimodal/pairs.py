@@ -179,10 +179,14 @@ class ImageTextDataset(Dataset):
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return self.encoded_item(index, None)
 
+    def device_plan(self) -> ImagePlan:
+        """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
+        return ImagePlan(self.transform)
+
     def encoded_item(self, index: int, plan: ImagePlan | None) -> dict[str, Any] | None:
-        """``self[index]``; with a ``plan`` (``decode="device"``), ``"image"`` is the file's bytes and
-        crop/flip parameters drawn as ``self[index]`` draws them (an :class:`EncodedImage`), or, for a
-        file the device cannot decode, ``self[index]``'s image."""
+        """``self[index]``; with a ``plan`` (``decode="device"``), ``"image"`` is an :class:`EncodedImage`:
+        the file's bytes and crop/flip parameters drawn as ``self[index]`` draws them, or, for a file
+        the device cannot decode, ``self[index]``'s pixels. Under ``strict_decode`` it is ``self[index]``'s."""
         if self.captions == "all":
             caption = index
             row = int(self.caption_image[index])

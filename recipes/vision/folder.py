@@ -147,9 +147,14 @@ class ImageFolderDataset(Dataset):
             image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
         return image, int(self.labels[index])
 
+    def device_plan(self) -> ImagePlan:
+        """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
+        return ImagePlan(self.transform)
+
     def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, int] | None:
-        """``decode="device"``'s item: the file's bytes and crop/flip parameters drawn as
-        ``self[index]`` would draw them, or, for a file the device cannot decode, ``self[index]``'s image."""
+        """``decode="device"``'s item, its image an :class:`EncodedImage`: the file's bytes and crop/flip
+        parameters drawn as ``self[index]`` would draw them, or, for a file the device cannot decode,
+        ``self[index]``'s pixels. Under ``strict_decode`` it is ``self[index]`` itself."""
         if self.strict_decode:
             return self[index]  # only libjpeg on the CPU reports corrupt data, so the worker decodes
         path = self.path(index)

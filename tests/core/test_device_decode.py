@@ -1,5 +1,7 @@
 """decode="device" machinery: header triage, parameter plans, packing, batch decode (CPU here; CUDA marked gpu)."""
 
+import ast
+import inspect
 import io
 import pickle
 
@@ -10,9 +12,12 @@ from torchvision.transforms import v2
 from recipes.core.device import DevicePrefetcher
 from recipes.core.device_augment import augment, decode_batch, resize
 from recipes.core.device_decode import (
+    DeviceDecodeDataset,
     EncodedBatch,
     EncodedImage,
+    ImageParams,
     ImagePlan,
+    Step,
     centre_box,
     draft_scale,
     encode_image,
@@ -175,6 +180,79 @@ def test_a_skipped_sample_leaves_the_labels_too(monkeypatch):
     with pytest.warns(SkippedSampleWarning, match="1.jpg"):
         batch = next(iter(DevicePrefetcher([raw], "cpu", normalize=False)))
     assert batch["index"].tolist() == [0, 2] and batch["key"] == ["x", "z"] and len(batch["pixel_values"]) == 2
+
+
+def test_plans_read_steps_by_kind_and_draw_named_params():
+    plan = ImagePlan(v2.Compose([v2.Resize(12, antialias=True), v2.CenterCrop(10), v2.RandomHorizontalFlip(0.0)]))
+    assert [step.kind for step in plan.steps] == [Step.RESIZE, Step.CENTRE_CROP, Step.FLIP]
+    params = plan.draw(40, 60)
+    assert params == ImageParams(box_top=0, box_left=0, box_height=40, box_width=60, resized_height=12,
+                                 resized_width=18, crop_top=1, crop_left=4, crop_height=10, crop_width=10, flip=0)
+    assert params.box == (0, 0, 40, 60) and params.resized == (12, 18) and params.output_size == (10, 10)
+
+
+def test_encode_image_gives_an_encoded_image_either_way_and_pixels_alone_stack():
+    transform = v2.Compose([v2.Resize(8, antialias=True), v2.CenterCrop(8)])
+    plan = ImagePlan(transform)
+    jpeg = encode_image(bytearray(_jpeg()), "a.jpg", plan, transform)
+    out = io.BytesIO()
+    photo(60, 40, seed=0).save(out, format="PNG")
+    png = encode_image(bytearray(out.getvalue()), "a.png", plan, transform)
+    assert jpeg.on_device and jpeg.pixels is None and jpeg.params.output_size == (8, 8)
+    assert not png.on_device and png.data is None and png.pixels.shape == (3, 8, 8)
+    assert torch.equal(png.pixels, transform(decode_image(bytearray(out.getvalue()))))
+    stacked = pack_images([png, png.pixels], caller="test", fix="-")  # no file for the device: a plain stack
+    assert isinstance(stacked, torch.Tensor) and stacked.shape == (2, 3, 8, 8)
+    batch = pack_images([png, jpeg], caller="test", fix="-")
+    assert batch.on_device.tolist() == [False, True] and batch.image_params() == [jpeg.params]
+
+
+class _Routed(torch.utils.data.Dataset):
+    """A dataset of two halves with their own plans, routed by itself: the protocol, no mixture."""
+
+    def __init__(self) -> None:
+        self.transforms = [v2.Compose([v2.Resize(8, antialias=True), v2.CenterCrop(8)]),
+                           v2.Compose([v2.Resize(12, antialias=True), v2.CenterCrop(8), v2.RandomHorizontalFlip(1.0)])]
+
+    def __len__(self) -> int:
+        return 4
+
+    def device_plan(self) -> dict[str, ImagePlan]:
+        return {"even": ImagePlan(self.transforms[0]), "odd": ImagePlan(self.transforms[1])}
+
+    def encoded_item(self, index: int, plan: dict[str, ImagePlan]) -> tuple[EncodedImage, int]:
+        half = "odd" if index % 2 else "even"
+        return encode_image(bytearray(_jpeg(seed=index)), f"{index}.jpg", plan[half], None), index
+
+
+def test_any_dataset_with_the_protocol_routes_its_own_plans():
+    dataset = DeviceDecodeDataset(_Routed())
+    assert dataset.epoch_indices is None
+    items = [dataset[i] for i in range(4)]
+    assert [image.params.flip for image, _ in items] == [0, 1, 0, 1]
+    pixels, keep = decode_batch(pack_images([image for image, _ in items], caller="test", fix="-"), "cpu")
+    for (image, index), got in zip(items, pixels):
+        expected = dataset.dataset.transforms[index % 2](decode_image(bytearray(image.data)))
+        assert torch.equal(got, expected)
+    # the worker side names no mixture: a mixture is one more dataset with the protocol
+    tree = ast.parse(inspect.getsource(inspect.getmodule(DeviceDecodeDataset)))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "recipes.core.mixing" not in imported and "MixedDataset" not in ast.unparse(tree)
+
+
+def test_datasets_without_the_protocol_are_refused_with_the_reason():
+    class Plain(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return 1
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(())
+
+    with pytest.raises(ValueError, match="encoded_item and device_plan.*Plain has none: use decode='worker'"):
+        DeviceDecodeDataset(Plain())
+    with pytest.raises(ValueError, match="map-style dataset; Stream is iterable: use decode='worker'"):
+        DeviceDecodeDataset(Stream())
 
 
 @pytest.mark.gpu
