@@ -3,10 +3,11 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 
     from recipes.detection import CocoDataset, detection_collate, detection_loader, evaluate
 
-Each file reads alone and can be copied into a project that has ``recipes`` installed:
-``coco.py`` (the dataset), ``loader.py`` (collate functions and the loader), ``evaluate.py``.
-They build on ``recipes.core``: ``coco_files`` (reading the file, decoding masks),
-``coco_index`` (the checked index) and ``packing`` (worker batches in one buffer per dtype).
+The folder owns what only detection uses and can be copied into a project that has ``recipes``
+installed: ``coco.py`` (the dataset), ``coco_files.py`` (reading the file, decoding masks),
+``coco_index.py`` (the checked index), ``loader.py`` (collate functions and the loader),
+``evaluate.py`` (COCOeval). It imports only ``recipes.core``: images, paths, storage, errors,
+the sampler, its plans and ``packing`` (worker batches in one buffer per dtype).
 """
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning

@@ -6,6 +6,12 @@
 - ``shards``: :class:`ImageTextShards` (WebDataset tar shards, rank x worker split) and
   :func:`expand_shards` (shard lists, globs, ``{000..099}`` ranges).
 - ``shard_writer``: :func:`write_shards` (manifest -> shards; also a command line).
+- What only multimodal uses: ``caption_files`` (caption manifests, COCO captions),
+  ``parquet_captions`` (Parquet captions and embedded images), ``tar_shards`` (the WebDataset
+  sample layout the reader and the writer share).
+
+Besides ``recipes.core`` it uses ``recipes.text``'s corpus rules; the layout allows it
+``recipes.vision`` and ``recipes.text``, whose composition it is, and no other domain.
 """
 
 from recipes.multimodal.pairs import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader

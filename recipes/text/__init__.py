@@ -4,6 +4,11 @@
   :func:`text_loader`.
 - ``streaming``: :class:`StreamingTextDataset`, :func:`stream_collate` and
   :func:`streaming_loader`, for files too large to tokenise up front.
+- What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
+  text columns by row group) and ``token_cache`` (tokens on disk, memory-mapped back).
+
+The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler and its plans,
+streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
 from recipes.text.streaming import StreamingTextDataset, stream_collate, streaming_loader

@@ -7,6 +7,9 @@
     loader = vision_loader(dataset, batch_size=256, device="cuda", seed=0)
     for images, labels in DevicePrefetcher(loader, "cuda"):   # float32, normalised on the GPU
         ...
+
+``folder.py`` (dataset, collate, loader) and ``transforms.py`` import only ``recipes.core``, so
+the folder can be copied into a project that has ``recipes`` installed.
 """
 
 from recipes.vision.folder import ImageFolderDataset, image_collate, vision_loader
