@@ -3,10 +3,9 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 
     from recipes.detection import CocoDataset, detection_collate, detection_loader, evaluate
 
-Each file reads alone and can be copied into a project that has ``recipes`` installed:
-``coco.py`` (the dataset), ``loader.py`` (collate functions and the loader), ``evaluate.py``.
-They build on ``recipes.core``: ``coco_files`` (reading the file, decoding masks),
-``coco_index`` (the checked index) and ``packing`` (worker batches in one buffer per dtype).
+``coco.py`` (the dataset), ``loader.py`` (collate functions and the loader), ``evaluate.py``;
+``coco_files`` (reading the file, decoding masks) and ``coco_index`` (the checked index) serve
+them. ``python -m recipes copy detection DEST`` copies the folder into a project to edit.
 """
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning
