@@ -1,9 +1,10 @@
-"""Command line: ``python -m recipes {demo,bench,check,show}`` (also installed as ``recipes``).
+"""Command line: ``python -m recipes {demo,bench,check,show,copy}`` (also installed as ``recipes``).
 
     recipes demo                                     # every recipe on the bundled fixtures
     recipes bench vision data/train --step-ms 80     # which loader settings, on your data
     recipes check detection annotations/instances_val2017.json --image-root val2017
     recipes show text train.jsonl --tokenizer tokenizer.json -o batch.png
+    recipes copy detection my_project                # the recipe's folder, to edit as your own
 
 The commands live in ``recipes/cli/`` (one module each); this file only parses arguments.
 """
@@ -74,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="recipes", formatter_class=formatter,
-        description="PyTorch data-loading recipes: run them on the fixtures, tune, check and look at your data.",
+        description="PyTorch data-loading recipes: run them on the fixtures, tune, check and look at your data, "
+        "copy one into your project.",
         epilog="`recipes COMMAND --help` describes each command.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -153,6 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--batch-size", type=int, default=8, metavar="N", help="samples in the batch (default 8)")
     show.add_argument("--train", action="store_true",
                       help="show a training batch instead: shuffled, grouped, randomly augmented (seed 0)")
+
+    copy = commands.add_parser(
+        "copy", help="copy a domain's folder into your project, to edit as your own", formatter_class=formatter,
+        description=_wrap("Copy the installed recipes/DOMAIN/ folder (its .py files, demo.py included) to "
+        "DEST/DOMAIN/, creating DEST. The copy's imports of its own domain (from recipes.DOMAIN.x import ...) "
+        "are rewritten to the copy (from DOMAIN.x import ...); only import statements change, never docstrings, "
+        "comments or strings. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
+        "keep using the installed package. An existing DEST/DOMAIN is never overwritten. Print the files and "
+        "lines copied, the recipes.core modules the copy imports, and how to import it."),
+    )
+    copy.add_argument("domain", choices=DOMAINS, metavar="DOMAIN", help=f"one of {', '.join(DOMAINS)}")
+    copy.add_argument("dest", type=_local_path, metavar="DEST", help="your project's folder; the copy goes to "
+                      "DEST/DOMAIN and is imported as DOMAIN with DEST on sys.path")
     return parser
 
 
@@ -164,6 +179,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from recipes.cli import demo
 
         return demo.run(args)
+    if args.command == "copy":
+        from recipes.cli import copy
+
+        try:
+            return copy.run(args)
+        except (OSError, ValueError) as error:  # DEST/DOMAIN exists, DEST is a file, a file the copy cannot rewrite
+            parser.exit(2, f"recipes copy: error: {error}\n")
     if args.command == "check" and args.domain == "cache":
         from recipes.cli import check_cache
 

@@ -353,25 +353,92 @@ def check_kept_batches_intact(loader: Any, keep: str, images: Callable[[Any], to
     assert not changed, f"{len(changed)} of {len(outputs)} kept output batches were written over: {changed}"
 
 
-# -- a recipe file imports only the standard library, third-party packages and recipes.core ---------
+# -- a domain folder is the unit to copy ------------------------------------------------------------
+
+DOMAINS = ("vision", "text", "detection", "multimodal")
+COMPOSES = {"multimodal": ("vision", "text")}  # the only domain that may import others: their composition
 
 
-def assert_imports_only_core(path: Path) -> None:
-    """No relative import and no ``recipes`` module outside ``recipes.core``: the file then works
-    when copied alone into a project where recipes is installed."""
+def assert_domain_imports(path: Path) -> None:
+    """A file of ``recipes/<domain>/`` imports only the standard library, third-party packages,
+    ``recipes.core`` and its own domain (multimodal also vision and text), with absolute imports,
+    and imports its own domain in a form ``recipes copy`` can point at the copy (no bare
+    ``import recipes.<domain>.x``, no ``from recipes import <domain>``)."""
     import ast
 
+    domain = path.parent.name
+    allowed = ("core", domain, *COMPOSES.get(domain, ()))
+    where = f"recipes/{domain}/{path.name}"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path.name}: relative import"
-            modules = [node.module]
+            assert node.level == 0, f"{where}, line {node.lineno}: relative import"
+            names = [(node.module, None)]
         elif isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
+            names = [(alias.name, alias.asname) for alias in node.names]
         else:
             continue
-        for module in modules:
-            inside = module == "recipes.core" or module.startswith("recipes.core.")
-            assert inside or not (module == "recipes" or module.startswith("recipes.")), f"{path.name} imports {module}"
+        for module, asname in names:
+            parts = module.split(".")
+            if parts[0] != "recipes":
+                continue
+            assert len(parts) > 1 and parts[1] in allowed, f"{where}, line {node.lineno} imports {module}"
+            own = parts[1] == domain
+            assert not (own and isinstance(node, ast.Import) and asname is None), (
+                f"{where}, line {node.lineno}: `import {module}` binds recipes; "
+                "`recipes copy` needs a from-import or `as`")
+
+
+def copy_and_run(domain: str, dest: Path, script: str, timeout: int = 240) -> dict[str, Any]:
+    """``recipes copy DOMAIN DEST``, then ``script`` in a fresh interpreter (warnings are errors)
+    whose working directory is DEST, with the package importable as when installed.
+
+    After ``script``, the interpreter imports every file of the copy, checks that each module of
+    the copy came from DEST and that no ``recipes.<domain>`` of the package was imported (but the
+    domains multimodal composes), and reports, as the returned dict: ``printed`` (the command's
+    output), ``files`` and ``lines`` of the copy, and ``core_modules`` / ``core_lines``: the
+    ``recipes.core`` modules loaded by the time ``script`` ended (``composed_modules`` /
+    ``composed_lines`` for vision and text under multimodal).
+    """
+    import contextlib
+    import io
+
+    from recipes.__main__ import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["copy", domain, str(dest)]) == 0
+    copied = sorted((dest / domain).rglob("*.py"))
+    forbidden = [f"recipes.{d}" for d in DOMAINS if d not in COMPOSES.get(domain, ())]
+    composed = [f"recipes.{d}" for d in COMPOSES.get(domain, ())]
+    trailer = f"""
+import importlib as _importlib, json as _json, os as _os, pathlib as _pathlib, sys as _sys
+
+def _loaded(prefixes):
+    found = {{name: module.__file__ for name, module in list(_sys.modules.items())
+             if any(name == p or name.startswith(p + ".") for p in prefixes)}}
+    return len(found), sum(_pathlib.Path(f).read_text(encoding="utf-8").count("\\n") for f in found.values())
+
+_core = _loaded(["recipes.core"])
+_composed = _loaded({composed!r})
+for _name in {[".".join(p.relative_to(dest).with_suffix("").parts).removesuffix(".__init__") for p in copied]!r}:
+    _importlib.import_module(_name)
+_own = {{n: m.__file__ for n, m in _sys.modules.items() if n == {domain!r} or n.startswith({domain + "."!r})}}
+_here = _os.path.realpath(_os.getcwd()) + _os.sep
+_outside = [n for n, f in _own.items() if not _os.path.realpath(f).startswith(_here)]
+assert not _outside, f"modules of the copy imported from elsewhere: {{_outside}}"
+_package = sorted(n for n in _sys.modules if any(n == p or n.startswith(p + ".") for p in {forbidden!r}))
+assert not _package, f"the copy imported the package's own modules: {{_package}}"
+print(_json.dumps({{"own": len(_own), "core_modules": _core[0], "core_lines": _core[1],
+                   "composed_modules": _composed[0], "composed_lines": _composed[1]}}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    result = subprocess.run([sys.executable, "-W", "error", "-c", script + trailer], cwd=dest, env=env,
+                            capture_output=True, text=True, timeout=timeout, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["own"] == len(copied), report
+    return {**report, "printed": printed.getvalue(), "files": len(copied),
+            "lines": sum(p.read_text(encoding="utf-8").count("\n") for p in copied)}
 
 
 # -- skipped samples -------------------------------------------------------------------------------

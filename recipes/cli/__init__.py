@@ -12,6 +12,7 @@ One module per command, each with a ``run(args)`` that the argparse entry point 
 - ``show``: render one batch to a PNG to catch a wrong label map or a flipped box.
   ``drawing`` (font, enlarging, labels kept inside the image), ``token_text`` (ids back to
   readable text) and ``token_rows`` (the text picture) draw it.
+- ``copy``: a domain's folder into your project, its own imports pointed at the copy.
 
 ``datasets`` turns the command-line description of a dataset (domain, path, tokenizer, image
 root, size) into the domain's dataset and loader, for ``bench`` and ``show``.

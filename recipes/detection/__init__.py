@@ -3,11 +3,11 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 
     from recipes.detection import CocoDataset, detection_collate, detection_loader, evaluate
 
-The folder owns what only detection uses and can be copied into a project that has ``recipes``
-installed: ``coco.py`` (the dataset), ``coco_files.py`` (reading the file, decoding masks),
-``coco_index.py`` (the checked index), ``loader.py`` (collate functions and the loader),
-``evaluate.py`` (COCOeval). It imports only ``recipes.core``: images, paths, storage, errors,
-the sampler, its plans and ``packing`` (worker batches in one buffer per dtype).
+The folder owns what only detection uses: ``coco.py`` (the dataset), ``coco_files.py`` (reading
+the file, decoding masks), ``coco_index.py`` (the checked index), ``loader.py`` (collate functions
+and the loader), ``evaluate.py`` (COCOeval). It imports only ``recipes.core``: images, paths,
+storage, errors, the sampler and its plans. ``python -m recipes copy detection DEST`` copies the
+folder into a project to edit.
 """
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning

@@ -19,6 +19,7 @@ HELP = {
     "bench": ["num_workers", "prefetch_factor", "pin_memory", "data-wait", "Python dict", "5%"],
     "check": ["exit status: 0", "1 problems found", "Decode every image", "--json"],
     "show": ["draw_bounding_boxes", "padding", "Evaluation mode"],
+    "copy": ["DEST/DOMAIN/", "never overwritten", "only import statements change", "recipes.core modules"],
 }
 
 
@@ -39,11 +40,11 @@ def test_each_command_help_exits_0_and_names_its_options(command, capsys):
         assert phrase in " ".join(text.split()), phrase  # argparse wraps lines
 
 
-def test_top_level_help_lists_the_four_commands(capsys):
+def test_top_level_help_lists_the_five_commands(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     out = capsys.readouterr().out
-    assert exit_info.value.code == 0 and all(command in out for command in ("demo", "bench", "check", "show"))
+    assert exit_info.value.code == 0 and all(command in out for command in ("demo", "bench", "check", "show", "copy"))
 
 
 def test_unknown_domain_or_missing_output_is_refused_by_argparse(capsys):

@@ -53,20 +53,44 @@ def test_every_install_line_installs_this_project_or_a_named_dependency():
     assert project["name"] != "recipes"
 
 
+def _needs_table(text: str) -> dict[str, dict[str, str]]:
+    """The README's table of what each copy imports: folder -> {package: "module, module"}."""
+    section = re.search(r"## Copy a recipe(.*?)\n## ", text, flags=re.S).group(1)
+    rows = re.findall(r"^\| `(\w+)/` \| (.*) \|$", section, flags=re.M)
+    return {folder: dict(re.findall(r"`([\w.]+)`: ([\w, ]+)", needs)) for folder, needs in rows}
+
+
+@pytest.mark.slow
 def test_the_copy_commands_run_as_written_and_every_copy_imports(tmp_path):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     (commands,) = re.findall(r"## Copy a recipe.*?```bash\n(.*?)```", text, flags=re.S)
     clone = tmp_path / "clone"  # a fresh clone's root, as the README's commands expect
     clone.mkdir()
     (clone / "recipes").symlink_to(ROOT / "recipes", target_is_directory=True)
-    done = subprocess.run(["bash", "-e", "-c", commands], cwd=clone, capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, as if installed
+    done = subprocess.run(["bash", "-e", "-c", commands], cwd=clone, capture_output=True, text=True, timeout=300,
+                          env=env)
     assert done.returncode == 0, done.stderr
-    copies = sorted((clone / "my_project").glob("*.py"))
-    assert len(copies) >= 9, copies
+    # what the commands printed: "<domain>/ (...) -> my_project/<domain>", then "it needs <package>: <modules>"
+    printed: dict[str, dict[str, str]] = {}
+    for line in done.stdout.splitlines():
+        if head := re.match(r"(\w+)/ \(\d+ files, [\d,]+ lines\) -> ", line):
+            folder = head.group(1)
+            printed[folder] = {}
+        elif needs := re.match(r"it needs ([\w.]+): (.*)$", line):
+            printed[folder][needs.group(1)] = needs.group(2)
+    assert printed == _needs_table(text)
+    project = clone / "my_project"
+    packages = sorted(p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py")
+                      if p.parent.name not in ("core", "cli"))
+    assert sorted(printed) == packages and sorted(p.name for p in project.iterdir()) == packages
+    modules = [".".join(path.relative_to(project).with_suffix("").parts).removesuffix(".__init__")
+               for path in sorted(project.rglob("*.py"))]
     script = ("import importlib, os\nfor name in {names!r}:\n"
-              "    assert os.path.dirname(os.path.abspath(importlib.import_module(name).__file__)) == os.getcwd(), name")
+              "    path = os.path.abspath(importlib.import_module(name).__file__)\n"
+              "    assert path.startswith(os.getcwd() + os.sep), (name, path)")
     imported = subprocess.run(  # one interpreter: torch is imported once, not once a file
-        [sys.executable, "-W", "error", "-c", script.format(names=[copy.stem for copy in copies])], cwd=copies[0].parent,
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [sys.executable, "-W", "error", "-c", script.format(names=modules)], cwd=project,
+        capture_output=True, text=True, timeout=120, env=env,
     )
     assert imported.returncode == 0, imported.stderr[-1500:]

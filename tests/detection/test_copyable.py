@@ -1,39 +1,40 @@
-"""Each recipe file works on its own: copied alone into a folder, it imports and runs."""
+"""The detection folder is the unit to copy: `recipes copy` makes a package that runs on its own files."""
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
 import recipes
-from tests.harness import assert_imports_only_core
+from tests.harness import assert_domain_imports, copy_and_run
 
-PACKAGE = Path(recipes.__file__).resolve().parent
-RECIPES = ["coco.py", "loader.py", "evaluate.py"]
-SCRIPT = {
-    "coco.py": "d = m.CocoDataset(F / 'detection/images', F / 'detection/instances.json', masks=True); "
-    "assert d[0][1]['masks'].shape[0] == 3",
-    "loader.py": "import torch; images, targets = m.detection_collate([(torch.zeros(3, 2, 2), {'image_id': 1})]); "
-    "assert targets[0]['image_id'] == 1",
-    "evaluate.py": "assert m.to_coco_results([{'boxes': [[0, 0, 2, 3]], 'labels': [1], 'scores': [1.0]}], [5])"
-    "[0]['bbox'] == [0, 0, 2, 3]",
-}
+FOLDER = Path(recipes.__file__).resolve().parent / "detection"
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_a_recipe_file_imports_only_the_core_and_runs_when_copied_alone(name, tmp_path, fixtures):
-    source = PACKAGE / "detection" / name
-    assert_imports_only_core(source)
-    shutil.copy(source, tmp_path / name)
-    code = (
-        f"import importlib; from pathlib import Path; F = Path({str(fixtures)!r}); "
-        f"m = importlib.import_module({name[:-3]!r}); {SCRIPT[name]}"
-    )
-    env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent))
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
+def test_every_file_imports_only_the_core_and_its_own_folder():
+    for path in sorted(FOLDER.glob("*.py")):
+        assert_domain_imports(path)
+
+
+def test_the_copied_folder_builds_the_dataset_and_collates_from_its_own_files(tmp_path, fixtures):
+    script = f"""
+from pathlib import Path
+import torch
+from detection import CocoDataset, detection_collate, to_coco_results
+from detection.demo import build
+
+F = Path({str(fixtures)!r})
+dataset = CocoDataset(F / "detection/images", F / "detection/instances.json", masks=True)
+images, targets = detection_collate([dataset[0], dataset[1]])
+assert len(images) == len(targets) == 2 and all(image.dtype == torch.uint8 and image.shape[0] == 3 for image in images)
+for target in targets:
+    assert set(target) == {{"image_id", "boxes", "labels", "area", "iscrowd", "masks"}}, set(target)
+    count = target["boxes"].shape[0]
+    assert target["boxes"].shape == (count, 4) and target["labels"].shape == (count,)
+    assert target["masks"].shape[0] == count
+_, loader = build(F)
+images, targets = next(iter(loader))
+assert len(images) == len(targets) == 4
+assert to_coco_results([{{"boxes": [[0, 0, 2, 3]], "labels": [1], "scores": [1.0]}}], [5])[0]["bbox"] == [0, 0, 2, 3]
+"""
+    report = copy_and_run("detection", tmp_path, script)
+    assert f"-> {tmp_path / 'detection'}" in report["printed"] and "it needs recipes.core: " in report["printed"]
+    print(f"copy: {report['files']} files, {report['lines']} lines; "
+          f"recipes.core imported: {report['core_modules']} modules, {report['core_lines']} lines")

@@ -2,10 +2,7 @@
 
 import csv
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +15,8 @@ from torchvision.transforms import v2
 from recipes.core.device import normalize_images
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
-from tests.harness import assert_imports_only_core
 from tests.special_tokens import truncated
 
-ROOT = Path(__file__).resolve().parents[2]
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
 
@@ -327,41 +322,6 @@ def test_unknown_options_list_the_choices(fixtures, tokenizer):
         ImageTextDataset(manifest, tokenizer, on_error="ignore")
     with pytest.raises(ValueError, match="unknown manifest format"):
         ImageTextDataset(manifest.with_suffix(".xlsx"), tokenizer)
-
-
-RECIPE_FILES = ["pairs.py", "shards.py", "shard_writer.py"]
-
-
-@pytest.mark.parametrize("name", RECIPE_FILES, ids=[n.removesuffix(".py") for n in RECIPE_FILES])
-def test_recipe_file_imports_only_stdlib_third_party_and_core(name):
-    assert_imports_only_core(ROOT / "recipes" / "multimodal" / name)
-
-
-def test_recipe_files_copied_alone_write_and_read_shards(fixtures, tmp_path):
-    for name in RECIPE_FILES:
-        shutil.copy(ROOT / "recipes" / "multimodal" / name, tmp_path / name)
-    # the package stays importable (as when installed); the sibling recipe files do not
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-    def run(*args):
-        result = subprocess.run(
-            [sys.executable, *args], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        return result.stdout
-
-    data = fixtures / "multimodal"
-    assert run("shard_writer.py", str(data / "captions.json"), "out", "--samples-per-shard", "3") == "wrote 3 shards to out\n"
-    script = f"""
-import pairs, shards
-assert pairs.__file__.startswith({str(tmp_path)!r}) and shards.__file__.startswith({str(tmp_path)!r})
-tokenizer = {str(fixtures / "text" / "tokenizer.json")!r}
-dataset = pairs.ImageTextDataset({str(data / "captions.json")!r}, tokenizer, captions="first")
-streamed = list(shards.ImageTextShards("out/shard-{{000000..000002}}.tar", tokenizer, captions="first"))
-assert [item["input_ids"].tolist() for item in streamed] == [dataset[i]["input_ids"].tolist() for i in range(len(dataset))]
-print(len(streamed))
-"""
-    assert run("-c", script).split() == ["8"]
 
 
 @pytest.mark.gpu

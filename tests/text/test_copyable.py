@@ -1,38 +1,41 @@
-"""Each recipe file works when copied alone into another project (with recipes installed)."""
+"""The text folder is the unit to copy: `recipes copy` makes a package that runs on its own files."""
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+import recipes
+from tests.harness import assert_domain_imports, copy_and_run
 
-from tests.harness import assert_imports_only_core
-
-ROOT = Path(__file__).resolve().parents[2]
-RECIPES = ["tokenized.py", "streaming.py"]
+FOLDER = Path(recipes.__file__).resolve().parent / "text"
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_recipe_imports_only_stdlib_third_party_and_core(name):
-    assert_imports_only_core(ROOT / "recipes" / "text" / name)
+def test_every_file_imports_only_the_core_and_its_own_folder():
+    for path in sorted(FOLDER.glob("*.py")):
+        assert_domain_imports(path)
 
 
-def test_copied_recipe_files_run_alone(tmp_path, fixtures):
-    for name in RECIPES:
-        shutil.copy(ROOT / "recipes" / "text" / name, tmp_path / f"copied_{name}")
+def test_the_copied_folder_builds_the_dataset_and_collates_from_its_own_files(tmp_path, fixtures):
     script = f"""
-import copied_tokenized as t, copied_streaming as s
-assert t.__file__.startswith({str(tmp_path)!r}) and s.__file__.startswith({str(tmp_path)!r})
-data = {str(fixtures / "text")!r}
-dataset = t.TokenizedTextDataset(data + "/labeled.jsonl", data + "/tokenizer.json", label_field="label")
-batch = next(iter(t.text_loader(dataset, 4, device="cpu", seed=0, num_workers=0)))
-stream = s.StreamingTextDataset(data + "/corpus.txt", data + "/tokenizer.json")
-first = next(iter(s.streaming_loader(stream, 4, device="cpu", num_workers=0)))
-print(tuple(batch["input_ids"].shape)[0], tuple(first["input_ids"].shape)[0])
+from pathlib import Path
+import torch
+from text import StreamingTextDataset, TokenizedTextDataset, pack_collate, streaming_loader, text_collate
+from text.demo import build
+
+F = Path({str(fixtures)!r})
+dataset = TokenizedTextDataset(F / "text/labeled.jsonl", F / "text/tokenizer.json", label_field="label")
+items = [dataset[0], dataset[1]]
+batch = text_collate(items, pad_id=dataset.pad_id)
+assert set(batch) == {{"input_ids", "attention_mask", "lengths", "index", "labels"}}, set(batch)
+longest = max(len(item["input_ids"]) for item in items)
+assert batch["input_ids"].shape == batch["attention_mask"].shape == (2, longest)
+assert batch["lengths"].tolist() == [len(item["input_ids"]) for item in items] and batch["labels"].shape == (2,)
+packed = pack_collate(items)
+assert packed["input_ids"].shape == (1, sum(batch["lengths"].tolist())) and packed["cu_seqlens"].shape == (3,)
+_, loader = build(F)
+assert next(iter(loader))["input_ids"].shape[0] == 16
+stream = StreamingTextDataset(F / "text/corpus.txt", F / "text/tokenizer.json")
+assert next(iter(streaming_loader(stream, 4, device="cpu", num_workers=0)))["input_ids"].shape[0] == 4
 """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", script], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split() == ["4", "4"]
+    report = copy_and_run("text", tmp_path, script)
+    assert f"-> {tmp_path / 'text'}" in report["printed"] and "it needs recipes.core: " in report["printed"]
+    print(f"copy: {report['files']} files, {report['lines']} lines; "
+          f"recipes.core imported: {report['core_modules']} modules, {report['core_lines']} lines")
