@@ -33,10 +33,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, Subset
 
-from recipes.core.distributed import shared_seed
 from recipes.core.errors import describe_sample
 from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
-from recipes.core.streams import StreamCursor, check_int, check_keys, reader_slot
+from recipes.core.streams import CURSOR_FIELDS, ResumableStream, check_int, check_keys
 
 _CYCLE_KEY = 1 << 62  # the seeds of the sources' permutations live apart from the samples' seeds
 
@@ -150,7 +149,7 @@ class MixedDataset(Dataset):
         return f"MixedDataset([{parts}], {self.samples_per_epoch} samples per epoch)"
 
 
-class MixedStream(IterableDataset):
+class MixedStream(ResumableStream):
     """Self-sharding streams of one domain mixed at ``weights`` (see the module docstring).
 
     Each reader slot (rank x DataLoader worker) draws its share of ``samples_per_epoch``, source
@@ -187,11 +186,11 @@ class MixedStream(IterableDataset):
         placements = {(getattr(s, "rank", 0), getattr(s, "world_size", 1)) for s in self.streams}
         if len(placements) > 1:
             raise ValueError(f"the streams were built for different ranks (rank, world size): {sorted(placements)}")
-        self.rank, self.world_size = placements.pop()
+        rank, world_size = placements.pop()
         if samples_per_epoch < 1:
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.samples_per_epoch = int(samples_per_epoch)
-        self.cursor = StreamCursor(shared_seed(seed))
+        super().__init__(seed, rank, world_size)  # no source: the sources' own states name their data
         self._passes: list[Iterator[Any] | None] = [None] * len(self.streams)  # each source's running pass
         self._sources_epoch = 0  # the mixed epoch whose start the sources' own states stand at
         self._ran = False  # a pass began in this copy: the sources' running passes are here
@@ -203,40 +202,25 @@ class MixedStream(IterableDataset):
         """The most DataLoader workers per rank that every stream can feed."""
         return min(stream.max_workers() for stream in self.streams if hasattr(stream, "max_workers"))
 
-    def set_epoch(self, epoch: int) -> None:
-        self.cursor.set_epoch(epoch)
-
     def state_dict(self) -> dict[str, Any]:
         """The mixture's seed, epoch and draws taken, and each source's own stream state."""
-        return {**self.cursor.state_dict(), "sources": [stream.state_dict() for stream in self.streams]}
+        return {**super().state_dict(), "sources": [stream.state_dict() for stream in self.streams]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from ``state``: every field, and each source's state, is checked first (a
         ValueError names it); a refused state leaves the mixture and its sources as they were."""
-        owner = "MixedStream"
-        check_keys(state, ("seed", "epoch", "slots", "position", "sources"), owner)
+        owner = type(self).__name__
+        check_keys(state, (*CURSOR_FIELDS, "sources"), owner)
         sources = state["sources"]
         if not isinstance(sources, list) or len(sources) != len(self.streams):
             count = len(sources) if isinstance(sources, list) else type(sources).__name__
             raise ValueError(f"{owner} state: sources holds {count} states for {len(self.streams)} streams")
-        slots = state["slots"]
-        most = None  # the largest share of the epoch's draws a reader takes
-        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
-            most = -(-self.samples_per_epoch // slots)
-
-        def check_position(position: list[Any], slots: int) -> None:
-            check_int(position[0], "position[0] (block)", owner, 0, 0)
-            check_int(position[1], "position[1] (start)", owner, 0, 0)
-
         before, number = [stream.state_dict() for stream in self.streams], None
         try:
             for number, (stream, source_state) in enumerate(zip(self.streams, sources)):
                 stream.load_state_dict(source_state)
             number = None
-            cursor = {name: state[name] for name in ("seed", "epoch", "slots", "position")}
-            self.cursor.load_state_dict(
-                cursor, owner=owner, world_size=self.world_size, check_position=check_position, max_taken=most
-            )
+            self._load_cursor({name: state[name] for name in CURSOR_FIELDS})
         except ValueError as error:
             for stream, previous in zip(self.streams, before):
                 stream.load_state_dict(previous)
@@ -247,12 +231,20 @@ class MixedStream(IterableDataset):
         self._sources_epoch = int(state["epoch"]) + (state["position"] == "end")
         self._ran = False
 
+    def _max_taken(self, slots: int) -> int:
+        return -(-self.samples_per_epoch // slots)  # the largest share of the epoch's draws a reader takes
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """A pass is one block of draws: ``[0, 0, taken]``."""
+        check_int(position[0], "position[0] (block)", type(self).__name__, 0, 0)
+        check_int(position[1], "position[1] (start)", type(self).__name__, 0, 0)
+
     def __getstate__(self) -> dict[str, Any]:
         # running passes are generators, which do not pickle: a copy starts from the sources' state
         return {**self.__dict__, "_passes": [None] * len(self.streams), "_ran": False}
 
-    def __iter__(self) -> Iterator[Any]:
-        slot, slots = reader_slot(self.rank, self.world_size)
+    def _begin(self, slots: int) -> tuple[int, Any]:
+        """Refuse a reader that starts an epoch its sources' states are not at (see the class doc)."""
         epoch, resume = self.cursor.begin(slots)
         if resume is None and not self._ran and epoch != self._sources_epoch:
             raise ValueError(
@@ -262,21 +254,15 @@ class MixedStream(IterableDataset):
                 "num_workers=0, and resume from a state_dict rather than set_epoch"
             )
         self._ran, self._sources_epoch = True, epoch + 1
-        return self._pass(slot, slots, epoch, resume)
+        return epoch, resume
 
-    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[Any]:
-        if resume == "end":
-            return
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, int, Any]]:
+        """This reader's draws, one block: its share of the epoch, sources in an order from ``(seed, epoch, slot)``."""
         share = self.samples_per_epoch // slots + (slot < self.samples_per_epoch % slots)
         order = [k for k, count in enumerate(_shares(share, self.weights)) for _ in range(count)]
         random.Random(sample_seed(self.cursor.seed, epoch, slot)).shuffle(order)
         taken = resume[2] if resume is not None else 0
-        for source in order[taken:]:
-            item = self._next_of(source)
-            taken += 1
-            self.cursor.advance(0, 0, taken)
-            yield item
-        self.cursor.finish()
+        yield 0, 0, (self._next_of(source) for source in order[taken:])
 
     def _next_of(self, source: int) -> Any:
         """The next item of a source, starting its next pass when it runs out."""

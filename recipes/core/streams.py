@@ -1,5 +1,6 @@
 """Building blocks for IterableDatasets that shard themselves: which reader am I, a shuffle that
-can resume, the stream's position, and equal step counts across ranks.
+can resume, the stream's position, a base class for resumable streams, and equal step counts
+across ranks.
 
     slot, slots = reader_slot(self.rank, self.world_size)     # in __iter__, i.e. in the worker
     for block, start, records in shuffled_blocks(records, 10_000, rng_of_block): ...
@@ -7,6 +8,8 @@ can resume, the stream's position, and equal step counts across ranks.
 Every DataLoader worker of every rank runs its own copy of an IterableDataset's ``__iter__``;
 unless each copy reads a different part of the data, every sample arrives ``workers x ranks``
 times. ``reader_slot`` numbers the copies ``0 .. slots-1``, so a dataset can take its part.
+:class:`ResumableStream` holds what every such stream repeats (seed, epochs, state and its
+checks, each reader's position); a subclass says what a pass reads and yields.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import get_worker_info
+from torch.utils.data import IterableDataset, get_worker_info
+
+from recipes.core.distributed import resolve_rank, shared_seed
 
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what a seed may be: it is folded to 64 bits
 EPOCH_RANGE = (0, 2**63 - 1)
+CURSOR_FIELDS = ("seed", "epoch", "slots", "position")  # a StreamCursor's state
 
 
 def check_keys(state: Any, keys: Iterable[str], owner: str) -> None:
@@ -48,14 +54,14 @@ def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None
     return int(value)
 
 
-def check_source(state: Any, source: str, owner: str) -> dict[str, Any]:
+def check_source(state: Any, source: str | None, owner: str) -> dict[str, Any]:
     """The cursor's part of a stream's state, once its ``"source"`` (what the stream reads, in a few
     words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError. A state
     with no source, as version 0.1.0 saved them, is read as this stream's: it still loads."""
     if isinstance(state, dict) and "source" not in state:
-        check_keys(state, ("seed", "epoch", "slots", "position"), owner)
+        check_keys(state, CURSOR_FIELDS, owner)
         return dict(state)
-    check_keys(state, ("seed", "epoch", "slots", "position", "source"), owner)
+    check_keys(state, (*CURSOR_FIELDS, "source"), owner)
     if not (isinstance(state["source"], str) and state["source"] == source):
         raise ValueError(
             f"{owner} state: source = {str(state['source'])[:60]!r} is not this one's {source!r}: a state of other data"
@@ -162,15 +168,15 @@ class StreamCursor:
         owner: str = "stream",
         world_size: int = 1,
         check_position: Callable[[list[Any], int], None] | None = None,
-        max_taken: int | None = None,
+        max_taken: int | Callable[[int], int | None] | None = None,
     ) -> None:
         """Load ``state`` after checking every field; a ValueError names the field, value and range.
 
         ``position`` must be None, ``"end"`` or ``[block >= 0, start, taken >= 0]`` (``taken`` at
-        most ``max_taken``), and ``slots`` a multiple of ``world_size`` mid-pass;
+        most ``max_taken``, or ``max_taken(slots)``), and ``slots`` a multiple of ``world_size`` mid-pass;
         ``check_position(position, slots)`` raises for a position the stream cannot resume from.
         """
-        check_keys(state, ("seed", "epoch", "slots", "position"), owner)
+        check_keys(state, CURSOR_FIELDS, owner)
         seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
         epoch = check_int(state["epoch"], "epoch", owner, *EPOCH_RANGE)
         slots, position = state["slots"], state["position"]
@@ -186,7 +192,8 @@ class StreamCursor:
                     "num_workers, or from a state taken at the end of a pass"
                 )
             block = check_int(position[0], "position[0] (block)", owner)
-            taken = check_int(position[2], "position[2] (items taken)", owner, 0, max_taken)
+            most = max_taken(slots) if callable(max_taken) else max_taken
+            taken = check_int(position[2], "position[2] (items taken)", owner, 0, most)
             position = [block, position[1], taken]
             if check_position is not None:
                 check_position(position, slots)
@@ -196,6 +203,106 @@ class StreamCursor:
             )
         self.seed, self.epoch, self.slots = seed, epoch, slots
         self.position, self._resume, self._begun = None, position, False
+
+
+class ResumableStream(IterableDataset):
+    """A self-sharding stream that resumes mid-pass exactly: its seed, epochs, state and the
+    state's checks, and where each reader stands in its pass. A subclass says what a pass reads:
+
+        class Lines(ResumableStream):
+            def __init__(self, lines, *, seed=None):
+                self.lines = lines
+                super().__init__(seed, source=f"{len(lines)} lines")
+
+            def _blocks(self, slot, slots, epoch, resume):  # a pass of one block, which starts at 0
+                taken = resume[2] if resume is not None else 0
+                yield 0, 0, self.lines[slot::slots][taken:]
+
+    ``_blocks`` yields reader ``slot``'s pass as ``(block, start, items)``, as :func:`shuffled_blocks`
+    cuts it, from ``resume`` on: None, or ``[block, start, taken]``, whose block's first ``taken``
+    items are left out. ``_max_taken`` and ``_check_position`` bound the positions a state may
+    hold; ``_begin`` refuses a pass when ``iter()`` is called.
+
+    Args:
+        seed: the seed of every pass's draws; None draws one shared by all ranks.
+        rank, world_size: None reads them from ``torch.distributed``.
+        source: what the stream reads, in a few words (``"4 shards 1a2b3c4d"``): a state holds it,
+            so a state of other data is refused. None: the state names no data.
+    """
+
+    def __init__(
+        self, seed: int | None, rank: int | None = None, world_size: int | None = None, *, source: str | None = None
+    ) -> None:
+        # read here, in the main process: a spawned worker has no process group to ask
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
+        self._source = source
+
+    @property
+    def seed(self) -> int:
+        return self.cursor.seed
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the next pass. Without calls the epoch advances by one each pass, in
+        each worker copy (with ``persistent_workers``; non-persistent workers get a fresh copy
+        from the main process every epoch, so call this there to reshuffle)."""
+        self.cursor.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Seed, epoch, this reader's position (see :class:`StreamCursor`) and ``source``, the data
+        it is a position in."""
+        state = self.cursor.state_dict()
+        return state if self._source is None else {**state, "source": self._source}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
+
+        Every field is checked first (a ValueError names its owner, the field, its value and the
+        allowed range): a state of other data or a crafted one is refused, not read from the wrong place.
+        """
+        self._load_cursor(check_source(state, self._source, type(self).__name__))
+
+    def _load_cursor(self, fields: dict[str, Any]) -> None:
+        """Load the cursor's fields (:data:`CURSOR_FIELDS`), each checked, positions by :meth:`_check_position`."""
+        self.cursor.load_state_dict(
+            fields, owner=type(self).__name__, world_size=self.world_size, check_position=self._check_position,
+            max_taken=self._max_taken,
+        )
+
+    def _max_taken(self, slots: int) -> int | None:
+        """The most items a block of a pass read by ``slots`` readers holds; None: no bound."""
+        return None
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """Raise a ValueError naming the field for a mid-pass ``[block, start, taken]`` (block and
+        taken already checked) that this stream, read by ``slots`` readers, cannot resume from."""
+
+    def __iter__(self) -> Iterator[Any]:
+        slot, slots = reader_slot(self.rank, self.world_size)
+        epoch, resume = self._begin(slots)
+        return self._pass(slot, slots, epoch, resume)
+
+    def _begin(self, slots: int) -> tuple[int, Any]:
+        """Start a pass read by ``slots`` readers: ``(its epoch, resume position or None)``. An
+        override refuses a pass before or after ``self.cursor.begin(slots)``, which it calls."""
+        return self.cursor.begin(slots)
+
+    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[Any]:
+        """The items of :meth:`_blocks`; after each, the cursor holds the items of its block taken so far."""
+        if resume == "end":
+            return
+        first_block, _, skip = resume if resume is not None else (None, None, 0)
+        for block, start, items in self._blocks(slot, slots, epoch, resume):
+            taken = skip if block == first_block else 0  # a resumed block: its first items were taken
+            for item in items:
+                taken += 1
+                self.cursor.advance(block, start, taken)
+                yield item
+        self.cursor.finish()
+
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
+        """``(block, start, items)`` of reader ``slot``'s pass in ``epoch``, from ``resume`` on (see the class doc)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _blocks: what a pass reads")
 
 
 _END = object()

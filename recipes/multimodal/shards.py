@@ -29,6 +29,7 @@ Why a tar walk of its own and not the webdataset package: benchmarks/README.md (
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import random
 import re
@@ -38,17 +39,19 @@ from typing import Any
 
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import IterableDataset
 
 from recipes.core.disk_cache import DiskCache
-from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
+<<<<<<< HEAD
 from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
+=======
+from recipes.core.streams import ResumableStream, check_int, shuffled_blocks
+>>>>>>> streambase
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
@@ -80,7 +83,7 @@ def expand_shards(
     return shards
 
 
-class ImageTextShards(IterableDataset):
+class ImageTextShards(ResumableStream):
     """Iterate ``{"image": uint8 [3,H,W], "input_ids": int64 [L], "key": str}`` from tar shards.
 
     Args:
@@ -146,46 +149,29 @@ class ImageTextShards(IterableDataset):
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         self.strict_decode = strict_decode
-        # Read here, in the main process: a spawned worker has no process group to ask.
-        self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
         # what a state names as its data: the shards' count and names (not where they are kept)
+<<<<<<< HEAD
         self._source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         self.pad_id = caption_pad_id(self.tokenizer)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
+=======
+        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+        super().__init__(seed, rank, world_size, source=source)
+        try:
+            self.pad_id = pad_id_of(self.tokenizer)
+        except ValueError:
+            self.pad_id = 0  # no pad token (CLIP's BPE): padded positions are masked out anyway
+>>>>>>> streambase
 
-    @property
-    def seed(self) -> int:
-        return self.cursor.seed
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the next pass (it then advances by one per pass)."""
-        self.cursor.set_epoch(epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Seed, epoch, this reader's position (see :class:`recipes.core.streams.StreamCursor`) and
-        ``source``, the shards it is a position in (their count and a digest of their names)."""
-        return {**self.cursor.state_dict(), "source": self._source}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
-
-        Every field is checked first (a ValueError names it, its value and the allowed range): a
-        state of other shards or a crafted one is refused, not read from the wrong place.
-        """
-        per_block = max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
-        cursor = check_source(state, self._source, "ImageTextShards")
-        self.cursor.load_state_dict(
-            cursor, owner="ImageTextShards", world_size=self.world_size, check_position=self._check_position,
-            max_taken=per_block,
-        )
+    def _max_taken(self, slots: int) -> int | None:
+        return max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
 
     def _check_position(self, position: list[Any], slots: int) -> None:
         """Refuse a resume point ``[shard position in the reader's list, byte offset]`` outside these shards."""
-        owner, start = "ImageTextShards", position[1]
+        owner, start = type(self).__name__, position[1]
         if not isinstance(start, (list, tuple)) or len(start) != 2:
             raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset]")
         if slots > len(self.shards):
@@ -202,22 +188,18 @@ class ImageTextShards(IterableDataset):
         """The most DataLoader workers per rank that all get a shard."""
         return len(self.shards) // self.world_size
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        slot, slots = reader_slot(self.rank, self.world_size)
-        workers = slots // self.world_size
+    def _begin(self, slots: int) -> tuple[int, Any]:
+        """Refuse, before the pass begins, more readers than shards."""
         if len(self.shards) < slots:
             raise ValueError(
-                f"{len(self.shards)} shards cannot feed {self.world_size} ranks x {workers} workers = {slots} "
-                f"readers (each reads whole shards): use num_workers <= {self.max_workers()} or write more, "
+                f"{len(self.shards)} shards cannot feed {self.world_size} ranks x {slots // self.world_size} workers = "
+                f"{slots} readers (each reads whole shards): use num_workers <= {self.max_workers()} or write more, "
                 "smaller shards (write_shards(..., samples_per_shard=...))"
             )
-        epoch, resume = self.cursor.begin(slots)
-        return self._pass(slot, slots, epoch, resume)
+        return self.cursor.begin(slots)
 
-    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[dict[str, Any]]:
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this slot's shards, in blocks of ``shuffle_buffer`` shuffled samples."""
-        if resume == "end":
-            return
         seed, order = self.cursor.seed, list(range(len(self.shards)))
         if self.shuffle_buffer:
             order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
@@ -234,15 +216,9 @@ class ImageTextShards(IterableDataset):
         )
         blocks = shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block)
         for block, start, block_samples in blocks:
-            taken = 0
-            for shard, key, files in block_samples:
-                for item in self._items(shard, key, files, epoch):
-                    taken += 1
-                    if block == first_block and taken <= skip:
-                        continue  # handed out before the state was saved
-                    self.cursor.advance(block, start, taken)
-                    yield item
-        self.cursor.finish()
+            items = (item for shard, key, files in block_samples for item in self._items(shard, key, files, epoch))
+            # a resumed block: its first items were handed out before the state was saved
+            yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[dict[str, Any]]:
         where = f"{shown(shard)}:{key}"

@@ -37,11 +37,10 @@ from typing import Any
 
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, get_worker_info
 
 from recipes.core.batching import extra_columns
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
-from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import stream_loader
 from recipes.core.packing import packed_in_workers
@@ -56,7 +55,7 @@ from recipes.core.parquet_files import (
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
+from recipes.core.streams import ResumableStream, check_int, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
@@ -71,11 +70,12 @@ STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
 
 
-class StreamingTextDataset(IterableDataset):
+class StreamingTextDataset(ResumableStream):
     """Tokenised lines of .txt / .jsonl files (or Parquet rows), sharded by rank x worker (see module doc).
 
     Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
-    ``label_field`` (streaming cannot number string labels: they must be integers).
+    ``label_field`` (streaming cannot number string labels: they must be integers). ``state_dict()``
+    holds positions (:class:`recipes.core.streams.ResumableStream`): ``[block, offset, lines taken]``.
 
     Args:
         paths: a file or a list of files, read in this order: local paths or fsspec URLs
@@ -143,6 +143,7 @@ class StreamingTextDataset(IterableDataset):
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
+<<<<<<< HEAD
         self._pad_id = find_pad_id(self.tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
@@ -156,61 +157,41 @@ class StreamingTextDataset(IterableDataset):
     @property
     def seed(self) -> int:
         return self.cursor.seed
+=======
+        try:
+            self._pad_id: int | None = pad_id_of(self.tokenizer, pad_id)
+        except ValueError:
+            self._pad_id = None  # only padding needs it: the pad_id property raises on use
+        # what a state names as its data: offsets into these many files of this size
+        source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
+        super().__init__(seed, rank, world_size, source=source)
+>>>>>>> streambase
 
     @property
     def pad_id(self) -> int:
         """The id to pad with; a ValueError says what to do if the tokenizer has none."""
         return require_pad_id(self._pad_id, "StreamingTextDataset")
 
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the next pass. Without calls the epoch advances by one each pass, in
-        each worker copy (with ``persistent_workers``; non-persistent workers get a fresh copy
-        from the main process every epoch, so call this there to reshuffle)."""
-        self.cursor.set_epoch(epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Seed, epoch, this reader's position (see :class:`recipes.core.streams.StreamCursor`) and
-        ``source``, the files it is a position in (their count and total bytes, or rows)."""
-        return {**self.cursor.state_dict(), "source": self._source}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
-
-        Every field is checked first (a ValueError names it, its value and the allowed range): a
-        state of other files or a crafted one is refused, not read from the wrong place.
-        """
-        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
-        cursor = check_source(state, self._source, "StreamingTextDataset")
-        self.cursor.load_state_dict(
-            cursor, owner="StreamingTextDataset", world_size=self.world_size, check_position=self._check_position,
-            max_taken=per_block,
-        )
+    def _max_taken(self, slots: int) -> int:
+        return self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES  # lines a block holds
 
     def _check_position(self, position: list[Any], slots: int) -> None:
         """Refuse a resume offset (bytes, or Parquet rows) outside this rank's share of the files, and
         a block index that many blocks could not have come before (each line or row is a byte at least)."""
-        owner, total, workers = "StreamingTextDataset", sum(self.sizes), slots // self.world_size
+        owner, total, workers = type(self).__name__, sum(self.sizes), slots // self.world_size
         low, high = self.rank * workers * total // slots, (self.rank + 1) * workers * total // slots
         start = check_int(position[1], "position[1] (offset)", owner, low, high - 1)
-        per_block = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
-        check_int(position[0], "position[0] (block)", owner, 0, (start - low) // per_block)
+        check_int(position[0], "position[0] (block)", owner, 0, (start - low) // self._max_taken(slots))
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, int, Any]]:
+        """One epoch of this slot's lines, in blocks of ``shuffle_buffer`` shuffled lines, tokenised a block at once."""
         if get_worker_info() is not None:
             # the workers are the parallelism: one Rust thread pool per worker would oversubscribe
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        slot, slots = reader_slot(self.rank, self.world_size)
-        epoch, resume = self.cursor.begin(slots)
-        return self._pass(slot, slots, epoch, resume)
-
-    def _pass(self, slot: int, slots: int, epoch: int, resume: Any) -> Iterator[dict[str, Any]]:
-        """One epoch of this slot's lines, in blocks of ``shuffle_buffer`` shuffled lines."""
-        if resume == "end":
-            return
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
         if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
             total = sum(self.sizes)
-            check_int(begin, f"position[1] (offset) of reader {slot}", "StreamingTextDataset",
+            check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__,
                       slot * total // slots, (slot + 1) * total // slots - 1)
         rng_of_block = None
         if self.shuffle_buffer > 1:
@@ -222,12 +203,8 @@ class StreamingTextDataset(IterableDataset):
         rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
-            taken = skip if block == first_block else 0  # a resumed block: its first items were taken
-            for item in self._encode(chunk[taken:]):
-                taken += 1
-                self.cursor.advance(block, start, taken)
-                yield item
-        self.cursor.finish()
+            # a resumed block: its first lines were taken, and are not tokenised again
+            yield block, start, self._encode(chunk[skip if block == first_block else 0 :])
 
     def _lines(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, bool, bytes]]:
         """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot,
@@ -249,7 +226,7 @@ class StreamingTextDataset(IterableDataset):
                     elif start > 0:  # a resumed offset: a line must start there, after a newline
                         if file.read(1) != b"\n":
                             raise ValueError(
-                                f"StreamingTextDataset state: position[1] (offset) = {begin} is not where a line of "
+                                f"{type(self).__name__} state: position[1] (offset) = {begin} is not where a line of "
                                 f"{name} starts (byte {start}): a state of other files, or the file has changed"
                             )
                         position += 1

@@ -1,4 +1,5 @@
-"""reader_slot + shuffled_blocks + StreamCursor + build_loader on an IterableDataset: each item once per epoch."""
+"""reader_slot + shuffled_blocks + StreamCursor + ResumableStream + build_loader on an IterableDataset: each item
+once per epoch, and a resume mid-pass exactly."""
 
 import random
 
@@ -8,7 +9,7 @@ from torch.utils.data import IterableDataset
 
 from recipes.core.loader import build_loader
 from recipes.core.plans import ByLength
-from recipes.core.streams import StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.streams import ResumableStream, StreamCursor, check_int, reader_slot, shuffled_blocks
 
 
 class Numbers(IterableDataset):
@@ -76,6 +77,58 @@ def test_stream_cursor_numbers_passes_and_resumes_one():
         resumed.begin(3)
     resumed.set_epoch(5)
     assert resumed.begin(3) == (5, None)
+
+
+
+class Blocks(ResumableStream):
+    """0..size-1 in blocks of 4 shuffled by ``(seed, epoch, block)``, read by slot i % slots: only a
+    pass of its own, the rest is the base class's."""
+
+    def __init__(self, size: int, *, seed: int | None = None, rank: int | None = None, world_size: int | None = None):
+        self.size = size
+        super().__init__(seed, rank, world_size, source=f"{size} numbers")
+
+    def _max_taken(self, slots: int) -> int:
+        return 4
+
+    def _check_position(self, position, slots):
+        check_int(position[1], "position[1] (start)", "Blocks", 0, self.size - 1)
+
+    def _blocks(self, slot, slots, epoch, resume):
+        first = resume[1] if resume is not None else slot
+        numbers = ((i, i) for i in range(first, self.size, slots))
+
+        def rng_of_block(block: int) -> random.Random:
+            return random.Random(self.seed * 1000 + epoch * 100 + block)
+
+        skip = resume[2] if resume is not None else 0
+        for block, start, items in shuffled_blocks(numbers, 4, rng_of_block, resume[0] if resume else 0):
+            yield block, start, items[skip if resume is not None and block == resume[0] else 0 :]
+
+
+def test_a_resumable_stream_resumes_mid_pass_exactly_and_refuses_other_data():
+    stream = Blocks(30, seed=3)
+    first, second = list(stream), list(stream)  # each pass is the next epoch
+    assert sorted(first) == list(range(30)) and first != second
+    for stop in (0, 1, 6, 29):
+        stream = Blocks(30, seed=3)
+        items = iter(stream)
+        taken = [next(items) for _ in range(stop)]
+        state = stream.state_dict()
+        assert set(state) == {"seed", "epoch", "slots", "position", "source"} and state["source"] == "30 numbers"
+        resumed = Blocks(30, seed=0)
+        resumed.load_state_dict(state)
+        assert taken + list(resumed) == first and resumed.seed == 3
+        assert list(resumed) == second
+    with pytest.raises(ValueError, match=r"Blocks state: source = '30 numbers' is not this one's '31 numbers'"):
+        Blocks(31).load_state_dict(state)
+    with pytest.raises(ValueError, match=r"Blocks state: position\[2\] \(items taken\) = 5 is not an integer in \[0, 4\]"):
+        Blocks(30).load_state_dict({**state, "position": [0, 0, 5]})
+    with pytest.raises(ValueError, match=r"Blocks state: position\[1\] \(start\) = 30 is not an integer"):
+        Blocks(30).load_state_dict({**state, "position": [0, 30, 0]})
+    chosen = Blocks(30, seed=3)
+    chosen.set_epoch(1)
+    assert list(chosen) == second
 
 
 def test_equal_steps_passes_batches_through_outside_a_process_group():
