@@ -37,7 +37,6 @@ BATCH = 32
 
 def paragraphs() -> list[str]:
     import re
-
     from pydoc_data.topics import topics
 
     return [p.strip() for topic in topics.values() for p in re.split(r"\n\s*\n", topic) if p.strip()]

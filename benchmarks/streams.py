@@ -87,9 +87,9 @@ from vision import cpu_seconds, photo  # benchmarks/vision.py (this script's fol
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.streams import reader_slot
-from recipes.multimodal.tar_shards import read_samples
 from recipes.fixtures import WORDS, fixtures_dir
 from recipes.multimodal import ImageTextShards, expand_shards, multimodal_loader, write_shards
+from recipes.multimodal.tar_shards import read_samples
 from recipes.vision import train_transform
 
 # torchvision 0.29 deprecates its decoders for TorchCodec and warns on every call: it is the

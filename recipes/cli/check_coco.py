@@ -18,9 +18,9 @@ from typing import Any
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
-from recipes.detection.coco_files import check_keys
 from recipes.core.errors import DataError
 from recipes.core.paths import resolve_under
+from recipes.detection.coco_files import check_keys
 
 BOX_TOLERANCE = 1.0  # pixels a box may stick out of its image (rounding in annotation tools)
 

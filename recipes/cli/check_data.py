@@ -80,9 +80,9 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
     """A .txt / .jsonl / .csv / .parquet file: every row UTF-8 with its fields, lengths and truncation."""
+    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
     from recipes.text.corpus_files import TEXT_FORMATS, check_format, read_rows
     from recipes.text.parquet_corpus import parquet_rows
-    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     report = Report("text", str(path))
     fields = {"text_field": text_field, "label_field": label_field}
@@ -174,9 +174,9 @@ def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None
 def _caption_rows(path: Path, image_field: str, caption_field: str, report: Report) -> list[tuple[str, str, bytes | None, list[str]]]:
     """``(line or row, image name, image bytes or None, captions)`` for each usable row, read by the
     dataset's own reader with ``on_error="skip"``."""
+    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
     from recipes.multimodal.caption_files import read_caption_manifest
     from recipes.multimodal.parquet_captions import caption_rows
-    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
 
     if is_parquet(path):
         entries = parquet_entries(path)  # listed once, for the columns and the rows

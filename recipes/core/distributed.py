@@ -1,4 +1,4 @@
-"""Which rank am I, of how many, and one seed that every rank agrees on.
+"""Which rank am I, of how many, one seed that every rank agrees on, and equal step counts.
 
     rank, world_size = resolve_rank(rank, world_size)   # None: ask torch.distributed
     seed = shared_seed(seed)                             # None: a random seed, broadcast from rank 0
@@ -10,7 +10,11 @@ process group a run is rank 0 of 1.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
+
 import torch
+import torch.distributed as dist
 
 from recipes.core.seeding import random_seed
 
@@ -46,3 +50,47 @@ def shared_seed(seed: int | None) -> int:
         torch.distributed.broadcast_object_list(box, src=0)
         seed = box[0]
     return seed
+
+
+_END = object()
+
+
+class EqualSteps:
+    """Iterate a rank's loader so that every rank stops at the same step (training on streams).
+
+        loader = EqualSteps(DataLoader(stream, batch_size=32, num_workers=4))
+        for batch in loader:                  # the same number of batches on every rank
+            loss = ddp_model(batch).backward()
+
+    A self-sharding stream gives the ranks nearly, not exactly, equal shares (byte ranges, shards
+    of unequal size). A rank that runs one step more than the others waits forever in DDP's
+    gradient all-reduce. Before each step the ranks agree, with one all-reduce (MIN) of "I have a
+    batch" (a 4-byte message, next to the step's own gradient all-reduce), and all stop when the
+    first one runs out. The few batches the others still held are not used this epoch; no
+    sample goes to two ranks. Outside a process group of more than one rank it passes batches
+    through unchanged. The stream presets (``recipes.core.loader.stream_loader``) wrap training
+    loaders in it when a process group is initialised. Other attributes are the loader's.
+    """
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self.loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "loader":  # not set yet (unpickling): do not recurse
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+    def __iter__(self) -> Iterator[Any]:
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            yield from self.loader
+            return
+        # NCCL only reduces CUDA tensors; gloo and the others take CPU ones.
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+        batches = iter(self.loader)
+        while True:
+            batch = next(batches, _END)
+            flag = torch.tensor([batch is not _END], dtype=torch.int32, device=device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            if not flag.item():
+                return
+            yield batch

@@ -35,7 +35,8 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 
 from recipes.core.errors import describe_sample
 from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
-from recipes.core.streams import CURSOR_FIELDS, ResumableStream, check_int, check_keys
+from recipes.core.states import CURSOR_FIELDS, check_int, check_keys
+from recipes.core.streams import ResumableStream
 
 _CYCLE_KEY = 1 << 62  # the seeds of the sources' permutations live apart from the samples' seeds
 

@@ -33,7 +33,7 @@ from torch.utils.data import Sampler
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.plans import Shuffle
 from recipes.core.seeding import epoch_generator, sample_seeds
-from recipes.core.streams import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
+from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
 
 class GroupedBatchSampler(Sampler[list[int]]):

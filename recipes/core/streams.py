@@ -1,6 +1,5 @@
 """Building blocks for IterableDatasets that shard themselves: which reader am I, a shuffle that
-can resume, the stream's position, a base class for resumable streams, and equal step counts
-across ranks.
+can resume, the stream's position and a base class for resumable streams.
 
     slot, slots = reader_slot(self.rank, self.world_size)     # in __iter__, i.e. in the worker
     for block, start, records in shuffled_blocks(records, 10_000, rng_of_block): ...
@@ -14,59 +13,14 @@ checks, each reader's position); a subclass says what a pass reads and yields.
 
 from __future__ import annotations
 
-import numbers
 import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import torch
-import torch.distributed as dist
 from torch.utils.data import IterableDataset, get_worker_info
 
 from recipes.core.distributed import resolve_rank, shared_seed
-
-
-SEED_RANGE = (-(2**63), 2**64 - 1)  # what a seed may be: it is folded to 64 bits
-EPOCH_RANGE = (0, 2**63 - 1)
-CURSOR_FIELDS = ("seed", "epoch", "slots", "position")  # a StreamCursor's state
-
-
-def check_keys(state: Any, keys: Iterable[str], owner: str) -> None:
-    """Refuse a loaded state that is not a dict with exactly ``keys``, naming what is missing or extra."""
-    if not isinstance(state, dict):
-        raise ValueError(f"{owner} state must be a dict, got {type(state).__name__}")
-    expected = set(keys)
-    missing, extra = sorted(expected - set(state)), sorted(map(repr, set(state) - expected))
-    if missing or extra:
-        raise ValueError(
-            f"{owner} state: missing keys {missing}, unknown keys [{', '.join(extra)}]; a state of this object has "
-            f"exactly {sorted(expected)} (a state of something else?)"
-        )
-
-
-def check_int(value: Any, field: str, owner: str, low: int = 0, high: int | None = None) -> int:
-    """``value`` as an int, or a ValueError naming ``field``, the value and the allowed range ``[low, high]``."""
-    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not integer or value < low or (high is not None and value > high):
-        shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        allowed = f"[{low:,}, {'...' if high is None else f'{high:,}'}]"
-        raise ValueError(f"{owner} state: {field} = {shown_value} is not an integer in {allowed}")
-    return int(value)
-
-
-def check_source(state: Any, source: str | None, owner: str) -> dict[str, Any]:
-    """The cursor's part of a stream's state, once its ``"source"`` (what the stream reads, in a few
-    words: ``"4 shards 1a2b3c4d"``) is this stream's; a state of other data is a ValueError. A state
-    with no source, as version 0.1.0 saved them, is read as this stream's: it still loads."""
-    if isinstance(state, dict) and "source" not in state:
-        check_keys(state, CURSOR_FIELDS, owner)
-        return dict(state)
-    check_keys(state, (*CURSOR_FIELDS, "source"), owner)
-    if not (isinstance(state["source"], str) and state["source"] == source):
-        raise ValueError(
-            f"{owner} state: source = {str(state['source'])[:60]!r} is not this one's {source!r}: a state of other data"
-        )
-    return {name: value for name, value in state.items() if name != "source"}
+from recipes.core.states import CURSOR_FIELDS, EPOCH_RANGE, SEED_RANGE, check_int, check_keys, check_source
 
 
 def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
@@ -303,47 +257,3 @@ class ResumableStream(IterableDataset):
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """``(block, start, items)`` of reader ``slot``'s pass in ``epoch``, from ``resume`` on (see the class doc)."""
         raise NotImplementedError(f"{type(self).__name__} must define _blocks: what a pass reads")
-
-
-_END = object()
-
-
-class EqualSteps:
-    """Iterate a rank's loader so that every rank stops at the same step (training on streams).
-
-        loader = EqualSteps(DataLoader(stream, batch_size=32, num_workers=4))
-        for batch in loader:                  # the same number of batches on every rank
-            loss = ddp_model(batch).backward()
-
-    A self-sharding stream gives the ranks nearly, not exactly, equal shares (byte ranges, shards
-    of unequal size). A rank that runs one step more than the others waits forever in DDP's
-    gradient all-reduce. Before each step the ranks agree, with one all-reduce (MIN) of "I have a
-    batch" (a 4-byte message, next to the step's own gradient all-reduce), and all stop when the
-    first one runs out. The few batches the others still held are not used this epoch; no
-    sample goes to two ranks. Outside a process group of more than one rank it passes batches
-    through unchanged. The build_loader presets wrap training loaders over an IterableDataset
-    in it when a process group is initialised. Other attributes are the loader's.
-    """
-
-    def __init__(self, loader: Iterable[Any]) -> None:
-        self.loader = loader
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "loader":  # not set yet (unpickling): do not recurse
-            raise AttributeError(name)
-        return getattr(self.loader, name)
-
-    def __iter__(self) -> Iterator[Any]:
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-            yield from self.loader
-            return
-        # NCCL only reduces CUDA tensors; gloo and the others take CPU ones.
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-        batches = iter(self.loader)
-        while True:
-            batch = next(batches, _END)
-            flag = torch.tensor([batch is not _END], dtype=torch.int32, device=device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-            if not flag.item():
-                return
-            yield batch

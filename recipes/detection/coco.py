@@ -34,12 +34,12 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from recipes.detection.coco_files import decode_masks, read_instances
-from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
 from recipes.core.storage import is_url, shown
+from recipes.detection.coco_files import decode_masks, read_instances
+from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.text.corpus_files import is_unicode
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import check_relative
 from recipes.core.storage import is_url, read_bytes, shown, suffix
+from recipes.text.corpus_files import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
 

@@ -43,13 +43,19 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.core.arrays import StringArray
 from recipes.core.batching import extra_columns
-from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, NamedCollate, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
+from recipes.core.errors import (
+    DataError,
+    NamedCollate,
+    UserCode,
+    check_on_error,
+    describe_sample,
+    drop_skipped,
+    skip_or_raise,
+)
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import ResumableLoader, loader_kwargs, preset_kwargs, stream_loader
 from recipes.core.packing import packed_in_workers
-from recipes.multimodal.parquet_captions import index_caption_parquet
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.plans import Shuffle, draws_of
@@ -57,6 +63,8 @@ from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
 from recipes.core.storage import is_url, parent, shown
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch
+from recipes.multimodal.caption_files import read_caption_manifest
+from recipes.multimodal.parquet_captions import index_caption_parquet
 
 CAPTION_CHOICES = ("random", "first", "all")
 # OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.

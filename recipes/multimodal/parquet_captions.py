@@ -29,19 +29,19 @@ from tokenizers import Tokenizer
 
 from recipes.core.arrays import StringArray, TokenArray, concat_strings, concat_tokens
 from recipes.core.blob_file import BlobFile, BlobWriter, cached_blobs
-from recipes.multimodal.caption_files import check_caption, check_image_name
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.parquet_files import (
+    MAX_ROW_GROUP_BYTES,
     check_columns,
     columns_of,
     entry_name,
     fingerprint,
-    MAX_ROW_GROUP_BYTES,
     iter_rows,
     parquet_entries,
     row_counts,
 )
 from recipes.core.tokens import TruncatingEncoder, encode_texts
+from recipes.multimodal.caption_files import check_caption, check_image_name
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
 

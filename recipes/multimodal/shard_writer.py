@@ -23,12 +23,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.images import open_image
-from recipes.multimodal.parquet_captions import caption_rows
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
 from recipes.core.paths import resolve_under
+from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
+from recipes.multimodal.parquet_captions import caption_rows
 from recipes.multimodal.tar_shards import EXTENSION_OF_FORMAT, caption_member
 
 

@@ -44,14 +44,11 @@ from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
+from recipes.core.states import check_int
 from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
-<<<<<<< HEAD
-from recipes.core.streams import StreamCursor, check_int, check_source, reader_slot, shuffled_blocks
+from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
-=======
-from recipes.core.streams import ResumableStream, check_int, shuffled_blocks
->>>>>>> streambase
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
@@ -150,21 +147,13 @@ class ImageTextShards(ResumableStream):
         self.captions, self.on_error = captions, check_on_error(on_error)
         self.strict_decode = strict_decode
         # what a state names as its data: the shards' count and names (not where they are kept)
-<<<<<<< HEAD
-        self._source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+        super().__init__(seed, rank, world_size, source=source)
         self.pad_id = caption_pad_id(self.tokenizer)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
-=======
-        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
-        super().__init__(seed, rank, world_size, source=source)
-        try:
-            self.pad_id = pad_id_of(self.tokenizer)
-        except ValueError:
-            self.pad_id = 0  # no pad token (CLIP's BPE): padded positions are masked out anyway
->>>>>>> streambase
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary

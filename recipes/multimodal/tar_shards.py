@@ -21,12 +21,12 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from recipes.text.corpus_files import is_unicode
 from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative
 from recipes.core.storage import cleaned, is_url, open_stream, shown
 from recipes.core.tar_stream import tar_members
+from recipes.text.corpus_files import is_unicode
 
 # The member extensions read as the sample's image, in order of preference.
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")

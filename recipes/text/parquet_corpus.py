@@ -25,20 +25,20 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray, concat_tokens
-from recipes.text.corpus_files import check_fields, integer_label
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.parquet_files import (
+    MAX_ROW_GROUP_BYTES,
     check_columns,
     entry_name,
     fingerprint,
     is_arrow_dataset,
-    MAX_ROW_GROUP_BYTES,
     iter_rows,
     parquet_entries,
     row_counts,
 )
 from recipes.core.storage import shown
 from recipes.core.tokens import TruncatingEncoder, encode_texts
+from recipes.text.corpus_files import check_fields, integer_label
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
 

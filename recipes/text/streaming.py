@@ -40,11 +40,9 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
 from recipes.core.batching import extra_columns
-from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import stream_loader
 from recipes.core.packing import packed_in_workers
-from recipes.text.parquet_corpus import check_record
 from recipes.core.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     check_columns,
@@ -54,8 +52,9 @@ from recipes.core.parquet_files import (
     row_counts,
 )
 from recipes.core.seeding import sample_seed
+from recipes.core.states import check_int
 from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
-from recipes.core.streams import ResumableStream, check_int, shuffled_blocks
+from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
@@ -65,6 +64,8 @@ from recipes.core.tokens import (
     pad_batch,
     require_pad_id,
 )
+from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
+from recipes.text.parquet_corpus import check_record
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
@@ -143,29 +144,14 @@ class StreamingTextDataset(ResumableStream):
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
-<<<<<<< HEAD
         self._pad_id = find_pad_id(self.tokenizer, pad_id)  # only padding needs it (pack_collate does not)
-        self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
         # what a state names as its data: offsets into these many files of this size
-        self._source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
+        source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
+        super().__init__(seed, rank, world_size, source=source)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
         return {"collate": "stream_collate", "pad_id": self._pad_id}
-
-    @property
-    def seed(self) -> int:
-        return self.cursor.seed
-=======
-        try:
-            self._pad_id: int | None = pad_id_of(self.tokenizer, pad_id)
-        except ValueError:
-            self._pad_id = None  # only padding needs it: the pad_id property raises on use
-        # what a state names as its data: offsets into these many files of this size
-        source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
-        super().__init__(seed, rank, world_size, source=source)
->>>>>>> streambase
 
     @property
     def pad_id(self) -> int:

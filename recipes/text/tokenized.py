@@ -29,18 +29,18 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
 from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
 from recipes.core.loader import ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
-from recipes.text.parquet_corpus import parquet_source
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
+from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
+from recipes.text.parquet_corpus import parquet_source
+from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 

@@ -38,7 +38,15 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import DataError, NamedCollate, UserCode, check_on_error, describe_sample, drop_skipped, skip_or_raise
+from recipes.core.errors import (
+    DataError,
+    NamedCollate,
+    UserCode,
+    check_on_error,
+    describe_sample,
+    drop_skipped,
+    skip_or_raise,
+)
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import ResumableLoader, preset_kwargs
 from recipes.core.plans import Shuffle, draws_of

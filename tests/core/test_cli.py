@@ -2,9 +2,9 @@
 
 import importlib
 import os
-import warnings
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest

@@ -15,10 +15,10 @@ from recipes.__main__ import main
 from recipes.cli.check import check
 from recipes.cli.check_files import inspect_images
 from recipes.cli.datasets import DataOptions
-from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 from recipes.core.arrays import TokenArray
 from recipes.core.disk_cache import DiskCache
 from recipes.text.token_cache import cache_prefix, load_cache, save_cache
+from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 from tests.servers import FaultyHTTPServer
 
 HOSTILE = [

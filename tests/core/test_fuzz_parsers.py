@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.detection import coco_files
 from recipes.core.arrays import TokenArray
+from recipes.detection import coco_files
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.text.corpus_files import parse_line, read_rows
 from recipes.text.token_cache import load_cache, save_cache

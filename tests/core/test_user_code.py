@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from recipes.core.device import to_device
 from recipes.core.errors import (
     BatchSamples,
     DataError,
@@ -15,7 +16,6 @@ from recipes.core.errors import (
     describe_batch,
     describe_sample,
 )
-from recipes.core.device import to_device
 from recipes.core.mixing import MixedDataset
 from recipes.core.packing import PackedBatch
 from recipes.core.seeding import SeededDataset

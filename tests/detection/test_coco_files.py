@@ -6,9 +6,9 @@ import warnings
 import numpy as np
 import pytest
 
+from recipes.core.errors import DataError
 from recipes.detection import coco_files
 from recipes.detection.coco_files import read_instances
-from recipes.core.errors import DataError
 
 ARRAYS = ("image_ids", "widths", "heights", "ann_ids", "ann_image_ids", "ann_category_ids", "iscrowd", "bbox",
           "area", "category_ids")

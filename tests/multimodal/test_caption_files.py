@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.multimodal.caption_files import read_caption_manifest
 
 
 def test_the_three_fixture_formats_give_the_same_images_and_first_captions(fixtures):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from recipes.text.corpus_files import label_ids, parse_line, read_rows
 from recipes.core.errors import DataError
+from recipes.text.corpus_files import label_ids, parse_line, read_rows
 
 
 def test_plain_lines_skip_blanks_and_keep_true_line_numbers(tmp_path):

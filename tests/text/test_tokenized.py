@@ -11,8 +11,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.text.token_cache import DamagedCacheWarning
 from recipes.text import TokenizedTextDataset, pack_collate
+from recipes.text.token_cache import DamagedCacheWarning
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
 

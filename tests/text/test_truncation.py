@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from recipes.text.corpus_files import MAX_LINE_CHARS
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.tokens import WHOLE_TEXT_CHARS
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from recipes.text.corpus_files import MAX_LINE_CHARS
 from tests.core.hostile import peak_rss_growth_mb
 from tests.special_tokens import bert_style, truncated
 

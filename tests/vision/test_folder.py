@@ -18,7 +18,6 @@ from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vi
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 
-
 def assert_same_index(ours: ImageFolderDataset, theirs: DatasetFolder) -> None:
     assert ours.classes == theirs.classes
     assert ours.class_to_idx == theirs.class_to_idx
