@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from recipes.fixtures_coco import blob_mask, mask_box, polygon, polygon_area, rle_counts, rle_string
-from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: importable here as before)
+from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-exported, importable from here too)
     COCO_CASES,
     HOSTILE_README,
     MISSING_FIELD_ROWS,
@@ -249,7 +249,7 @@ def _train_tokenizer(texts: list[str]) -> str:
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.NFKC()  # keeps accents: "café" != "cafe"
     # "▁" marks a word's first piece, so the decoder knows where the spaces were (a bare
-    # Whitespace pre-tokenizer drops them: "Ready" came back as "Re ad y"); punctuation is its own piece
+    # Whitespace pre-tokenizer drops them: "Ready" would decode as "Re ad y"); punctuation is its own piece
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
     tok.decoder = decoders.Metaspace()
     tok.train_from_iterator(texts, trainers.BpeTrainer(

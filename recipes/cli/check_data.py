@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.cli.check_coco import BOX_TOLERANCE, check_coco  # noqa: F401  (moved there; still importable here)
+from recipes.cli.check_coco import BOX_TOLERANCE, check_coco  # noqa: F401  (re-exported: importable from here too)
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, collect_skipped, counts, spread
 from recipes.core.errors import DataError

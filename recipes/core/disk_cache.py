@@ -10,20 +10,18 @@ once the last byte has arrived. A cached copy is used, without a request to the 
 size is the recorded one and it is untouched since (its modification time as recorded) or its
 CRC-32 matches the record; a partial, truncated or damaged file is fetched again. Shards are
 written once and never changed in place (the convention of webdataset, litdata and Mosaic
-alike), so the remote is not asked whether its object changed: with ``revalidate=True`` each
-open first asks for the object's size (one HEAD request, ~1 ms a shard on a local network) and
-fetches it again when that differs. The size and modification time cannot see bytes changed in
-place with the time kept (a failing disk, a careless copy): ``verify=True`` checks the CRC-32 of
-the whole copy at every open, and :meth:`DiskCache.scrub` (``recipes check cache FOLDER``)
-checks every entry once and removes the damaged ones, to be fetched again on their next use.
+alike), so the remote is not asked whether its object changed unless ``revalidate=True``. The
+size and modification time cannot see bytes changed in place with the time kept (a failing
+disk, a careless copy): ``verify=True`` checks the CRC-32 of the whole copy at every open, and
+:meth:`DiskCache.scrub` (``recipes check cache FOLDER``) checks every entry once and removes the
+damaged ones, to be fetched again on their next use.
 
-The least recently used entries (by access time, which each use sets) go once the entries and
-the copies being written hold more than ``limit_bytes``. A writer holds an exclusive ``flock``
-on its temporary file, which the kernel drops when the process dies, however it dies: a
-temporary file nobody holds was left by a killed run, and the next download or eviction deletes
-it, so a job preempted again and again does not grow the folder. Entries are named by a hash of
-the URL (plus its file name, for people), so one cache folder may serve several sources;
-nothing in it is executed or unpickled.
+Once the entries and the copies being written hold more than ``limit_bytes``, the least recently
+used entries go. A writer holds an exclusive ``flock`` on its temporary file, which the kernel
+drops however the process dies: a temporary file nobody holds was left by a killed run, and the
+next download or eviction deletes it, so a job preempted again and again does not grow the folder.
+Entries are named by a hash of the URL (plus its file name, for people): one cache folder may serve
+several sources. Nothing in it is executed or unpickled.
 """
 
 from __future__ import annotations
@@ -63,8 +61,10 @@ class DiskCache:
 
     Args:
         folder: where entries live (created if missing).
-        limit_bytes: the most the entries may hold together; the least recently used go first.
-        revalidate: ask the remote for each object's size at every open, for sources whose
+        limit_bytes: the most the entries may hold together; the least recently used (by access
+            time, which each use sets) go first.
+        revalidate: ask the remote for each object's size at every open (one HEAD request, ~1 ms
+            a shard on a local network) and fetch it again when that differs, for sources whose
             objects are rewritten in place (off: shards are immutable).
         verify: check the CRC-32 of the whole copy at every open instead of trusting an
             unchanged size and modification time (one more read of each shard an epoch); a

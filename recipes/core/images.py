@@ -8,14 +8,13 @@ What it guarantees, whatever the file:
 - EXIF orientation is applied, so a phone photo stored sideways comes out upright.
 - Grayscale, palette, RGBA, LA, CMYK and 1-bit images become plain RGB exactly as PIL's
   ``ImageOps.exif_transpose(im).convert("RGB")`` would; 16-bit images are scaled to 8 bits
-  (PIL's own ``convert("RGB")`` clips them to white instead). A 16-bit PNG peaks at about twice
-  its 8-bit output in memory, not at its 16-bit decode's several times.
+  (PIL's ``convert("RGB")`` clips them to white), in about twice the 8-bit output's memory.
 - A decompression bomb is refused from the header, before any pixel memory is allocated.
 - A truncated, empty or non-image file raises :class:`DataError` naming the file; it is never
   filled with grey.
 - ``strict=True`` also refuses a JPEG whose entropy-coded data libjpeg reports as corrupt (it
   decodes such a file with grey or smeared blocks and only prints ``Corrupt JPEG data: ...`` on
-  stderr): the message names the file and carries libjpeg's line, which no longer reaches stderr.
+  stderr): the message names the file and carries libjpeg's line, which is kept off stderr.
 
 How: JPEG and PNG go through TorchCodec's public decoders (libjpeg-turbo / libpng straight
 into a tensor, EXIF applied), after a few-microsecond header read here gives the size for the
@@ -299,7 +298,7 @@ def _libjpeg_messages() -> Iterator[list[str]]:
     """Collect the lines C code prints on stderr (file descriptor 2) inside the block.
 
     The list is filled when the block ends. Lines that are not libjpeg's corruption warnings
-    (:data:`LIBJPEG_CORRUPT`) go on to stderr as before. Captures in threads of one process take
+    (:data:`LIBJPEG_CORRUPT`) go on to stderr unchanged. Captures in threads of one process take
     turns, since the descriptor is the process's. About 10 us a call (benchmarks/README.md).
     """
     lines: list[str] = []
@@ -348,8 +347,8 @@ def _decode_sixteen_bit_png(image: Image.Image, source: str, contiguous: bool) -
 
     PIL's PNG unpackers keep the top 8 bits of each colour sample as they decode (16-bit gray stays
     16-bit, shifted here), so the peak is PIL's 8-bit image plus the output: ~2.3x the output for
-    RGB(A), ~1.7x for gray. TorchCodec's uint16 decode and its conversion peaked at ~12x (a
-    9400x9400 RGBA PNG took 3.3 GB; benchmarks/README.md). ``contiguous`` picks CHW memory,
+    RGB(A), ~1.7x for gray. TorchCodec's uint16 decode and its conversion peak at ~12x (3.3 GB
+    for a 9400x9400 RGBA PNG; benchmarks/README.md). ``contiguous`` picks CHW memory,
     else a ``[3,H,W]`` view of ``[H,W,3]`` as the other decoders give.
     """
     try:

@@ -92,7 +92,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         elif self._position is not None:
             # A pass still running, even past its last batch: the rest of *this* pass is what
             # is still to come (nothing, then), as torchdata counts. Reporting the next epoch
-            # here instead made a restored multi-worker loader skip a whole epoch: it runs the
+            # here instead would make a restored multi-worker loader skip a whole epoch: it runs the
             # restored pass out (prefetching) and then starts the one after.
             (epoch, offset, yielded), world_size = self._position, self.world_size
         else:

@@ -20,12 +20,6 @@ offsets, so workers hold two numpy buffers, not a list of strings per image (pyt
 13246). Images stay uint8 from the decoder (:mod:`recipes.core.images`) through the collate and
 the pinned copy and become float once per batch on the device. The comparison with open_clip's
 ``CsvDataset`` (``benchmarks/multimodal.py``): benchmarks/README.md.
-
-Caption choice, ``captions=``: ``"random"`` draws one of an image's captions with
-``torch.randint`` in ``__getitem__``; the loader runs each sample under a seed made of
-``(seed, epoch, index)``, so the draw is new every epoch yet the same after a resume or with
-another worker count. ``"first"`` always takes the first. ``"all"`` makes one item per
-(image, caption) pair, for retrieval evaluation; ``caption_image[j]`` is the image row of item j.
 """
 
 from __future__ import annotations
@@ -90,7 +84,12 @@ class ImageTextDataset(Dataset):
             manifest line and image (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included (CLIP's context is
             77); None keeps all.
-        captions: ``"random"``, ``"first"`` or ``"all"``; see the module docstring.
+        captions: ``"random"`` draws one of an image's captions with ``torch.randint`` in
+            ``__getitem__``; the loader runs each sample under a seed made of ``(seed, epoch,
+            index)``, so the draw is new every epoch yet the same after a resume or with another
+            worker count. ``"first"`` always takes the first. ``"all"`` makes one item per
+            (image, caption) pair, for retrieval evaluation; ``caption_image[j]`` is the image row
+            of item j.
         on_error: ``"raise"`` a :class:`DataError` naming the manifest line (and the image) for
             an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
             warning (bad rows leave the index at construction, bad images their batch).

@@ -182,7 +182,7 @@ def _keys_before(
     shard: str, offset: int, storage_options: dict[str, Any] | None, cache: DiskCache | None
 ) -> set[str | None]:
     """The keys of a plain shard's members before ``offset`` (headers only): a resumed read refuses
-    a key that comes back exactly as the read from the shard's start did."""
+    a key that comes back exactly as the read from the shard's start does."""
     keys, name = set(), shown(shard)
     with _stream_from(shard, 0, storage_options, cache) as (stream, _):
         for member in tar_members(stream, source=name):
@@ -213,7 +213,7 @@ def _stream_from(
     base = 0 if compressed else offset
     if not is_url(shard) and not compressed:
         # Unbuffered: each member is one system call into its own bytes; a buffered reader
-        # copies most of a member twice (raw reads: 20 -> 16 us a sample, benchmarks/README.md).
+        # copies most of a member twice (raw reads ~20 against ~16 us a sample, benchmarks/README.md).
         with open(shard, "rb", buffering=0) as file:
             file.seek(base)
             yield file, base

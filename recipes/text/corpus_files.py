@@ -11,18 +11,16 @@ Formats, chosen by the suffix:
 - ``.csv``: a header row naming the columns, read with the :mod:`csv` module, so a quoted
   field may hold commas, quotes and line breaks; the line number is where the record starts.
 
-Blank lines (empty or only whitespace) are not samples in .txt and .jsonl: they separate
-paragraphs or end the file, so they are passed over silently and never counted as samples; the
-kept samples carry their real line numbers. Everything else that is wrong with a line is a
-:class:`DataError` naming the file and line: bytes that are not UTF-8, JSON that does not parse
-or is not an object, a missing, non-string or empty text field, a missing or non-scalar label;
-a missing field is reported with the fields the row does have. ``on_error="skip"`` drops such a
-line with a warning; a CSV header without the named columns (the error lists the header) is a
-problem with the whole file and always raises. So is a field that no line has: a wrong
-``text_field``/``label_field`` is one error, not a warning for every line and nothing kept
-(:func:`warn_skipped`). With ``max_chars`` (datasets pass it when there is no ``max_length``,
-as ``max_line_chars``), a text longer than that many characters is a DataError too: tokenising
-it whole costs memory in proportion to the line (about 100 bytes a character).
+Blank lines (empty or only whitespace) are not samples in .txt and .jsonl: they separate paragraphs
+or end the file, so they are passed over silently and never counted as samples; the kept samples
+carry their real line numbers. Everything else that is wrong with a line is a :class:`DataError`
+naming the file and line: bytes that are not UTF-8, JSON that does not parse or is not an object, a
+missing, non-string or empty text field, a missing or non-scalar label, a text over ``max_chars``
+characters (:func:`read_rows`); a missing field is reported with the fields the row does have.
+``on_error="skip"`` drops such a line with a warning; a CSV header without the named columns (the
+error lists the header) is a problem with the whole file and always raises. So is a field that no
+line has: a wrong ``text_field``/``label_field`` is one error, not a warning for every line and
+nothing kept (:func:`warn_skipped`).
 """
 
 from __future__ import annotations
@@ -90,7 +88,9 @@ def read_rows(
         on_error: ``"raise"`` or ``"skip"`` (drop bad lines with a warning).
         data: the file's bytes if already read (e.g. to hash them for a cache key).
         storage_options: passed to fsspec when ``path`` is a URL (see :mod:`recipes.core.storage`).
-        max_chars: refuse a text longer than this many characters (None: no limit).
+        max_chars: refuse a text longer than this many characters (None: no limit). Datasets pass
+            their ``max_line_chars`` when there is no ``max_length``: tokenising a text whole costs
+            memory in proportion to it (about 100 bytes a character).
     """
     check_on_error(on_error)
     path = path if is_url(path) else Path(path)
