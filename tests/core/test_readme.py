@@ -22,15 +22,24 @@ def test_readme_has_an_example_for_each_recipe_folder():
         assert any(f"from recipes.{package} import" in block for block in blocks), package
 
 
+def _suite_ignores() -> list[str]:
+    """pyproject's ignores as ``-W`` options: an example meets only the third-party warnings the suite
+    ignores (each entry is literal text, which ``-W`` and pytest's regular expressions read alike)."""
+    import tomllib
+
+    filters = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    return [option for entry in filters["filterwarnings"] if entry.startswith("ignore:") for option in ("-W", entry)]
+
+
 @pytest.mark.slow
 def test_every_readme_example_runs_without_a_warning():
     if not (ROOT / "fixtures").is_dir():
         pytest.skip("the examples use the repository's fixtures/")
-    failures = []
+    failures, ignores = [], _suite_ignores()
     for number, block in enumerate(_blocks()):
         result = subprocess.run(
-            [sys.executable, "-W", "error", "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            [sys.executable, "-W", "error", *ignores, "-c", block], cwd=ROOT, capture_output=True, text=True,
+            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         if result.returncode or "Warning" in result.stderr:
             failures.append(f"block {number}:\n{block}\n{result.stderr[-1500:]}")
