@@ -104,7 +104,7 @@ class Permutation:
             values = np.where(values < 0, values + self.n, values)
         walk = self._decrypt if inverse else self._encrypt
         out = walk(values.reshape(-1).astype(np.uint64))
-        # Cycle walking, on the still-out-of-range subset only (under 3/4 of it each step).
+        # Cycle walking, on the still-out-of-range subset only (each step keeps ~1 - n / 4^h of it).
         todo = np.flatnonzero(out >= np.uint64(self.n))
         while todo.size:
             out[todo] = walk(out[todo])
