@@ -105,6 +105,9 @@ CASES = [
     ("tokenized-missing-column", "TokenizedTextDataset", "http", lambda w: _tok(w, "nocol.parquet")),
     ("tokenized-parquet-404", "TokenizedTextDataset", "http", lambda w: _tok(w, "gone.parquet")),
     ("tokenized-repr", "TokenizedTextDataset", "http", lambda w: _tok(w, "rows.jsonl")),
+    ("tokenized-ids-bad-id", "TokenizedTextDataset", "http", lambda w: _tok(w, "ids.parquet", ids_field="input_ids")),
+    ("tokenized-ids-skip", "TokenizedTextDataset", "http",
+     lambda w: _tok(w, "ids.parquet", ids_field="input_ids", on_error="skip")),
     ("tokenized-skip", "TokenizedTextDataset", "http", lambda w: _tok(w, "bad_line.jsonl", on_error="skip")),
     ("tokenized-nobucket", "TokenizedTextDataset", "s3-nobucket", lambda w: _tok(w, "rows.jsonl")),
     ("tokenized-s3-404", "TokenizedTextDataset", "s3", lambda w: _tok(w, "gone.jsonl")),
@@ -115,6 +118,7 @@ CASES = [
     ("streaming-404", "StreamingTextDataset", "http", lambda w: _stream(w, "gone.jsonl")),
     ("streaming-closed", "StreamingTextDataset", "closed", lambda w: _stream(w, "t.jsonl")),
     ("streaming-missing-column", "StreamingTextDataset", "http", lambda w: _stream(w, "nocol.parquet")),
+    ("streaming-ids-bad-id", "StreamingTextDataset", "http", lambda w: list(_stream(w, "ids.parquet", ids_field="input_ids"))),
     ("streaming-state", "StreamingTextDataset", "http", lambda w: _after_one(_stream(w, "rows.jsonl"))),
     ("streaming-skip", "StreamingTextDataset", "http", lambda w: list(_stream(w, "bad_line.jsonl", on_error="skip"))),
     ("streaming-s3-404", "StreamingTextDataset", "s3", lambda w: _stream(w, "gone.jsonl")),
@@ -198,6 +202,7 @@ def _files(folder: Path) -> None:
     (folder / "bad.json").write_text('{"images": [{"id": 1, "file_name": ')
     (folder / "a.json").write_text(json.dumps({"images": [], "annotations": [], "categories": []}))
     pq.write_table(pa.table({"other": ["x", "y"]}), folder / "nocol.parquet")
+    pq.write_table(pa.table({"input_ids": pa.array([[5, 6], [1, -2]], pa.list_(pa.int32()))}), folder / "ids.parquet")
     image = {"id": 1, "file_name": "missing.jpg", "width": 8, "height": 8}
     (folder / "one.json").write_text(json.dumps({"images": [image], "annotations": [], "categories": []}))
     (folder / "bad-000.tar").write_bytes(b"not a tar header " * 64)
