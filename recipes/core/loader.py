@@ -8,9 +8,10 @@
     loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate, **kwargs)
 
 That is what every domain preset writes out; :func:`build_loader` does it for a dataset of
-yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the DataLoader docs leave open (how many workers, pin or
-not, keep workers alive, how far to prefetch) from the device and the CPUs this process may use.
-The values are starting points: ``python -m recipes bench`` measures them on your data.
+yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the
+DataLoader docs leave open (how many workers, pin or not, keep workers alive, how far to
+prefetch) from the device and the CPUs this process may use. The values are starting points:
+``python -m recipes bench`` measures them on your data.
 """
 
 from __future__ import annotations
@@ -180,8 +181,8 @@ def build_loader(
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
     ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
-    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see
-    :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
+    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to
+    :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
     (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
     :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
     still to come, also on another world size or ``num_workers``.

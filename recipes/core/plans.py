@@ -72,7 +72,8 @@ class Shuffle:
         if batch_size is None:
             raise ValueError("give batch_size, or a TokenBudget plan")
 
-    def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> Sequence[np.ndarray] | None:
+    def stretches(self, permutation: Permutation, batch_size: int | None,
+                  drop_last: bool) -> Sequence[np.ndarray] | None:
         """The epoch's batches as consecutive stretches of a keyed ``permutation``, each computed when
         asked for (O(1) memory); None for a plan that must see the whole order first."""
         return CutBatches(permutation, 0, len(permutation), batch_size, drop_last)

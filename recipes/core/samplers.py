@@ -121,7 +121,8 @@ class GroupedBatchSampler(Sampler[list[int]]):
         owner = "GroupedBatchSampler"
         # a state without "order" was saved before the keyed permutation: its run goes on as it began
         order = state.get("order", "randperm") if isinstance(state, dict) else None
-        check_keys(state, ("seed", "epoch", "yielded", "world_size", "offset", *(("order",) if "order" in state else ())), owner)
+        fields = ("seed", "epoch", "yielded", "world_size", "offset")
+        check_keys(state, (*fields, "order") if "order" in state else fields, owner)
         if order not in ORDERS:
             raise ValueError(f"{owner} state: order = {str(order)[:40]!r} is not one of {ORDERS}")
         seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
@@ -202,7 +203,8 @@ class GroupedBatchSampler(Sampler[list[int]]):
             draws = None
             if self.plan.draws is not None and self.shuffle:
                 draws = np.asarray(self.plan.draws(self.seed, epoch), dtype=np.int64)
-            self._cache = (epoch, draws, self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches())
+            batches = self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches()
+            self._cache = (epoch, draws, batches)
         return self._cache[1], self._cache[2]
 
     def _ordered_batches(self) -> Sequence[np.ndarray]:
