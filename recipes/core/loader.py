@@ -29,6 +29,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
+from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -199,7 +200,7 @@ def build_loader(
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate_fn), **kwargs)
 
 
@@ -232,10 +233,18 @@ def stream_loader(
     reason = getattr(dataset, "needs_persistent_workers", None)
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
-    loader = (ResumableLoader if stateful else DataLoader)(
+    loader = (ResumableLoader if stateful else RecipeLoader)(
         dataset, batch_size=batch_size, collate_fn=NamedCollate(collate_fn), **kwargs
     )
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
+
+
+class RecipeLoader(DataLoader):
+    """torch's ``DataLoader``, whose iterator leaves no reference cycle behind when it raises
+    (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive."""
+
+    def __iter__(self) -> ReleasingIterator:
+        return ReleasingIterator(super().__iter__())
 
 
 class ResumableLoader(StatefulDataLoader):
@@ -259,6 +268,9 @@ class ResumableLoader(StatefulDataLoader):
             # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
             warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
             super().__init__(*args, **kwargs)
+
+    def __iter__(self) -> ReleasingIterator:
+        return ReleasingIterator(super().__iter__())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's

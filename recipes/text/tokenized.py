@@ -31,7 +31,7 @@ from torch.utils.data import DataLoader, Dataset
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
-from recipes.core.loader import ResumableLoader, preset_kwargs
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget, draws_of
@@ -375,7 +375,7 @@ def text_loader(
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
     collate_fn = NamedCollate(packed_in_workers(collate_fn))
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

@@ -121,3 +121,19 @@ def test_a_raised_data_error_does_not_keep_its_callers_frames(refcounting_only):
         read(owner)
     del owner
     assert freed() is None
+
+
+@pytest.mark.parametrize("stateful", [False, True], ids=["plain", "stateful"])
+def test_the_presets_loaders_release_their_workers_after_a_caught_error(refcounting_only, stateful):
+    from recipes.core.loader import build_loader
+
+    before = _children()
+    loader = build_loader(NoisyRange(8, bad=(0,)), collate, batch_size=2, train=False, device="cpu", num_workers=2,
+                          stateful=stateful)
+    with pytest.raises(DataError, match="broken on purpose"):
+        for _ in loader:  # a training loop that catches the error around its loop
+            pass
+    workers = _children() - before
+    assert len(workers) == 2
+    del loader  # persistent workers: the loader keeps its iterator, and both go now
+    assert _running_after(workers, STOP_BOUND_S) == []
