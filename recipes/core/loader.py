@@ -219,7 +219,7 @@ def stream_loader(
     (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``.
 
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
-    than one rank wraps the loader in :class:`recipes.core.streams.EqualSteps`, so that every
+    than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
     mixture of streams, whose sources' passes run on across epochs) is refused without them.
     """

@@ -13,16 +13,14 @@ its own part, every line is seen ``workers x ranks`` times. Here the files form 
 into ``world_size x num_workers`` equal slices, and each (rank, worker) reads the lines that start
 in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
 shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
-stops them all at the same step, as DDP needs (:class:`recipes.core.streams.EqualSteps`); the few
-batches a rank still held are left out of that epoch. The rank is read when the dataset is built:
-build it after ``init_process_group``.
+stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build the
+dataset after ``init_process_group``: the rank is read then.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a record
-starts. ``index`` is the line's byte offset in the concatenated files: unique, stable, and
-``f.seek(offset)`` finds the line. Parquet files (a list, a glob such as ``train-*.parquet``, or a
-Hugging Face ``datasets.Dataset``) are cut into equal slices of rows instead, each read a row
+starts. ``index`` is the line's byte offset in the concatenated files (``f.seek(offset)`` finds
+it). Parquet (a list, a glob, a ``datasets.Dataset``) is cut into equal slices of rows, read a row
 group at a time; there ``index`` is the row, counted from 0 across the files.
 """
 
