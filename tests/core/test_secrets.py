@@ -30,7 +30,7 @@ from recipes.__main__ import build_parser, main
 from recipes.core import image_size, load_tokenizer, read_image, resolve_under, storage
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
-from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from recipes.text import StreamingTextDataset, TokenizeBatch, TokenizedTextDataset
 from recipes.vision import ImageFolderDataset
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
@@ -114,6 +114,7 @@ CASES = [
     ("tokenized-s3-403", "TokenizedTextDataset", "s3-403", lambda w: _tok(w, "rows.jsonl")),
     ("tokenizer-url", "TokenizedTextDataset", "http",
      lambda w: TokenizedTextDataset(w.local / "rows.jsonl", w.url("t.json"))),
+    ("ray-tokenizer-url", "TokenizeBatch", "http", lambda w: TokenizeBatch(w.url("t.json"))),
     ("streaming-unsupported", "StreamingTextDataset", "http", lambda w: _stream(w, "t.xml")),
     ("streaming-404", "StreamingTextDataset", "http", lambda w: _stream(w, "gone.jsonl")),
     ("streaming-closed", "StreamingTextDataset", "closed", lambda w: _stream(w, "t.jsonl")),
