@@ -49,8 +49,8 @@ def release_loader_frames(error: BaseException) -> None:
 class ReleasingIterator:
     """``iter(loader)`` whose errors leave no reference cycle behind (see the module docstring).
 
-    Batches, ``StopIteration`` and every error pass through unchanged; ``len()`` is the wrapped
-    iterator's. ``iterator`` is the DataLoader's own iterator.
+    Batches, ``StopIteration`` and every error pass through unchanged; ``len()`` and every other
+    attribute are the wrapped iterator's. ``iterator`` is the DataLoader's own iterator.
     """
 
     __slots__ = ("iterator",)
@@ -74,3 +74,9 @@ class ReleasingIterator:
 
     def __len__(self) -> int:
         return len(self.iterator)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else is the DataLoader iterator's (code that looks at its workers keeps working)."""
+        if name == "iterator":  # not set yet: do not recurse
+            raise AttributeError(name)
+        return getattr(self.iterator, name)
