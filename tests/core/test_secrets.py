@@ -27,7 +27,7 @@ import pytest
 from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
-from recipes.core import image_size, load_tokenizer, read_image, resolve_under, storage
+from recipes.core import image_size, load_tokenizer, read_image, resolve_under
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
 from recipes.text import StreamingTextDataset, TokenizeBatch, TokenizedTextDataset
@@ -234,13 +234,6 @@ def servers(tmp_path_factory, tokenizer):
             "s3-nobucket": Where("s3://nobucket", s3_options, local, tokenizer),
             "s3-403": Where("s3://data", s3_options, local, tokenizer),
         }
-
-
-@pytest.fixture
-def quick_retries(monkeypatch):
-    """Transient faults (the closed port) are still retried, without the real backoff's seconds."""
-    for function in (storage.open_stream, storage.stream_size, storage.retried):
-        monkeypatch.setitem(function.__kwdefaults__, "backoff", 0.0001)
 
 
 def _around(text: str) -> str:
