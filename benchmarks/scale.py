@@ -75,9 +75,12 @@ def measure_randperm(n: int) -> dict:
     return {"seconds": seconds, "bytes": after - before}
 
 
-PLANS = ("plain", "grouped", "mixed")
+PLANS = ("plain", "grouped", "length", "mixed")
 WORLDS = (8, 128, 1024)
-MEASURED_MAX = {"plain": 10**9, "grouped": 10**7, "mixed": 10**7}  # beyond: computed per sample
+# Beyond these sizes a row is computed from the largest measured one: the fields in GROWS scale
+# linearly in N, the others stay as measured (a plan's memory is a window's, whatever N is).
+MEASURED_MAX = {"plain": 10**9, "grouped": 10**7, "length": 10**8, "mixed": 10**9}
+GROWS = {"plain": (), "grouped": ("seconds",), "length": (), "mixed": ()}
 
 
 class Sized:
@@ -97,19 +100,25 @@ def measure_plan(plan: str, n: int, world_size: int) -> dict:
     """Construction and the first batch of the last rank, its extra memory and its state's size."""
     import numpy as np
 
-    from recipes.core import ByGroup, GroupedBatchSampler, MixedDataset, Shuffle
+    from recipes.core import ByGroup, ByLength, GroupedBatchSampler, MixedDataset, Shuffle
 
     GroupedBatchSampler(1000, BATCH, seed=0, plan=ByGroup(np.arange(1000) % 2))  # warm-up: imports
-    if plan == "grouped":
-        groups = np.lib.format.open_memmap(f"/tmp/scale-groups-{os.getpid()}.npy", mode="w+", dtype=np.int8, shape=(n,))
-        groups[::2] = 1  # portrait / landscape, as a memory-mapped per-sample array
+    if plan in ("grouped", "length"):  # memory-mapped per-sample arrays, as a dataset keeps them
+        dtype = np.int8 if plan == "grouped" else np.int32
+        values = np.lib.format.open_memmap(f"/tmp/scale-{plan}-{os.getpid()}.npy", mode="w+", dtype=dtype, shape=(n,))
+        for lo in range(0, n, 1 << 24):  # portrait / landscape; token counts 1..511
+            chunk = np.arange(lo, min(lo + (1 << 24), n), dtype=np.int64)
+            values[lo : lo + len(chunk)] = chunk % 2 if plan == "grouped" else 1 + (chunk * 7919) % 511
+        values.flush()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tracemalloc.start()
     start = time.perf_counter()
     if plan == "plain":
         made = Shuffle()
     elif plan == "grouped":
-        made = ByGroup(groups)
+        made = ByGroup(values)
+    elif plan == "length":
+        made = ByLength(values)
     else:
         made = Shuffle(draws=MixedDataset([Sized(n // 2), Sized(n - n // 2)], [1, 3]).epoch_indices)
     sampler = GroupedBatchSampler(n, BATCH, drop_last=True, seed=0, plan=made, rank=world_size - 1,
@@ -119,8 +128,8 @@ def measure_plan(plan: str, n: int, world_size: int) -> dict:
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
-    if plan == "grouped":
-        os.unlink(groups.filename)
+    if plan in ("grouped", "length"):
+        os.unlink(values.filename)
     return {"seconds": seconds, "bytes": max(traced, grown), "state": len(json.dumps(sampler.state_dict()))}
 
 
@@ -134,14 +143,16 @@ def plan_table(sizes: tuple[int, ...]) -> None:
                 if n <= MEASURED_MAX[plan]:
                     row = in_fresh_process(f"plan-{plan}-{world_size}", n)
                     measured, how = (row, n), ""
-                else:  # linear in N: the per-sample cost of the largest measured run
-                    row, base = measured[0], measured[1]
-                    row = {"seconds": row["seconds"] * n / base, "bytes": row["bytes"] * n / base, "state": row["state"]}
+                else:
+                    row, base = measured
+                    row = {key: value * n / base if key in GROWS[plan] else value for key, value in row.items()}
                     how = " (computed)"
                 print(f"| {plan} | 10^{len(str(n)) - 1} | {world_size} | {duration(row['seconds'])}{how} | "
                       f"{size(row['bytes'])}{how} | {row['state']} B |")
-    print("\nplain: a keyed permutation, batch by batch; grouped and mixed order the whole epoch on every")
-    print("rank (O(N)); computed rows scale the largest measured run of that plan linearly in N.")
+    print("\nplain and mixed: keyed permutations, batch by batch (O(1)). grouped and length: the epoch")
+    print("planned a window of 2^20 places at a time (O(window) memory); grouped counts every window's")
+    print("batches first (O(N) time). computed rows: grouped's time scales linearly from its largest")
+    print("measured run; every other field is that run's.")
 
 
 def in_fresh_process(side: str, n: int) -> dict:

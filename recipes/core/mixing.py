@@ -30,15 +30,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset, IterableDataset, Subset
 
+from recipes.core.draws import EpochDraws
 from recipes.core.errors import describe_sample
-from recipes.core.seeding import epoch_generator, sample_seed, sample_seeds
+from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys
 from recipes.core.streams import ResumableStream
-
-_CYCLE_KEY = 1 << 62  # the seeds of the sources' permutations live apart from the samples' seeds
 
 
 class MixedDataset(Dataset):
@@ -124,26 +122,12 @@ class MixedDataset(Dataset):
         source, local = self.locate(index)
         return _as_mixture_item(self.datasets[source].encoded_item(local, plans[source]), index)
 
-    def epoch_indices(self, seed: int, epoch: int) -> np.ndarray:
-        """The mixture indices epoch ``epoch`` draws (int64, ``sum(self.draws)`` of them), interleaved
-        at random from ``(seed, epoch)``; the same on every rank and in every process."""
-        parts = [self._stretch(seed, source, epoch) for source in range(len(self.datasets))]
-        indices = np.concatenate(parts)
-        order = torch.randperm(len(indices), generator=epoch_generator(seed, epoch)).numpy()
-        return indices[order]
-
-    def _stretch(self, seed: int, source: int, epoch: int) -> np.ndarray:
-        """Draws ``e*n .. (e+1)*n - 1`` of the source's endless sequence of permutations."""
-        count, size = self.draws[source], self.sizes[source]
-        first, stop = epoch * count, (epoch + 1) * count
-        pieces = []
-        for cycle in range(first // size, -(-stop // size)) if count else ():
-            key = int(sample_seeds(seed, cycle, [_CYCLE_KEY + source])[0])
-            permutation = torch.randperm(size, generator=torch.Generator().manual_seed(key)).numpy()
-            lo, hi = max(first, cycle * size) - cycle * size, min(stop, (cycle + 1) * size) - cycle * size
-            pieces.append(permutation[lo:hi])
-        local = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        return local.astype(np.int64) + self.offsets[source]
+    def epoch_indices(self, seed: int, epoch: int) -> EpochDraws:
+        """The mixture indices epoch ``epoch`` draws (``sum(self.draws)`` of them), interleaved at
+        random from ``(seed, epoch)``, each computed when asked for
+        (:class:`recipes.core.draws.EpochDraws`; ``np.asarray`` them for all at once); the same on
+        every rank and in every process."""
+        return EpochDraws(self.sizes, self.draws, seed, epoch)
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{type(d).__name__}({n}) x {w:g}" for d, n, w in zip(self.datasets, self.sizes, self.weights))

@@ -11,8 +11,12 @@
   floor while similar lengths change batchmates every epoch (figures: benchmarks/README.md).
 - :class:`TokenBudget`: as ``ByLength``, cut by ``len(batch) * longest <= max_tokens``.
 
+Plans that must see the samples they batch together (groups, lengths) plan the epoch's order
+``window`` places at a time (:class:`Windows`): O(window) memory per rank, not O(samples).
+
 Every plan takes ``draws=``: which indices an epoch draws, ``draws(seed, epoch) -> int array``
-(a mixture's :meth:`recipes.core.mixing.MixedDataset.epoch_indices`); None draws each index once.
+(a mixture's :meth:`recipes.core.mixing.MixedDataset.epoch_indices`, an int sequence that numpy
+arrays of places index); None draws each index once.
 A plan sees places in the epoch's draws (``order``) and the sample at each place (``index``);
 the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts, in order.
 """
@@ -27,10 +31,16 @@ import numpy as np
 import torch
 
 from recipes.core.permutation import Permutation
+from recipes.core.seeding import sample_seeds
 
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
 # trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
 DEFAULT_LENGTH_NOISE = 0.05
+# Places a grouped, length or budget plan orders at once: ~70 MB of planning at the peak, whatever
+# the epoch's size. Sorting lengths within 2^20 samples pads as the whole epoch would (each window
+# holds the length distribution); ByGroup's partial batches come once per group per window.
+DEFAULT_WINDOW = 2**20
+_WINDOW_KEY = (1 << 64) - 7  # later windows' generators live apart from the samples' seeds
 
 Draws = Callable[[int, int], np.ndarray]
 
@@ -58,6 +68,8 @@ class CutBatches(Sequence):
 class Shuffle:
     """Each epoch a random order, cut into batches of ``batch_size``."""
 
+    window = DEFAULT_WINDOW
+
     def __init__(self, *, draws: Draws | None = None) -> None:
         self.draws = draws
 
@@ -84,8 +96,14 @@ class Shuffle:
 
     def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
                 drop_last: bool) -> list[np.ndarray]:
-        """The epoch's batches (of places in ``order``), before the sampler shuffles their order."""
+        """A window's batches (of places in ``order``), before :class:`Windows` shuffles their order."""
         return self.cut(order, index, batch_size, drop_last)
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        """How many batches :meth:`arrange` makes of a window of ``size`` places whose samples
+        ``index()`` gives; None: arrange it to know."""
+        return size // batch_size if drop_last else -(-size // batch_size)
 
     def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
         """Consecutive batches of ``run``; ``index`` is the sample at each of its places."""
@@ -106,9 +124,10 @@ class ByGroup(Shuffle):
     def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
         return None  # batches form from the whole order
 
-    def __init__(self, groups: Any, *, draws: Draws | None = None) -> None:
+    def __init__(self, groups: Any, *, window: int = DEFAULT_WINDOW, draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
-        self.groups = np.asarray(groups, dtype=np.int64)
+        self.groups = _integers(groups)
+        self.window = _check_window(window)
 
     def check(self, num_samples: int, batch_size: int | None) -> None:
         super().check(num_samples, batch_size)
@@ -118,10 +137,15 @@ class ByGroup(Shuffle):
                 drop_last: bool) -> list[np.ndarray]:
         groups = self.groups[index]
         batches = []
-        for group in np.unique(self.groups):
+        for group in np.unique(groups):
             run = groups == group
             batches += self.cut(order[run], index[run], batch_size, drop_last)
         return batches
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        sizes = np.unique(self.groups[index()], return_counts=True)[1]
+        return int((sizes // batch_size).sum() if drop_last else (-(-sizes // batch_size)).sum())
 
     def _describe(self) -> str:
         return f"{len(np.unique(self.groups))} groups"
@@ -136,12 +160,14 @@ class ByLength(Shuffle):
     def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
         return None  # batches form from the whole order
 
-    def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, draws: Draws | None = None) -> None:
+    def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, window: int = DEFAULT_WINDOW,
+                 draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
         if not noise >= 0:
             raise ValueError(f"noise must be >= 0, got {noise}")
-        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.lengths = _integers(lengths)
         self.noise = float(noise)
+        self.window = _check_window(window)
 
     def check(self, num_samples: int, batch_size: int | None) -> None:
         super().check(num_samples, batch_size)
@@ -173,8 +199,8 @@ class TokenBudget(ByLength):
     ``batch_size`` samples if the sampler has one; a single longer sample is its own batch."""
 
     def __init__(self, lengths: Any, max_tokens: int, *, noise: float = DEFAULT_LENGTH_NOISE,
-                 draws: Draws | None = None) -> None:
-        super().__init__(lengths, noise=noise, draws=draws)
+                 window: int = DEFAULT_WINDOW, draws: Draws | None = None) -> None:
+        super().__init__(lengths, noise=noise, window=window, draws=draws)
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         self.max_tokens = int(max_tokens)
@@ -185,6 +211,10 @@ class TokenBudget(ByLength):
     def _trim(self, order: np.ndarray, index: np.ndarray, batch_size: int | None,
               drop_last: bool) -> tuple[np.ndarray, np.ndarray]:
         return order, index  # budget batches have no fixed size to leave a remainder
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        return None  # where the budget cuts depends on the sorted lengths
 
     def ordered(self, lo: int, hi: int, batch_size: int | None, drop_last: bool) -> Sequence[np.ndarray]:
         run = np.arange(lo, hi)
@@ -204,6 +234,77 @@ class TokenBudget(ByLength):
 
     def _describe(self) -> str:
         return f"max_tokens={self.max_tokens}, noise={self.noise:g}"
+
+
+class Windows(Sequence):
+    """An epoch's batches under a plan that must see the samples it batches together: the
+    epoch's ``order`` (a :class:`Permutation` or an array of places) is planned ``window`` places
+    at a time, each window's batches in a random order of their own, the windows one after
+    another. A window is planned when one of its batches is asked for (the last one is kept),
+    so memory is O(window), not O(samples). ``len`` needs each window's count of batches: from
+    sizes alone for a fixed batch size, from the window's groups for :class:`ByGroup`, by
+    planning every window for a :class:`TokenBudget` (O(samples) time, once an epoch).
+
+    Window 0 draws from ``generator`` as it stands (its state is kept, so a window planned
+    twice comes out the same); window ``w > 0`` from a generator seeded by ``(key, w)``. With
+    one window this is the whole epoch ordered at once.
+    """
+
+    def __init__(self, plan: Shuffle, order: Permutation | np.ndarray, *, draws: Sequence[int] | None, window: int,
+                 generator: torch.Generator, key: int, batch_size: int | None, drop_last: bool) -> None:
+        self.plan, self.order, self.draws = plan, order, draws
+        self.window, self.key, self.batch_size, self.drop_last = window, key, batch_size, drop_last
+        self._first_state = generator.get_state()
+        self._planned: tuple[int, list[np.ndarray]] | None = None
+        counts = [self._count(w) for w in range(-(-len(order) // window))]
+        self.firsts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return int(self.firsts[-1])
+
+    def __getitem__(self, batch: int) -> np.ndarray:
+        if not 0 <= batch < len(self):
+            raise IndexError(f"batch {batch} is out of range for {len(self)} batches")
+        window = int(np.searchsorted(self.firsts, batch, side="right")) - 1
+        return self._plan(window)[batch - int(self.firsts[window])]
+
+    def _places(self, window: int) -> np.ndarray:
+        lo, hi = window * self.window, min((window + 1) * self.window, len(self.order))
+        return np.asarray(self.order[lo:hi], dtype=np.int64)
+
+    def _count(self, window: int) -> int:
+        size = min((window + 1) * self.window, len(self.order)) - window * self.window
+        counted = self.plan.count(size, lambda: self._index(self._places(window)), self.batch_size, self.drop_last)
+        return len(self._plan(window)) if counted is None else counted
+
+    def _index(self, places: np.ndarray) -> np.ndarray:
+        return places if self.draws is None else np.asarray(self.draws[places], dtype=np.int64)
+
+    def _plan(self, window: int) -> list[np.ndarray]:
+        if self._planned is None or self._planned[0] != window:
+            generator = torch.Generator()
+            if window == 0:
+                generator.set_state(self._first_state)
+            else:
+                generator.manual_seed(int(sample_seeds(self.key, window, [_WINDOW_KEY])[0]))
+            places = self._places(window)
+            batches = self.plan.arrange(places, self._index(places), generator, self.batch_size, self.drop_last)
+            shuffled = torch.randperm(len(batches), generator=generator).tolist()
+            self._planned = (window, [batches[i] for i in shuffled])
+        return self._planned[1]
+
+
+def _integers(values: Any) -> np.ndarray:
+    """``values`` as an integer array: an integer array or memmap as it is (no copy of a
+    billion-sample ``np.memmap``), anything else converted to int64."""
+    array = np.asarray(values)
+    return array if np.issubdtype(array.dtype, np.integer) else np.asarray(values, dtype=np.int64)
+
+
+def _check_window(window: int) -> int:
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"window must be an int >= 1, got {window!r}")
+    return int(window)
 
 
 def _check_per_sample(values: np.ndarray, name: str, num_samples: int) -> None:

@@ -32,13 +32,15 @@ from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.permutation import Permutation
-from recipes.core.plans import Shuffle
+from recipes.core.plans import Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
 from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
-# How an epoch's order is drawn: a keyed permutation computed on demand (recipes.core.permutation),
-# or torch.randperm, which states saved before the permutation name by having no "order".
-ORDERS = ("permutation", "randperm")
+# How an epoch is drawn, newest first. "keyed": the order a keyed permutation computed on demand
+# (recipes.core.permutation), a mixture's draws too (recipes.core.draws), grouped and length plans
+# window by window (plans.Windows). "permutation": the order keyed, the draws by torch.randperm,
+# the epoch planned at once. "randperm": all by torch.randperm; states without "order" are these.
+ORDERS = ("keyed", "permutation", "randperm")
 _ORDER_KEY = (1 << 64) - 3  # the order's key lives apart from the samples' seeds and the epoch generator
 
 
@@ -78,7 +80,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
         self.epoch = 0
-        self.order = "permutation"  # how an epoch's order is drawn: ORDERS
+        self.order = "keyed"  # how an epoch is drawn: ORDERS
         # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
         self._resume: tuple[int, int, int, int] | None = None
         self._position: tuple[int, int, int] | None = None
@@ -196,13 +198,15 @@ class GroupedBatchSampler(Sampler[list[int]]):
         per_rank = (total - offset) // self.world_size
         return range(offset + self.rank, offset + per_rank * self.world_size, self.world_size)
 
-    def _plan(self, epoch: int) -> tuple[np.ndarray | None, Sequence[np.ndarray]]:
+    def _plan(self, epoch: int) -> tuple[Sequence[int] | None, Sequence[np.ndarray]]:
         """The epoch's draws (None: each index once) and its global batches, or this rank's in
         order when not shuffling (cached for one epoch)."""
         if self._cache is None or self._cache[0] != epoch:
             draws = None
             if self.plan.draws is not None and self.shuffle:
-                draws = np.asarray(self.plan.draws(self.seed, epoch), dtype=np.int64)
+                draws = self.plan.draws(self.seed, epoch)
+                if self.order != "keyed" and hasattr(draws, "drawn_by_randperm"):
+                    draws = draws.drawn_by_randperm()  # a mixture's draws as that state's run drew them
             batches = self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches()
             self._cache = (epoch, draws, batches)
         return self._cache[1], self._cache[2]
@@ -212,22 +216,24 @@ class GroupedBatchSampler(Sampler[list[int]]):
         hi = (self.rank + 1) * self.num_samples // self.world_size
         return self.plan.ordered(lo, hi, self.batch_size, self.drop_last)
 
-    def _shuffled_batches(self, epoch: int, draws: np.ndarray | None) -> Sequence[np.ndarray]:
+    def _shuffled_batches(self, epoch: int, draws: Sequence[int] | None) -> Sequence[np.ndarray]:
         """Batches of places in the epoch's draws (= indices, without draws), in batch order."""
         count = self.num_samples if draws is None else len(draws)
         generator = epoch_generator(self.seed, epoch)
         if self.order == "randperm":
             order = torch.randperm(count, generator=generator).numpy()
         else:
-            permutation = Permutation(count, int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]))
-            stretches = self.plan.stretches(permutation, self.batch_size, self.drop_last)
+            order = Permutation(count, int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]))
+            stretches = self.plan.stretches(order, self.batch_size, self.drop_last)
             if stretches is not None:
                 return stretches  # consecutive stretches of a random order are random batches already
-            order = permutation[np.arange(count)]
-        index = order if draws is None else draws[order]  # the sample at each place of order
-        batches = self.plan.arrange(order, index, generator, self.batch_size, self.drop_last)
-        permutation = torch.randperm(len(batches), generator=generator).tolist()
-        return [batches[i] for i in permutation]
+        window = max(count, 1)  # states saved before windows planned the epoch at once
+        if self.order == "keyed":
+            window = self.plan.window if self.batch_size is None else max(
+                self.plan.window - self.plan.window % self.batch_size, self.batch_size)  # whole batches
+        return Windows(self.plan, order, draws=draws, window=window, generator=generator,
+                       key=int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]),
+                       batch_size=self.batch_size, drop_last=self.drop_last)
 
 
 class SeededBatchSampler(GroupedBatchSampler):

@@ -46,6 +46,13 @@ def sample_seeds(seed: int, epoch: int, indices: np.ndarray | list[int]) -> np.n
     return _splitmix64(key ^ np.asarray(indices, dtype=np.uint64))
 
 
+def epoch_seeds(seed: int, epochs: np.ndarray, index: int) -> np.ndarray:
+    """``sample_seeds(seed, e, [index])[0]`` for each ``e`` of ``epochs``, in one pass."""
+    key = _splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
+    key = _splitmix64(key ^ np.asarray(epochs).astype(np.uint64))
+    return _splitmix64(key ^ np.uint64(index & _MASK64))
+
+
 def sample_seed(seed: int, epoch: int, index: int) -> int:
     """``sample_seeds`` for one index, as a Python int: ~2 us, where numpy's calls on a one-element
     array take ~30 (a stream seeds every sample on its own)."""

@@ -73,14 +73,14 @@ def test_a_billion_samples_on_a_thousand_ranks_plan_in_constant_memory():
     assert peak < 50 * 2**20, f"{peak / 2**20:.0f} MB"
     assert len(first) == 256 and len(set(first)) == 256 and all(0 <= i < BILLION for i in first)
     assert steps == BILLION // 256 // 1024
-    assert state == {"seed": 7, "epoch": 0, "yielded": 1, "world_size": 1024, "offset": 0, "order": "permutation"}
+    assert state == {"seed": 7, "epoch": 0, "yielded": 1, "world_size": 1024, "offset": 0, "order": "keyed"}
 
 
 def _global_batch(number, *, n=BILLION, batch_size=256, seed=7, epoch=0):
     """Global batch ``number`` of the epoch, read through a one-rank sampler resumed just before it."""
     sampler = GroupedBatchSampler(n, batch_size, shuffle=True, drop_last=True, seed=seed, rank=0, world_size=1)
     sampler.load_state_dict(
-        {"seed": seed, "epoch": epoch, "yielded": number, "world_size": 1, "offset": 0, "order": "permutation"}
+        {"seed": seed, "epoch": epoch, "yielded": number, "world_size": 1, "offset": 0, "order": "keyed"}
     )
     return next(iter(sampler))
 

@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from recipes.core.permutation import MAX_N, Permutation
+from recipes.core.permutation import MAX_N, Permutation, permute
 
 SIZES = [0, 1, 2, 3, 7, 16, 17, 64, 65, 97, 1000, 1024, 4093, 65536, 100003]
 KEYS = [0, 1, 12345, -1, 2**64 + 7, 0xDEADBEEF_CAFEBABE]
@@ -142,3 +142,22 @@ def test_pickles_to_the_same_order():
     copy = pickle.loads(pickle.dumps(perm))
     assert (copy.n, copy.key) == (perm.n, perm.key) and repr(copy) == "Permutation(n=12345, key=77)"
     np.testing.assert_array_equal(copy[:], perm[:])
+
+
+@pytest.mark.parametrize("n", [5, 97, 1000, 5216, 70_000])
+def test_a_whole_small_domain_through_its_table_gives_what_lookups_one_by_one_give(n):
+    permutation = Permutation(n, 77)
+    whole = permutation[np.arange(n)]  # a quarter of the domain or more: the table
+    few = np.array([0, n // 3, n - 1])
+    assert whole[few].tolist() == [permutation[int(p)] for p in few] == permutation[few].tolist()
+    assert np.array_equal(np.sort(whole), np.arange(n))
+
+
+def test_positions_in_many_permutations_at_once_are_each_permutations_own():
+    rng = np.random.default_rng(4)
+    for n in (1, 10, 97, 5000, 10**9):
+        keys, positions = rng.integers(0, 2**63, 200, dtype=np.uint64), rng.integers(0, n, 200)
+        expected = [Permutation(n, int(key))[int(p)] for key, p in zip(keys, positions)]
+        assert permute(n, keys, positions).tolist() == expected
+    with pytest.raises(IndexError):
+        permute(10, np.zeros(1, dtype=np.uint64), np.array([10]))

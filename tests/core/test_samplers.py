@@ -169,7 +169,7 @@ def test_a_state_taken_after_a_finished_pass_resumes_at_the_next_epoch(name):
 def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
     sampler = GroupedBatchSampler(10, 3, shuffle=True, seed=0)
     _epoch(sampler)
-    assert sampler.state_dict() == {"seed": 0, "epoch": 1, "yielded": 0, "world_size": 1, "offset": 0, "order": "permutation"}
+    assert sampler.state_dict() == {"seed": 0, "epoch": 1, "yielded": 0, "world_size": 1, "offset": 0, "order": "keyed"}
 
 
 @pytest.mark.parametrize(

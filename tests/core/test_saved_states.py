@@ -1,6 +1,6 @@
-"""Loader states saved to disk by an earlier commit still resume with exactly the batches they had to come.
+"""Loader states saved to disk by earlier commits still resume with exactly the batches they had to come.
 
-Each ``tests/states/<case>.pt`` holds ``{"state", "rest", "built_at"}``: a loader's
+Each ``tests/states/<commit>/<case>.pt`` holds ``{"state", "rest", "built_at"}``: a loader's
 ``state_dict()`` taken mid-pass in epoch 1, a summary of the batches that pass still had to
 give (indices, labels, image ids, caption ids: no pixels) and the commit that wrote it
 (``tests/states/make_states.py``). A fresh loader of today's code, given the state, must give
@@ -175,9 +175,18 @@ def assert_same_rest(got: list[dict[str, list]], expected: list[dict[str, list]]
                 assert mine[key] == value, f"batch {position}: {key}"
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_a_state_saved_by_an_earlier_commit_resumes_with_the_batches_still_to_come(case, fixtures, tmp_path):
-    saved = torch.load(STATES / f"{case}.pt", weights_only=True)
+SAVED = sorted(STATES.glob("*/*.pt"))  # d2ce733: before the keyed order; 32dcb14: before keyed draws and windows
+
+
+def test_every_commits_states_cover_every_case():
+    for folder in {path.parent for path in SAVED}:
+        assert sorted(path.stem for path in folder.glob("*.pt")) == sorted(CASES), folder.name
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda path: f"{path.parent.name}-{path.stem}")
+def test_a_state_saved_by_an_earlier_commit_resumes_with_the_batches_still_to_come(path, fixtures, tmp_path):
+    case = path.stem
+    saved = torch.load(path, weights_only=True)
     loader = CASES[case].build(fixtures, tmp_path)
     if "shards" in saved:  # the writer's bytes, checked first: a changed writer is not a broken resume
         assert shards_digest(tmp_path) == saved["shards"], (

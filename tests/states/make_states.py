@@ -5,7 +5,7 @@ commit saved, which later code must still load. For each case of the test it bui
 (stateful, no workers, CPU, a fixed seed), runs epoch 0, takes ``taken`` batches of epoch 1,
 saves ``state_dict()`` and the summaries of the batches still to come in that pass:
 
-    tests/states/<case>.pt = {"state": ..., "rest": [...], "built_at": <commit sha>}
+    tests/states/<commit>/<case>.pt = {"state": ..., "rest": [...], "built_at": <commit sha>}
 
 (the shards case also keeps ``"shards"``, a digest of the shards it read). Only plain Python and
 torch objects go in, so ``torch.load(weights_only=True)`` reads them; the script checks that.
@@ -46,7 +46,8 @@ def save(name: str, built_at: str) -> Path:
         if name == "shards":
             saved["shards"] = shards_digest(Path(scratch))
     assert saved["rest"], f"{name}: taking {case.taken} batches left none to come"
-    path = HERE / f"{name}.pt"
+    path = HERE / built_at[:7] / f"{name}.pt"
+    path.parent.mkdir(exist_ok=True)
     torch.save(saved, path)
     assert torch.load(path, weights_only=True) == saved, f"{name}: the state does not round-trip"
     return path
