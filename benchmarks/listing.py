@@ -13,9 +13,9 @@ glob's listing), HEAD (a size asked for) and GET (bytes). "first batch" is the s
 from building the dataset (after ``init_process_group``) to its first batch.
 
 Cases: tar shards as a brace range ``shard-{00000..09999}.tar`` and as a glob ``*.tar``
-(``ImageTextShards``, one 8x8 JPEG + caption each); .txt files as a list of URLs
-(``StreamingTextDataset``: byte ranges need every file's size); Parquet files as a glob
-(``StreamingTextDataset``: row counts from the footers).
+(``ImageTextShards``, one 8x8 JPEG + caption each); .txt files of 300 lines as a list of URLs
+(``StreamingTextDataset``: byte ranges need every file's size); Parquet files of 300 rows as a
+glob (``StreamingTextDataset``: row counts from the footers).
 """
 
 from __future__ import annotations
@@ -46,13 +46,14 @@ from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-RANKS, WORKERS, BATCH = 2, 2, 32
+RANKS, WORKERS, BATCH, LINES = 2, 2, 32, 300
 KINDS = ("LIST", "HEAD", "GET")
 CASES = ("tar, brace range", "tar, glob", "txt, URL list", "parquet, glob")
 
 
 def write_data(root: Path, files: int) -> None:
-    """``files`` tar shards, .txt files and Parquet files of a few samples each under ``root``."""
+    """``files`` tar shards of one sample, .txt files of ``LINES`` lines and Parquet files of ``LINES``
+    rows under ``root``."""
     from PIL import Image
 
     image = io.BytesIO()
@@ -63,7 +64,9 @@ def write_data(root: Path, files: int) -> None:
             member = tarfile.TarInfo(name)
             member.size = len(data)
             tar.addfile(member, io.BytesIO(data))
-    text = b"the first line of a file\nand its second line\na third\n"
+    # 300 lines or rows a file: a text stream's reader tokenises 1024 at once, from 4 files, not 342
+    lines = [f"line {number} of a small file, a few words long" for number in range(LINES)]
+    text = "".join(f"{line}\n" for line in lines).encode()
     for folder in ("tars", "texts", "tables"):
         (root / folder).mkdir(parents=True)
     for number in range(files):
@@ -73,7 +76,7 @@ def write_data(root: Path, files: int) -> None:
     import pyarrow.parquet as pq
 
     table = io.BytesIO()
-    pq.write_table(pa.table({"text": ["one row", "another row", "a third row"]}), table)
+    pq.write_table(pa.table({"text": lines}), table)
     for number in range(files):
         (root / "tables" / f"part-{number:05d}.parquet").write_bytes(table.getvalue())
 

@@ -87,7 +87,8 @@ class ImageTextShards(ResumableStream):
     Args:
         paths: shard paths (see :func:`expand_shards`). A glob is listed once per job, by rank 0
             of an initialised process group, which sends the list to the other ranks; a shard is
-            read with ranged GETs from its first byte, its size never asked for.
+            read with ranged GETs from its first byte, its size not asked for (a ``cache_dir``
+            asks it of a shard over one 16 MiB request, to make room for the copy).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path; ids equal
             ``tokenizer.encode(caption).ids`` with ``enable_truncation(max_length)``: a long
             caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
