@@ -1,4 +1,4 @@
-"""Shared test set-up: the ``-k <domain>`` rule, the gpu marker and the fixtures folder.
+"""Shared test set-up: the ``-k <domain>`` rule, the gpu marker, the fixtures folder, quick retries.
 
 ``pytest -k text`` must select exactly tests/text/. pytest's ``-k`` matches substrings of the
 whole test id, so a test in tests/multimodal/ named ``test_text_...`` (or ``test_context``) would
@@ -48,6 +48,17 @@ def fixtures() -> Path:
     from recipes.fixtures import fixtures_dir
 
     return fixtures_dir()
+
+
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """Transient faults are still retried, without the real backoff's seconds (0.1 s doubling with
+    each fault in a row: ~3 s for one read that keeps failing). Forked workers inherit it."""
+    from recipes.core import storage
+
+    for function in vars(storage).values():
+        if "backoff" in (getattr(function, "__kwdefaults__", None) or {}):
+            monkeypatch.setitem(function.__kwdefaults__, "backoff", 0.0001)
 
 
 @pytest.fixture(scope="session")

@@ -2,27 +2,28 @@
 
     report = check_coco(Path("instances_val2017.json"), Path("val2017"))
 
-Unlike :class:`recipes.detection.CocoDataset`, which stops at the first problem of a file, this
-reads everything and reports every problem. The file is read with the standard library (it parses
-the ``NaN`` that ``json.dumps`` writes) and checked for the same things the dataset refuses, plus
-boxes outside their image; the images are decoded in worker processes (:mod:`recipes.cli.check_files`).
+Where :class:`recipes.detection.CocoDataset` raises the first problem of a file, this lists every
+one, in the same words: both run the rules of :mod:`recipes.detection.coco_checks`. Then what
+only a look at the images can tell: symlinks out of the root, missing files, boxes outside their
+image, and each image decoded in worker processes (:mod:`recipes.cli.check_files`).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
 from recipes.core.errors import DataError
 from recipes.core.paths import resolve_under
-from recipes.detection.coco_files import check_keys
+from recipes.detection.coco_checks import ColumnChecks, Problem, entry_problems, wrong_fields
+from recipes.detection.coco_files import columns_of, parse_json
 
 BOX_TOLERANCE = 1.0  # pixels a box may stick out of its image (rounding in annotation tools)
+STAND_IN_NAME = "(stand-in)"  # an image's file_name already reported wrong: passes the checks, never opened
 
 
 def check_coco(path: Path, image_root: Path, *, workers: int | None = None, progress: bool = True) -> Report:
@@ -37,36 +38,26 @@ def check_coco(path: Path, image_root: Path, *, workers: int | None = None, prog
         raise FileNotFoundError(f"image root {image_root} {state}; {_ROOT_HINT.format(path=path)}")
     report = Report("detection", str(path))
     try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        report.add(path, f"not valid JSON ({error})")
-        return report
-    try:
-        check_keys(path, data)
+        doc = parse_json(path.read_bytes(), path)
     except DataError as error:
         report.add_error(error, path)
         return report
-    data.setdefault("annotations", [])  # an image_info file (test-dev) has none
-    data.setdefault("categories", [])
-    wrong = [key for key in ("images", "annotations", "categories") if not isinstance(data[key], list)]
-    if wrong:
-        report.add(path, f"{wrong} at the top level must be lists: not a COCO instances file")
+    problems = list(entry_problems(doc))
+    if any(not problem.section for problem in problems):  # the top level is wrong: nothing more to check
+        _add(report, path, problems)
         return report
     report.summary["image root"] = str(image_root)
-    categories = _check_categories(report, path, data["categories"])
-    sizes, items, where, missing = _check_image_entries(report, path, image_root, data["images"])
-    if missing and not items:
-        raise FileNotFoundError(
-            f"none of the {len(missing)} image files named in {path} is under the image root {image_root}; "
-            + _ROOT_HINT.format(path=path)
-        )
-    for image, name, file in missing:
-        report.add(path, f"file_name {name!r}: {file} does not exist", image)
-    per_category, per_image, crowd = _check_annotations(report, path, data["annotations"], categories, sizes)
-    report.summary["images"] = f"{len(sizes)} ({sum(1 for i in sizes if not per_image.get(i))} without annotations)"
-    boxes = [per_image.get(i, 0) for i in sizes]
-    report.summary["annotations"] = f"{len(data['annotations'])} ({crowd} crowd), {spread(boxes)} per image"
-    report.summary["categories"] = {f"{categories[c]} ({c})": n for c, n in sorted(per_category.items(), key=lambda kv: -kv[1])}
+    columns, unsized, unnamed = _usable(doc, problems)
+    checks = ColumnChecks(columns)
+    column_problems = list(checks.problems())
+    _add(report, path, problems + column_problems)
+    # an image whose file_name the checks refused is never opened
+    unnamed |= {problem.row for problem in column_problems if problem.section == "images" and problem.drops == "image"}
+    sized = checks.good_sizes.copy()
+    sized[sorted(unsized)] = False
+    items, where = _image_files(report, path, image_root, columns, sized, unnamed)
+    _boxes_outside(report, path, columns, checks, sized)
+    _summarize(report, doc, columns, checks)
     summarize_images(report, inspect_images(items, workers=workers, progress=progress), where=where)
     return report
 
@@ -74,93 +65,105 @@ def check_coco(path: Path, image_root: Path, *, workers: int | None = None, prog
 _ROOT_HINT = "pass --image-root DIR, the folder the file_name entries of {path} are relative to"
 
 
-def _identified(report: Report, path: Path, entries: list[Any], section: str, label: str) -> Iterator[tuple[dict, str]]:
-    """The entries of ``section`` that are objects with an integer id, each id once, with
-    ``"<label> <id>"`` for messages; the others are reported as problems."""
-    seen: set[int] = set()
-    for position, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), int):
-            report.add(path, f"{section}[{position}] has no integer 'id': {str(entry)[:80]}")
-            continue
-        where = f"{label} {entry['id']}"
-        if entry["id"] in seen:
-            report.add(path, f"the id appears more than once in '{section}'", where)
-            continue
-        seen.add(entry["id"])
-        yield entry, where
+def _add(report: Report, path: Path, problems: list[Problem]) -> None:
+    for problem in problems:
+        report.add(path, problem.message, problem.where)
 
 
-def _check_categories(report: Report, path: Path, entries: list[Any]) -> dict[int, str]:
-    names = {}
-    for entry, category in _identified(report, path, entries, "categories", "category"):
-        name = entry.get("name")
-        if not isinstance(name, str):
-            report.add(path, "has no 'name'" if name is None else f"name {name!r} is not a string", category)
-            name = str(entry["id"])
-        names[entry["id"]] = name
-    return names
+def _usable(doc: dict[str, Any], problems: list[Problem]) -> tuple[dict[str, Any], set[int], set[int]]:
+    """The file's columns with what the entry checks reported set aside, so that the column checks
+    name each problem once: an annotation with a wrong field is left out; an image or category
+    with a usable id stays (its annotations refer to something), with a stand-in for each wrong
+    field. Returns the columns and the images (positions there) whose size or name is a stand-in."""
+    flagged = {(problem.section, problem.row) for problem in problems}
+    unsized, unnamed = set(), set()
+    images = []
+    for row, entry in enumerate(doc["images"]):
+        if ("images", row) in flagged:
+            wrong = wrong_fields("images", entry)
+            if "id" in wrong:
+                continue
+            entry = dict(entry)
+            if "width" in wrong or "height" in wrong:
+                entry["width"] = entry["height"] = 1.0
+                unsized.add(len(images))
+            if "file_name" in wrong:
+                entry["file_name"] = STAND_IN_NAME
+                unnamed.add(len(images))
+        images.append(entry)
+    categories = []
+    for row, entry in enumerate(doc.get("categories", [])):
+        if ("categories", row) in flagged:
+            if "id" in wrong_fields("categories", entry):
+                continue
+            entry = {**entry, "name": str(entry["id"])}
+        categories.append(entry)
+    annotations = [entry for row, entry in enumerate(doc.get("annotations", [])) if ("annotations", row) not in flagged]
+    columns = columns_of({"images": images, "annotations": annotations, "categories": categories}, masks=False)
+    assert columns is not None, "stand-ins pass the entry checks"
+    return columns, unsized, unnamed
 
 
-def _check_image_entries(
-    report: Report, path: Path, root: Path, entries: list[Any]
-) -> tuple[dict[int, tuple[float, float]], list[tuple[str, tuple[int, int]]], dict[str, str], list[tuple[str, Any, Path]]]:
-    """Sizes by image id, the files to decode with their expected sizes and where they are
-    named, and the ``(image, file_name, path)`` of each file that does not exist."""
-    sizes: dict[int, tuple[float, float]] = {}
+def _image_files(
+    report: Report, path: Path, root: Path, columns: dict[str, Any], sized: np.ndarray, unnamed: set[int]
+) -> tuple[list[tuple[str, tuple[int, int] | None]], dict[str, str]]:
+    """The image files to decode with their expected sizes, and where the file names each; a
+    symlink out of the root or a missing file is a problem."""
     items, where, missing = [], {}, []
-    for entry, image in _identified(report, path, entries, "images", "image"):
-        width, height = entry.get("width"), entry.get("height")
-        if not all(isinstance(v, (int, float)) and v >= 1 and v % 1 == 0 for v in (width, height)):
-            report.add(path, f"width {width!r} and height {height!r} must be positive whole numbers", image)
-            width = height = None
-        sizes[entry["id"]] = (width, height) if width is not None else (math.inf, math.inf)
-        name = entry.get("file_name")
+    for k, (image_id, name) in enumerate(zip(columns["image_ids"].tolist(), columns["file_names"])):
+        if k in unnamed:
+            continue
+        image = f"image {image_id}"
         try:
             file = resolve_under(root, name, source=f"{path}, {image}")
-        except DataError as error:
+        except DataError as error:  # a symlink out of the root (the checks refused the other names)
             report.add_error(error, path)
             continue
         if not file.is_file():
             missing.append((image, name, file))
             continue
-        expected = (int(width), int(height)) if width is not None else None
-        items.append((str(file), expected))
+        items.append((str(file), (int(columns["widths"][k]), int(columns["heights"][k])) if sized[k] else None))
         where[str(file)] = image
-    return sizes, items, where, missing
+    if missing and not items:
+        raise FileNotFoundError(
+            f"none of the {len(missing)} image files named in {path} is under the image root {root}; "
+            + _ROOT_HINT.format(path=path)
+        )
+    for image, name, file in missing:
+        report.add(path, f"file_name {name!r}: {file} does not exist", image)
+    return items, where
 
 
-def _check_annotations(
-    report: Report, path: Path, entries: list[Any], categories: dict[int, str], sizes: dict[int, tuple[float, float]]
-) -> tuple[dict[int, int], dict[int, int], int]:
-    per_category: dict[int, int] = {}
-    per_image: dict[int, int] = {}
-    crowd = 0
-    for entry, annotation in _identified(report, path, entries, "annotations", "annotation"):
-        image_id, category = entry.get("image_id"), entry.get("category_id")
-        if image_id not in sizes:
-            report.add(path, f"image_id {image_id!r} is not in 'images'", annotation)
-        if category not in categories:
-            report.add(path, f"category_id {category!r} is not in 'categories' {sorted(categories)}", annotation)
-        else:
-            per_category[category] = per_category.get(category, 0) + 1
-        per_image[image_id] = per_image.get(image_id, 0) + 1
-        crowd += bool(entry.get("iscrowd", 0))
-        reason = _box_problem(entry.get("bbox"), sizes.get(image_id))
-        if reason:
-            report.add(path, reason, annotation)
-    return per_category, per_image, crowd
+def _boxes_outside(
+    report: Report, path: Path, columns: dict[str, Any], checks: ColumnChecks, sized: np.ndarray
+) -> None:
+    """Boxes (not degenerate, of an image with a usable size) that stick out of their image by
+    more than BOX_TOLERANCE: the dataset keeps them, but the annotation tool or its export erred."""
+    image = checks.image_order[checks.image_rows]  # each annotation's image, in file order
+    width, height = columns["widths"][image], columns["heights"][image]
+    x, y, w, h = columns["bbox"].T
+    tolerance = BOX_TOLERANCE
+    outside = (x < -tolerance) | (y < -tolerance) | (x + w > width + tolerance) | (y + h > height + tolerance)
+    for k in np.flatnonzero(outside & checks.found & checks.good_boxes & sized[image]).tolist():
+        reason = f"bbox {columns['bbox'][k].tolist()} (x, y, w, h) reaches outside its {width[k]:g}x{height[k]:g} image"
+        report.add(path, reason, f"annotation {columns['ann_ids'][k]}")
 
 
-def _box_problem(box: Any, size: tuple[float, float] | None) -> str | None:
-    if not isinstance(box, list) or len(box) != 4 or not all(isinstance(v, (int, float)) for v in box):
-        return f"bbox {box!r} is not 4 numbers [x, y, width, height]"
-    x, y, w, h = box
-    if not all(math.isfinite(v) for v in box):
-        return f"bbox {box} holds NaN or infinity"
-    if w <= 0 or h <= 0:
-        return f"bbox {box} has a non-positive width or height (degenerate; CocoDataset drops it)"
-    if size is not None and math.isfinite(size[0]):
-        width, height = size
-        if x < -BOX_TOLERANCE or y < -BOX_TOLERANCE or x + w > width + BOX_TOLERANCE or y + h > height + BOX_TOLERANCE:
-            return f"bbox {box} (x, y, w, h) reaches outside its {width:g}x{height:g} image"
-    return None
+def _summarize(report: Report, doc: dict[str, Any], columns: dict[str, Any], checks: ColumnChecks) -> None:
+    per_image = np.bincount(checks.image_rows[checks.found], minlength=len(columns["image_ids"]))
+    report.summary["images"] = f"{len(per_image)} ({int((per_image == 0).sum())} without annotations)"
+    crowd = int(columns["iscrowd"].sum())
+    report.summary["annotations"] = (
+        f"{len(doc.get('annotations', []))} ({crowd} crowd), {spread(per_image.tolist())} per image"
+    )
+    names: dict[int, str] = {}
+    for category_id, name in zip(columns["category_ids"].tolist(), columns["category_names"]):
+        names.setdefault(category_id, name)  # a repeated id is a problem named above; its first name counts
+    rows = checks.category_rows[checks.known]
+    counts = np.bincount(rows, minlength=len(checks.category_ids))
+    seen, first = np.unique(rows, return_index=True)
+    by_count = {}  # most annotations first; ties in the order the annotations show them
+    for row, _ in sorted(zip(seen.tolist(), first.tolist()), key=lambda pair: (-counts[pair[0]], pair[1])):
+        category_id = int(checks.category_ids[row])
+        by_count[f"{names[category_id]} ({category_id})"] = int(counts[row])
+    report.summary["categories"] = by_count

@@ -62,7 +62,12 @@ def check_on_error(on_error: str) -> str:
 def skip_or_raise(error: DataError, on_error: str) -> None:
     """Apply the policy: raise ``error``, or warn with its message and return None."""
     if on_error == "raise":
-        raise error
+        try:
+            raise error
+        finally:
+            # The traceback keeps this frame; holding the error too, it would be a reference cycle
+            # that keeps a caller's frames (and a DataLoader iterator among them) until a collection.
+            del error
     warnings.warn(f"skipped: {getattr(error, 'reason', error)}", SkippedSampleWarning, stacklevel=3)
     return None
 

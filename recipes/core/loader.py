@@ -8,9 +8,10 @@
     loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate, **kwargs)
 
 That is what every domain preset writes out; :func:`build_loader` does it for a dataset of
-yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the DataLoader docs leave open (how many workers, pin or
-not, keep workers alive, how far to prefetch) from the device and the CPUs this process may use.
-The values are starting points: ``python -m recipes bench`` measures them on your data.
+yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the
+DataLoader docs leave open (how many workers, pin or not, keep workers alive, how far to
+prefetch) from the device and the CPUs this process may use. The values are starting points:
+``python -m recipes bench`` measures them on your data.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
+from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -180,8 +182,8 @@ def build_loader(
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
     ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
-    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see
-    :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
+    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to
+    :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
     (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
     :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
     still to come, also on another world size or ``num_workers``.
@@ -198,7 +200,7 @@ def build_loader(
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate_fn), **kwargs)
 
 
@@ -217,7 +219,7 @@ def stream_loader(
     (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``.
 
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
-    than one rank wraps the loader in :class:`recipes.core.streams.EqualSteps`, so that every
+    than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
     mixture of streams, whose sources' passes run on across epochs) is refused without them.
     """
@@ -231,10 +233,18 @@ def stream_loader(
     reason = getattr(dataset, "needs_persistent_workers", None)
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
-    loader = (ResumableLoader if stateful else DataLoader)(
+    loader = (ResumableLoader if stateful else RecipeLoader)(
         dataset, batch_size=batch_size, collate_fn=NamedCollate(collate_fn), **kwargs
     )
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
+
+
+class RecipeLoader(DataLoader):
+    """torch's ``DataLoader``, whose iterator leaves no reference cycle behind when it raises
+    (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive."""
+
+    def __iter__(self) -> ReleasingIterator:
+        return ReleasingIterator(super().__iter__())
 
 
 class ResumableLoader(StatefulDataLoader):
@@ -258,6 +268,9 @@ class ResumableLoader(StatefulDataLoader):
             # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
             warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
             super().__init__(*args, **kwargs)
+
+    def __iter__(self) -> ReleasingIterator:
+        return ReleasingIterator(super().__iter__())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's

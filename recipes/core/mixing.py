@@ -320,7 +320,8 @@ def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
     collates = sorted({str(contract.get("collate")) for contract in contracts})
     if len(collates) > 1:
         raise ValueError(f"cannot mix datasets whose items need different collate functions ({', '.join(collates)})")
-    for name in sorted({name for contract in contracts for name in contract} - {"collate"}):
+    names = dict.fromkeys(name for contract in contracts for name in contract if name != "collate")
+    for name in names:  # in the contracts' own order: the most telling field first
         values = [contract.get(name) for contract in contracts]
         if any(not _equal(value, values[0]) for value in values[1:]):
             why = "batches are padded with one pad id" if name == "pad_id" else "labels would mean different things"

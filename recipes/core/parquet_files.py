@@ -4,6 +4,7 @@
     sizes = row_counts(entries)                                 # from the footers, nothing decoded
     for row, where, record in iter_rows(entries, ["text", "label"], sizes):
         record["text"], where                                   # 'Great pan.', 'train-00000-of-00002.parquet row 0'
+    for part in iter_tables(entries, ["input_ids"], sizes): ...   # Arrow, a row group at a time
 
 A source is a ``.parquet`` path or fsspec URL, a glob of them (``*``, ``?``, ``[``), a list of
 those, or a Hugging Face ``datasets.Dataset``. A Dataset is read through its public Arrow view
@@ -24,11 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from recipes.core.errors import DataError
 from recipes.core.storage import SIZE_THREADS, glob_paths, has_glob, is_url, open_stream, shown, stream_size, suffix
@@ -148,20 +149,28 @@ def _check_present(entry: Any, wanted: dict[str, str | None], present: list[str]
 
 
 def read_footers(
-    entries: Sequence[Any], wanted: dict[str, str | None], storage_options: dict[str, Any] | None = None
+    entries: Sequence[Any],
+    wanted: dict[str, str | None],
+    storage_options: dict[str, Any] | None = None,
+    check: Callable[[Any, Any], None] | None = None,
 ) -> tuple[list[int], list[int | None]]:
     """``(rows, bytes)`` of each entry, from one read of its footer, after checking that it has
-    every ``{option: column}`` wanted (:func:`check_columns`' DataError). Bytes are None for a
-    local file or a Dataset. URLs are read ``SIZE_THREADS`` at a time: each is a size asked for
-    and a footer fetched, two round trips, and 10,000 files one after another take minutes."""
+    every ``{option: column}`` wanted (:func:`check_columns`' DataError) and, if given, calling
+    ``check(entry, ParquetFile)`` (``check(entry, None)`` for a Dataset) to check more of it. Bytes
+    are None for a local file or a Dataset. URLs are read ``SIZE_THREADS`` at a time: each is a size
+    asked for and a footer fetched, two round trips, and 10,000 files one after another take minutes."""
 
     def footer(entry: Any) -> tuple[int, int | None]:
         if is_arrow_dataset(entry):
             check_columns(entry, wanted)
+            if check is not None:
+                check(entry, None)
             return entry.num_rows, None
         size = stream_size(entry, storage_options) if is_url(entry) else None
         with parquet_file(entry, storage_options, size) as file:
             _check_present(entry, wanted, list(file.schema_arrow.names))
+            if check is not None:
+                check(entry, file)
             return file.metadata.num_rows, size
 
     if sum(map(is_url, entries)) < 2:
@@ -206,6 +215,38 @@ def iter_rows(
         DataError: naming the file and row group, when its footer declares more than
             ``max_row_group_bytes`` uncompressed in ``columns`` (checked before reading it).
     """
+    options = {"start": start, "stop": stop, "storage_options": storage_options, "byte_sizes": byte_sizes}
+    for part in iter_tables(entries, columns, sizes, max_row_group_bytes=max_row_group_bytes, **options):
+        values = part.table.to_pydict()  # one row group at a time: memory stays flat
+        for offset in range(part.table.num_rows):
+            row = part.first + offset
+            yield part.row + offset, f"{part.name} row {row}", {column: values[column][offset] for column in columns}
+
+
+class TablePart(NamedTuple):
+    """Consecutive rows of one entry, as Arrow: where they are, and the columns read."""
+
+    row: int  # the first row's number across the entries
+    name: str  # the entry, as messages name it (:func:`entry_name`)
+    group: int | None  # the Parquet row group the rows are from (None for a Dataset)
+    first: int  # the first row's number within the entry
+    table: Any  # a pyarrow Table or RecordBatch of the columns read
+
+
+def iter_tables(
+    entries: Sequence[Any],
+    columns: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    byte_sizes: Sequence[int | None] | None = None,
+) -> Iterator[TablePart]:
+    """The rows ``start <= row < stop`` of ``entries`` as Arrow, a :class:`TablePart` per row group
+    (a Dataset: per batch of ``TABLE_BATCH_ROWS``), for columnar work without Python objects.
+    Arguments and limits as in :func:`iter_rows`, which reads through it."""
     stop = sum(sizes) if stop is None else stop
     byte_sizes = [None] * len(entries) if byte_sizes is None else byte_sizes
     base = 0
@@ -214,11 +255,8 @@ def iter_rows(
         if low < high:
             name = entry_name(entry)
             limits = (max_row_group_bytes, file_bytes)
-            for first, batch in _batches(entry, list(columns), low, high, storage_options, *limits):
-                values = batch.to_pydict()  # one row group at a time: memory stays flat
-                for offset in range(batch.num_rows):
-                    row = first + offset
-                    yield base + row, f"{name} row {row}", {column: values[column][offset] for column in columns}
+            for group, first, table in _batches(entry, list(columns), low, high, storage_options, *limits):
+                yield TablePart(base + first, name, group, first, table)
         base += size
 
 
@@ -230,13 +268,14 @@ def _batches(
     storage_options: dict[str, Any] | None,
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     file_bytes: int | None = None,
-) -> Iterator[tuple[int, Any]]:
-    """``(first row, Table or RecordBatch)`` covering rows ``low:high`` of one entry, a row group at a time."""
+) -> Iterator[tuple[int | None, int, Any]]:
+    """``(row group, first row, Table or RecordBatch)`` covering rows ``low:high`` of one entry, a
+    row group at a time (a Dataset has none: None). ``file_bytes``: a URL's size, if known."""
     if is_arrow_dataset(entry):
         # only this reader's rows and the columns asked for: [:] would gather every row and column
         table = entry.with_format("arrow", columns=columns)[low:high]
         for batch in table.to_batches(max_chunksize=TABLE_BATCH_ROWS):
-            yield low, batch
+            yield None, low, batch
             low += batch.num_rows
         return
     with parquet_file(entry, storage_options, file_bytes) as file:
@@ -251,7 +290,7 @@ def _batches(
                     raise DataError(f"{entry_name(entry)}: cannot read row group {group} ({type(error).__name__}: {error})") from None
                 cut = max(low - first, 0)
                 table = table.slice(cut, min(high, first + count) - first - cut)
-                yield first + cut, table
+                yield group, first + cut, table
             first += count
             if first >= high:
                 return

@@ -20,17 +20,39 @@ the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+
+from recipes.core.permutation import Permutation
 
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
 # trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
 DEFAULT_LENGTH_NOISE = 0.05
 
 Draws = Callable[[int, int], np.ndarray]
+
+
+class CutBatches(Sequence):
+    """Batches of ``size`` consecutive positions ``lo .. hi - 1`` of ``order`` (None: the positions
+    themselves), each computed when asked for: a billion samples cost nothing until a batch is."""
+
+    def __init__(self, order: Permutation | None, lo: int, hi: int, size: int, drop_last: bool) -> None:
+        self.order, self.lo, self.size = order, lo, size
+        self.hi = hi - (hi - lo) % size if drop_last else hi
+        self.count = -(-(self.hi - lo) // size)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, batch: int) -> np.ndarray:
+        if not 0 <= batch < self.count:
+            raise IndexError(f"batch {batch} is out of range for {self.count} batches")
+        start = self.lo + batch * self.size
+        positions = np.arange(start, min(start + self.size, self.hi), dtype=np.int64)
+        return positions if self.order is None else self.order[positions]
 
 
 class Shuffle:
@@ -49,6 +71,16 @@ class Shuffle:
         """Raise a ValueError if this plan cannot batch ``num_samples`` samples by ``batch_size``."""
         if batch_size is None:
             raise ValueError("give batch_size, or a TokenBudget plan")
+
+    def stretches(self, permutation: Permutation, batch_size: int | None,
+                  drop_last: bool) -> Sequence[np.ndarray] | None:
+        """The epoch's batches as consecutive stretches of a keyed ``permutation``, each computed when
+        asked for (O(1) memory); None for a plan that must see the whole order first."""
+        return CutBatches(permutation, 0, len(permutation), batch_size, drop_last)
+
+    def ordered(self, lo: int, hi: int, batch_size: int | None, drop_last: bool) -> Sequence[np.ndarray]:
+        """Evaluation: samples ``lo .. hi - 1`` in order, cut into batches."""
+        return CutBatches(None, lo, hi, batch_size, drop_last)
 
     def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
                 drop_last: bool) -> list[np.ndarray]:
@@ -70,6 +102,9 @@ class Shuffle:
 
 class ByGroup(Shuffle):
     """A batch never mixes two groups: ``groups`` holds one small int per sample."""
+
+    def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
+        return None  # batches form from the whole order
 
     def __init__(self, groups: Any, *, draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
@@ -97,6 +132,9 @@ class ByLength(Shuffle):
 
     ``noise=0`` sorts exactly (least padding, least shuffling; equal lengths stay in random order).
     """
+
+    def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
+        return None  # batches form from the whole order
 
     def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
@@ -147,6 +185,10 @@ class TokenBudget(ByLength):
     def _trim(self, order: np.ndarray, index: np.ndarray, batch_size: int | None,
               drop_last: bool) -> tuple[np.ndarray, np.ndarray]:
         return order, index  # budget batches have no fixed size to leave a remainder
+
+    def ordered(self, lo: int, hi: int, batch_size: int | None, drop_last: bool) -> Sequence[np.ndarray]:
+        run = np.arange(lo, hi)
+        return self.cut(run, run, batch_size, drop_last)
 
     def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
         batches, start, longest = [], 0, 0

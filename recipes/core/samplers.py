@@ -23,7 +23,7 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,9 +31,15 @@ import torch
 from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.permutation import Permutation
 from recipes.core.plans import Shuffle
 from recipes.core.seeding import epoch_generator, sample_seeds
 from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
+
+# How an epoch's order is drawn: a keyed permutation computed on demand (recipes.core.permutation),
+# or torch.randperm, which states saved before the permutation name by having no "order".
+ORDERS = ("permutation", "randperm")
+_ORDER_KEY = (1 << 64) - 3  # the order's key lives apart from the samples' seeds and the epoch generator
 
 
 class GroupedBatchSampler(Sampler[list[int]]):
@@ -72,6 +78,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed = shared_seed(seed)
         self.epoch = 0
+        self.order = "permutation"  # how an epoch's order is drawn: ORDERS
         # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
         self._resume: tuple[int, int, int, int] | None = None
         self._position: tuple[int, int, int] | None = None
@@ -97,7 +104,8 @@ class GroupedBatchSampler(Sampler[list[int]]):
             (epoch, offset, yielded), world_size = self._position, self.world_size
         else:
             epoch, offset, yielded, world_size = self.epoch, 0, 0, self.world_size
-        return {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
+        state = {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
+        return {**state, "order": self.order}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size.
@@ -111,7 +119,12 @@ class GroupedBatchSampler(Sampler[list[int]]):
         ValueError names the field, its value and the allowed range, and changes nothing.
         """
         owner = "GroupedBatchSampler"
-        check_keys(state, ("seed", "epoch", "yielded", "world_size", "offset"), owner)
+        # a state without "order" was saved before the keyed permutation: its run goes on as it began
+        order = state.get("order", "randperm") if isinstance(state, dict) else None
+        fields = ("seed", "epoch", "yielded", "world_size", "offset")
+        check_keys(state, (*fields, "order") if "order" in state else fields, owner)
+        if order not in ORDERS:
+            raise ValueError(f"{owner} state: order = {str(order)[:40]!r} is not one of {ORDERS}")
         seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
         epoch = check_int(state["epoch"], "epoch", owner, *EPOCH_RANGE)
         world_size = check_int(state["world_size"], "world_size", owner, 1, 2**31)
@@ -120,8 +133,9 @@ class GroupedBatchSampler(Sampler[list[int]]):
                 f"this evaluation pass was saved on {world_size} ranks and cannot resume on {self.world_size}: "
                 "each rank reads its own block of samples; start the evaluation again"
             )
-        saved = self.seed, self._cache
-        self.seed, self._cache = seed, None if seed != self.seed else self._cache  # batches depend on the seed
+        saved = self.seed, self.order, self._cache
+        if (seed, order) != (self.seed, self.order):
+            self.seed, self.order, self._cache = seed, order, None  # batches depend on both
         try:
             if self.shuffle:
                 total = len(self._plan(epoch)[1])  # the epoch's global batches
@@ -132,7 +146,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
                 per_rank = len(self._plan(epoch)[1])
             yielded = check_int(state["yielded"], "yielded", owner, 0, per_rank)
         except ValueError:
-            self.seed, self._cache = saved
+            self.seed, self.order, self._cache = saved
             raise
         self.epoch = epoch
         self._resume = (epoch, offset, yielded, world_size)
@@ -145,10 +159,11 @@ class GroupedBatchSampler(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[Any]]:
         epoch, offset, start = self._start()
         self.epoch = epoch + 1  # the next pass moves on unless set_epoch/load_state_dict intervene
-        batches, draws = self._rank_batches(epoch, offset), self._cache[1]
-        for position in range(start, len(batches)):
+        numbers = self._rank_batches(epoch, offset)
+        draws, batches = self._plan(epoch)
+        for position in range(start, len(numbers)):
             self._position = (epoch, offset, position + 1)
-            yield self._emit(batches[position], draws, epoch)
+            yield self._emit(batches[numbers[position]], draws, epoch)
         self._position = None  # the pass is over: what comes next is the next epoch
 
     def _start(self) -> tuple[int, int, int]:
@@ -169,38 +184,46 @@ class GroupedBatchSampler(Sampler[list[int]]):
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches of a whole pass of ``epoch``, as index arrays."""
-        draws = self._plan(epoch)[0]
-        return [batch if draws is None else draws[batch] for batch in self._rank_batches(epoch, 0)]
+        draws, batches = self._plan(epoch)
+        return [batches[g] if draws is None else draws[batches[g]] for g in self._rank_batches(epoch, 0)]
 
-    def _rank_batches(self, epoch: int, offset: int) -> list[np.ndarray]:
-        """This rank's share of the epoch's batches from global batch ``offset`` on (places in
-        the epoch's draws): every ``world_size``-th, the same number for every rank."""
+    def _rank_batches(self, epoch: int, offset: int) -> range:
+        """The numbers of this rank's share of the epoch's batches from global batch ``offset`` on:
+        every ``world_size``-th, the same count for every rank (evaluation: its own, in order)."""
+        total = len(self._plan(epoch)[1])
         if not self.shuffle:
-            return self._plan(epoch)[1]  # this rank's block of samples, in order
-        everyone = self._plan(epoch)[1][offset:]
-        per_rank = len(everyone) // self.world_size
-        return everyone[self.rank : per_rank * self.world_size : self.world_size]
+            return range(total)  # this rank's block of samples, in order
+        per_rank = (total - offset) // self.world_size
+        return range(offset + self.rank, offset + per_rank * self.world_size, self.world_size)
 
-    def _plan(self, epoch: int) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    def _plan(self, epoch: int) -> tuple[np.ndarray | None, Sequence[np.ndarray]]:
         """The epoch's draws (None: each index once) and its global batches, or this rank's in
         order when not shuffling (cached for one epoch)."""
         if self._cache is None or self._cache[0] != epoch:
             draws = None
             if self.plan.draws is not None and self.shuffle:
                 draws = np.asarray(self.plan.draws(self.seed, epoch), dtype=np.int64)
-            self._cache = (epoch, draws, self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches())
+            batches = self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches()
+            self._cache = (epoch, draws, batches)
         return self._cache[1], self._cache[2]
 
-    def _ordered_batches(self) -> list[np.ndarray]:
+    def _ordered_batches(self) -> Sequence[np.ndarray]:
         lo = self.rank * self.num_samples // self.world_size
         hi = (self.rank + 1) * self.num_samples // self.world_size
-        run = np.arange(lo, hi)
-        return self.plan.cut(run, run, self.batch_size, self.drop_last)
+        return self.plan.ordered(lo, hi, self.batch_size, self.drop_last)
 
-    def _shuffled_batches(self, epoch: int, draws: np.ndarray | None) -> list[np.ndarray]:
+    def _shuffled_batches(self, epoch: int, draws: np.ndarray | None) -> Sequence[np.ndarray]:
         """Batches of places in the epoch's draws (= indices, without draws), in batch order."""
+        count = self.num_samples if draws is None else len(draws)
         generator = epoch_generator(self.seed, epoch)
-        order = torch.randperm(self.num_samples if draws is None else len(draws), generator=generator).numpy()
+        if self.order == "randperm":
+            order = torch.randperm(count, generator=generator).numpy()
+        else:
+            permutation = Permutation(count, int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]))
+            stretches = self.plan.stretches(permutation, self.batch_size, self.drop_last)
+            if stretches is not None:
+                return stretches  # consecutive stretches of a random order are random batches already
+            order = permutation[np.arange(count)]
         index = order if draws is None else draws[order]  # the sample at each place of order
         batches = self.plan.arrange(order, index, generator, self.batch_size, self.drop_last)
         permutation = torch.randperm(len(batches), generator=generator).tolist()

@@ -13,7 +13,8 @@ share instead of copying (see that module).
 Truncation to ``max_length`` is the tokenizer's own (``Tokenizer.enable_truncation``): the content
 is cut and the post-processor's special tokens (``[CLS] ... [SEP]``, CLIP's BOS/EOT) are kept.
 A long text is tokenised from a bounded prefix, so memory follows ``max_length``, not the text
-(:class:`TruncatingEncoder`).
+(:class:`TruncatingEncoder`); ids stored already (a pre-tokenised column) are cut the same way by
+its ``cut_ids``, without a loop over the sequences (:func:`cut_tokens`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ TRUNCATIONS = ("tokenizer", "slice")
 PREFIX_CHARS_PER_ID = 16  # first prefix of a long text, per kept id: ample for natural-language tokens
 MIN_PREFIX_CHARS = 1024
 WHOLE_TEXT_CHARS = 65_536  # shorter texts are encoded whole, in one fast batch: a few MB of tokenizer memory
+SPECIAL_PROBES = ("a", "the", "0", ".", "x")  # texts encoded to see where the special tokens go
 
 
 def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
@@ -116,25 +118,25 @@ class TruncatingEncoder:
     def __init__(
         self, tokenizer: Tokenizer | str | os.PathLike, max_length: int | None = None, *, truncation: str = "tokenizer"
     ) -> None:
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        check_truncation(max_length, truncation)
         tokenizer = load_tokenizer(tokenizer)
         self.max_length, self.truncation, self.dtype = max_length, truncation, token_dtype(tokenizer)
         self.tokenizer, self.raw, self.kept = batch_safe_tokenizer(tokenizer), None, 0
         self.prefix_chars = self.whole_chars = 0  # set with max_length
+        given = tokenizer.truncation or {}
+        # what encode's own truncation cuts to (special tokens kept), and which end of the content it keeps
+        self.limit, self.keep_end = given.get("max_length"), given.get("direction", "right") == "left"
+        self._ends: tuple[list[int], list[int]] | None = None  # the special ids around the content, found once
         if max_length is None:
             return
         added = tokenizer.post_processor.num_special_tokens_to_add(False) if tokenizer.post_processor else 0
-        given = tokenizer.truncation or {}
         if truncation == "tokenizer":
             if max_length < added:
                 raise ValueError(
                     f"max_length={max_length} leaves no room for the {added} special tokens the tokenizer adds; "
                     f"use max_length >= {added + 1} (or truncation='slice' to cut them off)"
                 )
-            limit = min(max_length, given.get("max_length", max_length))
+            limit = self.limit = min(max_length, given.get("max_length", max_length))
             self.tokenizer = _copy(self.tokenizer)
             # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
             # smaller length cannot hold would panic)
@@ -172,6 +174,42 @@ class TruncatingEncoder:
             out[i] = ids
         return out
 
+    def cut_ids(self, tokens: TokenArray) -> TokenArray:
+        """Stored ids of this tokenizer (a pre-tokenised column, special tokens included) cut as
+        ``__call__`` cuts a text's: to the tokenizer's truncation length with its special tokens
+        kept, then with ``truncation="slice"`` to ``max_length``. Check the rows first with
+        :meth:`unmarked_rows`: a cut row that does not end in the special tokens would lose content."""
+        if self.limit is not None and len(tokens) and int(tokens.lengths.max()) > self.limit:
+            head, tail = self.special_ends()
+            tokens = cut_tokens(tokens, self.limit, head=len(head), tail=len(tail), keep_end=self.keep_end)
+        if self.truncation == "slice" and self.max_length is not None:
+            tokens = cut_tokens(tokens, self.max_length)
+        return tokens
+
+    def unmarked_rows(self, tokens: TokenArray) -> np.ndarray:
+        """Indices of the sequences :meth:`cut_ids` would cut with the tokenizer's truncation that
+        do not begin and end with the special ids of :meth:`special_ends` (ids stored without them,
+        or padded): cutting those would drop content and keep content as if it were ``[SEP]``."""
+        lengths = tokens.lengths
+        long = np.flatnonzero(lengths > self.limit) if self.limit is not None else np.zeros(0, dtype=np.int64)
+        if long.size == 0:
+            return long
+        head, tail = self.special_ends()
+        starts, ends = tokens.offsets[long], tokens.offsets[long + 1]
+        good = np.ones(len(long), dtype=bool)
+        for k, token_id in enumerate(head):
+            good &= tokens.ids[starts + k] == token_id
+        for k, token_id in enumerate(tail):
+            good &= tokens.ids[ends - len(tail) + k] == token_id
+        return long[~good]
+
+    def special_ends(self) -> tuple[list[int], list[int]]:
+        """The ids the post-processor puts before and after a single text's content
+        (``([CLS], [SEP])`` for BERT, ``([], [</s>])`` for T5); ValueError if it cannot be told."""
+        if self._ends is None:
+            self._ends = special_ends(self.tokenizer)
+        return self._ends
+
     def _cut(self, ids: list[int]) -> list[int]:
         return ids[: self.max_length] if self.truncation == "slice" and self.max_length is not None else ids
 
@@ -203,6 +241,64 @@ class TruncatingEncoder:
                 else:
                     previous[i], size[i] = longer, 2 * size[i]
         return done
+
+
+def check_truncation(max_length: int | None, truncation: str = "tokenizer") -> None:
+    """ValueError unless ``max_length`` is None or >= 1 and ``truncation`` one of :data:`TRUNCATIONS`."""
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+    if max_length is not None and max_length < 1:
+        raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+
+
+def special_ends(tokenizer: Tokenizer) -> tuple[list[int], list[int]]:
+    """The ids ``tokenizer``'s post-processor puts before and after a single text's content,
+    read from the special-tokens mask of a probe text it encodes; ValueError if it cannot be told."""
+    processor = tokenizer.post_processor
+    added = processor.num_special_tokens_to_add(False) if processor is not None else 0
+    if added == 0:
+        return [], []
+    raw = _copy(tokenizer)
+    raw.no_truncation()
+    raw.no_padding()
+    for probe in SPECIAL_PROBES:
+        content = raw.encode(probe, add_special_tokens=False)
+        if not content.ids:
+            continue
+        done = raw.post_process(content)
+        mask = done.special_tokens_mask
+        head = next((k for k, special in enumerate(mask) if not special), len(mask))
+        tail = next((k for k, special in enumerate(reversed(mask)) if not special), len(mask))
+        if head + tail == added == len(done.ids) - len(content.ids):
+            return done.ids[:head], done.ids[len(done.ids) - tail :]
+        break
+    raise ValueError(
+        f"cannot tell where the tokenizer's post-processor puts its {added} special tokens around a text; "
+        "pass truncation='slice' to cut stored ids as they are"
+    )
+
+
+def cut_tokens(
+    tokens: TokenArray, max_length: int, *, head: int = 0, tail: int = 0, keep_end: bool = False
+) -> TokenArray:
+    """Each sequence longer than ``max_length`` cut to ``max_length`` ids: its first ``head`` and
+    last ``tail`` ids kept (special tokens), and of those between, the first ones (``keep_end``:
+    the last ones). With ``head = tail = 0`` it is a slice, ``ids[:max_length]``. Vectorised: one
+    gather over the kept ids, no loop over sequences."""
+    lengths = tokens.lengths
+    if len(lengths) == 0 or int(lengths.max()) <= max_length:
+        return tokens
+    if head + tail > max_length:
+        raise ValueError(f"max_length={max_length} leaves no room for {head + tail} special tokens")
+    kept = np.minimum(lengths, max_length)
+    offsets = np.zeros(len(kept) + 1, dtype=np.int64)
+    np.cumsum(kept, out=offsets[1:])
+    # position of each kept id in its sequence, and where the ids taken from the far end begin
+    position = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], kept)
+    jump = head if keep_end else max_length - tail
+    dropped = np.repeat(lengths - kept, kept)  # 0 for a sequence that is not cut
+    source = np.repeat(tokens.offsets[:-1], kept) + position + np.where(position >= jump, dropped, 0)
+    return TokenArray(tokens.ids[source], offsets)
 
 
 def _settled(prefix: Encoding, longer: Encoding, chars: int, kept: int) -> bool:

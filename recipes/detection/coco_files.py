@@ -12,28 +12,26 @@ counting (pytorch issue 13246). Here msgspec decodes the file against a schema t
 the fields a detection dataset uses, skipping the polygons unless ``masks=True`` asks for them
 (then each is kept as its raw JSON bytes, for :func:`decode_masks`). Without msgspec, or for
 files that are not strict JSON (Python's ``json.dumps`` writes ``NaN``), the standard library
-parses the file instead.
-
-Only the file's shape is checked here (keys, fields, types, 4-number boxes, category names): a
-problem is a :class:`DataError` naming the file (and, with msgspec, the JSON path of the entry).
-Whether the ids, categories and boxes make sense is for :mod:`recipes.detection.coco_index`.
+parses the file instead, and so it does for a file the schema refuses: the rules of
+:mod:`recipes.detection.coco_checks` then name its first problem (a :class:`DataError` naming the
+file and the entry) in the words ``recipes check`` uses.
 """
 
 from __future__ import annotations
 
-import difflib
 import gc
 import json
 import os
 import warnings
-from collections.abc import Callable, Sequence
-from operator import attrgetter, itemgetter
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Annotated, Any
 
 import numpy as np
 
 from recipes.core.errors import DataError
 from recipes.core.storage import read_bytes, shown
+from recipes.detection.coco_checks import SECTIONS, entry_fields, entry_problems, key_problems, top_problems
 
 try:
     import msgspec
@@ -64,9 +62,9 @@ if msgspec is not None:
 
     class _Category(msgspec.Struct):
         id: Int64
-        name: str | None = None  # missing: a DataError naming the category id, below
+        name: str | None = None  # missing: the standard library's parse names the category, below
 
-    # UNSET: the key is missing (see check_keys); an image_info file has no annotations
+    # UNSET: the key is missing (see key_problems); an image_info file has no annotations
     class _File(msgspec.Struct):
         images: list[_Image] | msgspec.UnsetType = msgspec.UNSET
         annotations: list[_Annotation] | msgspec.UnsetType = msgspec.UNSET
@@ -112,94 +110,97 @@ def read_instances(
 def _read(path: str, data: bytes, masks: bool) -> dict[str, Any]:
     """Columns of ``data``; ``path`` names the file in errors."""
     if msgspec is not None:
-        try:
-            doc = _DECODERS[masks].decode(data)
-        except msgspec.ValidationError as error:
-            raise DataError(f"{path}: {error}") from None
-        except msgspec.DecodeError:
-            doc = None  # not strict JSON (NaN, Infinity): the standard library accepts those
-        except RecursionError:
-            raise DataError(f"{path}: JSON nested too deeply to be a COCO file") from None
-        if doc is not None:
-            images, anns, cats = doc.images, doc.annotations, doc.categories
-            if msgspec.UNSET in (images, anns, cats):
-                try:  # the top-level keys, to name a missing one (the schema skipped the others unread)
-                    top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-                except msgspec.DecodeError as error:  # e.g. bytes that are not UTF-8 in a skipped key
-                    raise DataError(f"{path}: not a COCO instances file ({error})") from None
-                check_keys(path, top)
-            anns = [] if anns is msgspec.UNSET else anns
-            segments = [bytes(a.segmentation) for a in anns] if masks else None
-            return _columns(images, anns, [] if cats is msgspec.UNSET else cats, attrgetter, segments, path)
+        columns = _read_fast(path, data, masks)
+        if columns is not None:
+            return columns
+    doc = parse_json(data, path)
+    columns = columns_of(doc, masks=masks)
+    if columns is None:
+        problem = next(entry_problems(doc), None)
+        raise problem.error(path) if problem else DataError(f"{path}: not a COCO instances file")
+    return columns
+
+
+def _read_fast(path: str, data: bytes, masks: bool) -> dict[str, Any] | None:
+    """msgspec's columns of a valid file; None for the standard library to read the others: files
+    that are not strict JSON (NaN, Infinity) and files the schema refuses, whose problem the checks
+    name as ``recipes check`` does."""
     try:
-        doc = json.loads(data)
-    # RecursionError: nesting deeper than the interpreter's stack (msgspec refuses it too)
-    except (ValueError, RecursionError) as error:
-        raise DataError(f"{path}: not a COCO instances file ({type(error).__name__}: {error})") from None
-    check_keys(path, doc)
+        doc = _DECODERS[masks].decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    images, anns, cats = doc.images, doc.annotations, doc.categories
+    if cats is not msgspec.UNSET and not all(isinstance(c.name, str) for c in cats):
+        return None
+    if msgspec.UNSET in (images, anns, cats):
+        try:  # the top-level keys, to name a missing one (the schema skipped the others unread)
+            top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        except msgspec.DecodeError:  # e.g. bytes that are not UTF-8 in a skipped key
+            return None
+        problem = next(key_problems(top), None)
+        if problem is not None:
+            raise problem.error(path)
+    anns = [] if anns is msgspec.UNSET else anns
+    segments = [bytes(a.segmentation) for a in anns] if masks else None
+    return _struct_columns(images, anns, [] if cats is msgspec.UNSET else cats, segments)
+
+
+def parse_json(data: bytes, path: str | os.PathLike) -> Any:
+    """The standard library's parse of a file's bytes (it reads the ``NaN`` that Python's
+    ``json.dumps`` writes), or a DataError naming ``path``."""
     try:
-        images, anns, cats = doc["images"], doc.get("annotations", []), doc.get("categories", [])
-        anns = [{"area": None, "iscrowd": 0, **a} for a in anns]
-        cats = [{"name": None, **c} for c in cats]
-        segments = [json.dumps(a.get("segmentation")).encode() for a in anns] if masks else None
-        return _columns(images, anns, cats, itemgetter, segments, path)
-    except (KeyError, TypeError, ValueError, OverflowError) as error:  # Overflow: an id past int64
-        raise DataError(
-            f"{path}: an image, annotation or category lacks a field or has the wrong type "
-            f"({type(error).__name__}: {error})"
-        ) from None
+        return json.loads(data)
+    except RecursionError:  # nesting deeper than the interpreter's stack (msgspec refuses it too)
+        raise DataError(f"{path}: JSON nested too deeply to be a COCO file") from None
+    except ValueError as error:  # UnicodeDecodeError included
+        raise DataError(f"{path}: not valid JSON ({type(error).__name__}: {error})") from None
 
 
-def check_keys(path: str | os.PathLike, doc: Any) -> None:
-    """Raise a :class:`DataError` unless ``doc`` (a parsed file) has the top-level COCO keys.
+def columns_of(doc: Any, *, masks: bool) -> dict[str, Any] | None:
+    """:func:`read_instances`' columns of a parsed file, or None when
+    :func:`recipes.detection.coco_checks.entry_problems` finds a problem in it."""
+    if top_problems(doc):
+        return None
+    fields = [entry_fields(section, doc.get(section, [])) for section in SECTIONS]
+    if None in fields:
+        return None
+    images, anns, cats = fields
+    return {
+        "image_ids": np.array(images["id"], np.int64),
+        "widths": np.array(images["width"], np.float64),
+        "heights": np.array(images["height"], np.float64),
+        "file_names": images["file_name"],
+        "ann_ids": np.array(anns["id"], np.int64),
+        "ann_image_ids": np.array(anns["image_id"], np.int64),
+        "ann_category_ids": np.array(anns["category_id"], np.int64),
+        "iscrowd": np.array(anns["iscrowd"], np.int64) != 0,
+        "bbox": np.array(anns["bbox"], np.float64).reshape(-1, 4),
+        "area": np.array(anns["area"], np.float64),  # missing -> None -> NaN
+        "category_ids": np.array(cats["id"], np.int64),
+        "category_names": cats["name"],
+        "segments": [json.dumps(a.get("segmentation")).encode() for a in doc.get("annotations", [])] if masks else None,
+    }
 
-    A missing key is an error when the file has a near miss ("annotation" for "annotations"):
-    loading it anyway would give a dataset without boxes. Without a near miss, ``annotations``
-    and ``categories`` may be absent (a test-dev ``image_info`` file has no annotations);
-    ``images`` may not.
-    """
-    if not isinstance(doc, dict):
-        raise DataError(f"{path}: not a COCO instances file (the top level is a {type(doc).__name__}, not an object)")
-    for key in ("images", "annotations", "categories"):
-        if key in doc:
-            continue
-        near = difflib.get_close_matches(key, [k for k in doc if isinstance(k, str)], n=1)
-        if near:
-            raise DataError(f"{path}: no '{key}' key at the top level; did you mean {near[0]!r}? (COCO spells it '{key}')")
-        if key == "images":
-            raise DataError(f"{path}: no 'images' key at the top level: not a COCO instances file")
 
-
-def _columns(images, anns, cats, getter: Callable, segments: list[bytes] | None, path: str) -> dict[str, Any]:
+def _struct_columns(images: list, anns: list, cats: list, segments: list[bytes] | None) -> dict[str, Any]:
+    """The columns of msgspec's structs (the schema saw to the fields and their types)."""
     def column(rows: list, dtype: type, field: str) -> np.ndarray:
-        values = np.array(list(map(getter(field), rows)), dtype=dtype)
-        if values.shape != (len(rows),):
-            raise DataError(f"{path}: every '{field}' must be a single number")
-        return values
+        return np.array(list(map(attrgetter(field), rows)), dtype=dtype)
 
-    names = list(map(getter("name"), cats))
-    for category, name in zip(cats, names):
-        if not isinstance(name, str):
-            what = "no 'name'" if name is None else f"name {name!r}, which is not a string"
-            raise DataError(f"{path}: category {getter('id')(category)!r} has {what}")
-    ints = np.array(list(map(getter("id", "image_id", "category_id", "iscrowd"), anns)), np.int64).reshape(-1, 4)
-    boxes = np.array(list(map(getter("bbox"), anns)), np.float64)
-    boxes = boxes.reshape(0, 4) if not anns else boxes
-    if boxes.shape != (len(anns), 4):
-        raise DataError(f"{path}: every bbox must hold 4 numbers [x, y, width, height]")
+    ints = np.array(list(map(attrgetter("id", "image_id", "category_id", "iscrowd"), anns)), np.int64).reshape(-1, 4)
     return {
         "image_ids": column(images, np.int64, "id"),
         "widths": column(images, np.float64, "width"),
         "heights": column(images, np.float64, "height"),
-        "file_names": list(map(getter("file_name"), images)),
+        "file_names": list(map(attrgetter("file_name"), images)),
         "ann_ids": ints[:, 0],
         "ann_image_ids": ints[:, 1],
         "ann_category_ids": ints[:, 2],
         "iscrowd": ints[:, 3] != 0,
-        "bbox": boxes,
+        "bbox": np.array(list(map(attrgetter("bbox"), anns)), np.float64).reshape(-1, 4),
         "area": column(anns, np.float64, "area"),  # missing -> None -> NaN
         "category_ids": column(cats, np.int64, "id"),
-        "category_names": names,
+        "category_names": list(map(attrgetter("name"), cats)),
         "segments": segments,
     }
 

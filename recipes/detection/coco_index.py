@@ -4,12 +4,12 @@
     rows = index.item_rows_of(3)                   # annotation rows the 4th image shows
     index.boxes[rows], index.category_ids[rows]    # XYXY float32 [N,4], int64 [N]
 
-Every problem of the file is found here, once, when a dataset is built, and named with its
-image or annotation id: duplicate ids, an unknown ``category_id``, an annotation of an image
-not in ``images``, a ``file_name`` escaping the image root, a box with a non-positive or
-non-finite width or height. Arrays, not a dict per annotation: forked DataLoader workers share
-them as they are, where Python objects are copied into every worker by reference counting
-(pytorch issue 13246).
+The rules of :mod:`recipes.detection.coco_checks` run once, when a dataset is built, and their
+first problem is raised, named with its image or annotation id (``recipes check`` lists every
+one in the same words): duplicate ids, an unknown ``category_id``, an annotation of an image not
+in ``images``, a ``file_name`` escaping the image root, a box with a non-positive or non-finite
+width or height. Arrays, not a dict per annotation: forked DataLoader workers share them as they
+are, where Python objects are copied into every worker by reference counting (pytorch issue 13246).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, skip_or_raise
-from recipes.core.paths import check_relative
+from recipes.core.errors import skip_or_raise
+from recipes.detection.coco_checks import ColumnChecks
 
 
 class DegenerateBoxWarning(UserWarning):
@@ -109,33 +109,38 @@ def index_instances(
         remove_empty: leave out images whose item would show no box.
         strict: raise on a degenerate box instead of dropping it with one DegenerateBoxWarning.
     """
-    categories = columns["category_ids"]
-    _refuse_duplicates(source, categories, "category", "categories")
-    _refuse_duplicates(source, columns["image_ids"], "image", "images")
-    keep_images = _check_images(columns, source, on_error)
-    _refuse_duplicates(source, columns["ann_ids"], "annotation", "annotations")
-    known_categories = np.sort(categories)
+    checks = ColumnChecks(columns)
+    keep_images = np.ones(len(columns["image_ids"]), bool)  # in file order
+    degenerate = []
+    for problem in checks.problems():
+        if problem.drops in ("image", "box") and problem.section == "annotations" and not checks.found[problem.row]:
+            continue  # an annotation of no image is left out, named once: not again for its category or box
+        if problem.drops == "box":
+            degenerate.append(problem)
+            continue
+        if not problem.drops:
+            raise problem.error(source)
+        skip_or_raise(problem.error(source), on_error)
+        if problem.drops == "image":
+            keep_images[problem.row if problem.section == "images" else checks.image_of(problem.row)] = False
+    if degenerate:
+        ids = [int(columns["ann_ids"][p.row]) for p in degenerate]
+        listed = ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else "")
+        if strict:
+            raise degenerate[0].error(source, hint=(
+                f"{len(ids)} annotation(s) have such a box (ids {listed}): fix them, or pass strict=False to drop "
+                "them with a warning"
+            ))
+        # stacklevel: index_instances, the dataset's __init__, its caller
+        warnings.warn(
+            f"{source}: dropped {len(ids)} annotation(s) whose bbox has a non-positive or non-finite width or height "
+            f"(ids {listed})", DegenerateBoxWarning, stacklevel=3,
+        )
 
-    order = np.argsort(columns["image_ids"], kind="stable")
-    image_ids, ann_ids = columns["image_ids"][order], columns["ann_ids"]
-    row, found = _lookup(image_ids, columns["ann_image_ids"])
-    for k in np.flatnonzero(~found):  # "skip": the annotation is left out
-        skip_or_raise(DataError(
-            f"{source}: annotation {ann_ids[k]} refers to image {columns['ann_image_ids'][k]}, which is not in "
-            f"'images' ({int((~found).sum())} annotation(s) do)"
-        ), on_error)
-    _, known = _lookup(known_categories, columns["ann_category_ids"])
-    unknown = found & ~known
-    for k in np.flatnonzero(unknown):  # "skip": its image is left out (a box would be missing)
-        skip_or_raise(DataError(
-            f"{source}: annotation {ann_ids[k]} has category_id {columns['ann_category_ids'][k]}, which is not in "
-            f"'categories' {known_categories.tolist()} ({int(unknown.sum())} annotation(s) do); "
-            f"image {columns['ann_image_ids'][k]} cannot be used"
-        ), on_error)
-    boxes, good = _xyxy_boxes(columns, source, found, strict)
-
+    order, row, found = checks.image_order, checks.image_rows, checks.found
+    image_ids, ann_ids, categories = columns["image_ids"][order], columns["ann_ids"], columns["category_ids"]
+    good = checks.good_boxes & found
     keep_images = keep_images[order]
-    keep_images[row[unknown]] = False
     shown = ~columns["iscrowd"] | include_crowd
     if remove_empty:
         keep_images &= np.bincount(row[good & shown], minlength=len(order)) > 0
@@ -161,8 +166,8 @@ def index_instances(
         ann_offsets=_offsets(np.bincount(row, minlength=len(kept))),
         ann_ids=ann_ids[ann],
         category_ids=columns["ann_category_ids"][ann],
-        labels=np.searchsorted(known_categories, columns["ann_category_ids"][ann]).astype(np.int64) + 1,
-        boxes=boxes[ann],
+        labels=checks.category_rows[ann].astype(np.int64) + 1,
+        boxes=checks.boxes[ann],
         areas=np.where(np.isnan(area), columns["bbox"][ann, 2] * columns["bbox"][ann, 3], area).astype(np.float32),
         iscrowd=columns["iscrowd"][ann].astype(np.int64),
         item_rows=np.flatnonzero(visible),
@@ -171,66 +176,6 @@ def index_instances(
         segment_offsets=segment_offsets,
         categories={int(categories[i]): columns["category_names"][i] for i in category_order},
     )
-
-
-def _refuse_duplicates(source: str | Path, ids: np.ndarray, what: str, section: str) -> None:
-    ordered = np.sort(ids)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if len(repeated):
-        raise DataError(f"{source}: {what} id {repeated[0]} appears more than once in '{section}'")
-
-
-def _check_images(columns: dict[str, Any], source: str | Path, on_error: str) -> np.ndarray:
-    """Sizes must be positive whole numbers; images whose name escapes the root are left out
-    (``"skip"``) or raise. Returns which images to keep, in file order."""
-    ids, widths, heights = columns["image_ids"], columns["widths"], columns["heights"]
-    valid = (widths >= 1) & (heights >= 1) & (widths % 1 == 0) & (heights % 1 == 0)
-    if not valid.all():
-        k = int(np.flatnonzero(~valid)[0])
-        raise DataError(
-            f"{source}: image {ids[k]} has width {widths[k]} and height {heights[k]}; "
-            "both must be positive whole numbers"
-        )
-    keep = np.ones(len(ids), bool)
-    for k, name in enumerate(columns["file_names"]):
-        # a cheap screen first: names without these characters pass check_relative
-        if not isinstance(name, str) or not name or "\x00" in name or ".." in name or ":" in name or name[0] in "/\\":
-            try:
-                check_relative(name, source=f"{source}, image {ids[k]}")
-            except DataError as error:
-                skip_or_raise(error, on_error)
-                keep[k] = False
-    return keep
-
-
-def _xyxy_boxes(
-    columns: dict[str, Any], source: str | Path, found: np.ndarray, strict: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """XYWH -> XYXY in float32, as torchvision's wrapper does it (the same boxes to the bit),
-    and which rows are good: a finite, positive-size box of an image in the file."""
-    boxes = columns["bbox"].astype(np.float32)
-    boxes[:, 2:] += boxes[:, :2]
-    good = np.isfinite(boxes).all(1) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1]) & found
-    bad = np.flatnonzero(~good & found)
-    if len(bad):
-        ids = columns["ann_ids"]
-        listed = ", ".join(str(i) for i in ids[bad[:10]]) + (", ..." if len(bad) > 10 else "")
-        what = f"{len(bad)} annotation(s) whose bbox has a non-positive or non-finite width or height (ids {listed})"
-        if strict:
-            raise DataError(
-                f"{source}: annotation {ids[bad[0]]} has bbox {columns['bbox'][bad[0]].tolist()}; {what}; "
-                "fix them, or pass strict=False to drop them with a warning"
-            )
-        # stacklevel: this function, index_instances, the dataset's __init__, its caller
-        warnings.warn(f"{source}: dropped {what}", DegenerateBoxWarning, stacklevel=4)
-    return boxes, good
-
-
-def _lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of ``ids`` in ``sorted_ids`` and whether each was found."""
-    position = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
-    found = sorted_ids[position] == ids if len(sorted_ids) else np.zeros(len(ids), bool)
-    return position, found
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from recipes.core.errors import NamedCollate, drop_skipped
-from recipes.core.loader import ResumableLoader, preset_kwargs
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.plans import ByGroup, Shuffle, draws_of
 from recipes.core.samplers import SeededBatchSampler
@@ -154,6 +154,6 @@ def detection_loader(
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=shuffle, drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     collate_fn = NamedCollate(packed_in_workers(collate_fn or detection_collate))
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

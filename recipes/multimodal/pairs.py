@@ -48,7 +48,7 @@ from recipes.core.errors import (
     skip_or_raise,
 )
 from recipes.core.images import decode_image, read_file
-from recipes.core.loader import ResumableLoader, loader_kwargs, preset_kwargs, stream_loader
+from recipes.core.loader import RecipeLoader, ResumableLoader, loader_kwargs, preset_kwargs, stream_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
@@ -315,5 +315,5 @@ def multimodal_loader(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed,
         plan=Shuffle(draws=draws_of(dataset)),
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate), **kwargs)

@@ -242,14 +242,18 @@ def check_fields(
         return text, None
     if label_field not in record:
         raise _no_field(record, where, label_field, "label_field")
-    label = record[label_field]
+    return text, check_label(record[label_field], where, label_field)
+
+
+def check_label(label: Any, where: str, label_field: str) -> int | str:
+    """``label`` if it can be a class label (an int64 integer or a string), else a DataError naming ``where``."""
     if label is None or label == "":
         raise DataError(f"{where}: field {label_field!r} holds no label")
     if isinstance(label, bool) or not isinstance(label, (int, str)) or not is_unicode(str(label)):
         raise DataError(f"{where}: label {label!r} is neither an integer nor a string")
     if _out_of_int64(label):
         raise DataError(f"{where}: label {str(label)[:40]!r} is an integer too large for int64")
-    return text, label
+    return label
 
 
 def _no_field(record: dict, where: str, name: str, option: str) -> MissingField:

@@ -172,7 +172,7 @@ def read_parquet_corpus(
         parts.append(encode_texts(tokenizer, texts, max_length=max_length, progress=False))
         row_parts.append(np.asarray(rows, dtype=np.int64))
         if label_field is not None:
-            label_parts.append(_label_array(labels))
+            label_parts.append(label_array(labels))
         for chunk in (texts, labels, rows):
             chunk.clear()
 
@@ -186,12 +186,12 @@ def read_parquet_corpus(
             flush()
     if texts:
         flush()
-    label_ids, names = _number_labels(label_parts) if label_field is not None else (None, None)
+    label_ids, names = number_labels(label_parts) if label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows)
 
 
-def _label_array(labels: list[Any]) -> np.ndarray:
+def label_array(labels: list[Any]) -> np.ndarray:
     """One chunk's labels: int64 if every one is an integer (or integer text), else text."""
     as_ints = [integer_label(label) for label in labels]
     if None not in as_ints:
@@ -199,7 +199,7 @@ def _label_array(labels: list[Any]) -> np.ndarray:
     return np.asarray([str(label) for label in labels], dtype=str)
 
 
-def _number_labels(parts: list[np.ndarray]) -> tuple[np.ndarray, list[str] | None]:
+def number_labels(parts: list[np.ndarray]) -> tuple[np.ndarray, list[str] | None]:
     """The chunks' labels as ``label_ids`` numbers them: integers kept, else sorted names."""
     if all(part.dtype == np.int64 for part in parts):
         return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), None

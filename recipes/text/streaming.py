@@ -13,16 +13,14 @@ its own part, every line is seen ``workers x ranks`` times. Here the files form 
 into ``world_size x num_workers`` equal slices, and each (rank, worker) reads the lines that start
 in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
 shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
-stops them all at the same step, as DDP needs (:class:`recipes.core.streams.EqualSteps`); the few
-batches a rank still held are left out of that epoch. The rank is read when the dataset is built:
-build it after ``init_process_group``.
+stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build the
+dataset after ``init_process_group``: the rank is read then.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
 CSV is not supported: a quoted field may hold a line break, so a slice cannot find where a record
-starts. ``index`` is the line's byte offset in the concatenated files: unique, stable, and
-``f.seek(offset)`` finds the line. Parquet files (a list, a glob such as ``train-*.parquet``, or a
-Hugging Face ``datasets.Dataset``) are cut into equal slices of rows instead, each read a row
+starts. ``index`` is the line's byte offset in the concatenated files (``f.seek(offset)`` finds
+it). Parquet (a list, a glob, a ``datasets.Dataset``) is cut into equal slices of rows, read a row
 group at a time; there ``index`` is the row, counted from 0 across the files.
 """
 
@@ -35,6 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
@@ -59,6 +58,7 @@ from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
+    check_truncation,
     encode_texts,
     find_pad_id,
     load_tokenizer,
@@ -67,6 +67,7 @@ from recipes.core.tokens import (
 )
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.text.parquet_corpus import check_record
+from recipes.text.parquet_ids import IdsColumn
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
@@ -83,7 +84,7 @@ class StreamingTextDataset(ResumableStream):
         paths: a file or a list of files, read in this order: local paths or fsspec URLs
             (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
             (files, a glob, a ``datasets.Dataset``).
-        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``; None only with ``ids_field``.
         text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
         max_length: keep at most this many ids per line, special tokens included, as the
             tokenizer's ``enable_truncation(max_length)`` cuts (the closing ``[SEP]``/``</s>`` stays;
@@ -101,12 +102,17 @@ class StreamingTextDataset(ResumableStream):
         truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(text).ids[:max_length]``.
         max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
             byte offset (each is tokenised whole: about 100 bytes of memory a character).
+        ids_field: Parquet only: stream this column of token-id lists, a row group at a time, instead of
+            tokenising ``text_field``; ids, labels, ``pad_id``, ``max_length`` and ``vocab_size`` as in
+            :class:`recipes.text.TokenizedTextDataset` (with a tokenizer the cut keeps its special
+            tokens, without one it slices); the same rows, order and state as the text column gives.
+        vocab_size: with ``ids_field``: ids must be below it (default: the tokenizer's ``get_vocab_size()``).
     """
 
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         text_field: str = "text",
         label_field: str | None = None,
@@ -121,38 +127,67 @@ class StreamingTextDataset(ResumableStream):
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
         truncation: str = "tokenizer",
         max_line_chars: int = MAX_LINE_CHARS,
+        ids_field: str | None = None,
+        vocab_size: int | None = None,
     ) -> None:
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
         self.max_row_group_bytes = max_row_group_bytes
+        if tokenizer is None and ids_field is None:
+            raise ValueError("StreamingTextDataset needs a tokenizer to tokenise the text; pass one, or ids_field=... "
+                             "to stream a Parquet column of token ids")
+        if vocab_size is not None and ids_field is None:
+            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
+        if not self.parquet:
+            paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+            self.paths = [path if is_url(path) else Path(path) for path in paths]
+            for path in self.paths:
+                if ids_field is not None:
+                    raise ValueError(
+                        f"{shown(path)}: ids_field streams a Parquet column of token-id lists, and a "
+                        f"{suffix(path)} file has no such column; write the ids to Parquet or pass a tokenizer"
+                    )
+                if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
+                    raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
+                if not is_url(path) and not path.is_file():
+                    raise FileNotFoundError(f"text file {path} does not exist")
+        check_truncation(max_length, truncation)
+        self.tokenizer = None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer))
+        # copies made once; with ids_field it cuts the stored ids as it cuts a text
+        self.encoder = None
+        if self.tokenizer is not None:
+            self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)
+        self.ids = None  # with ids_field: how the column is read (recipes.text.parquet_ids)
+        if ids_field is not None:
+            self.ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
+                                 encoder=self.encoder, on_error=on_error)
         # Files are listed and sized once per job, by rank 0, which sends the lists to the other
         # ranks (workers get them with the dataset): no listing or size request per rank or epoch.
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
 
             def footers() -> tuple[list[Any], list[int], list[int | None]]:
                 entries = parquet_entries(paths, storage_options)
-                wanted = {"text_field": text_field, "label_field": label_field}
-                return entries, *read_footers(entries, wanted, storage_options)
+                if self.ids is None:
+                    wanted = {"text_field": text_field, "label_field": label_field}
+                    return entries, *read_footers(entries, wanted, storage_options)
+                # the ids' column type is checked from the same footer read
+                wanted = {"ids_field": ids_field, "label_field": label_field}
+                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer)
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
             listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
             self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
         else:
-            paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-            self.paths = [path if is_url(path) else Path(path) for path in paths]
-            for path in self.paths:
-                if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
-                    raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
-                if not is_url(path) and not path.is_file():
-                    raise FileNotFoundError(f"text file {path} does not exist")
             self.sizes = shared_result(lambda: stream_sizes(self.paths, storage_options), rank, world_size)
-        self.tokenizer = batch_safe_tokenizer(load_tokenizer(tokenizer))
-        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)  # copies made once
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
-        self._pad_id = find_pad_id(self.tokenizer, pad_id)  # only padding needs it (pack_collate does not)
+        # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
+        if self.tokenizer is not None:
+            self._pad_id = find_pad_id(self.tokenizer, pad_id)
+        else:
+            self._pad_id = None if pad_id is None else int(pad_id)
         # what a state names as its data: offsets into these many files of this size
         source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
         super().__init__(seed, rank, world_size, source=source)
@@ -194,7 +229,10 @@ class StreamingTextDataset(ResumableStream):
             def rng_of_block(block: int) -> random.Random:
                 return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
-        rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
+        if self.ids is not None:
+            rows = self._id_rows(slot, slots, begin)
+        else:
+            rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
@@ -243,6 +281,25 @@ class StreamingTextDataset(ResumableStream):
         for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
             yield row, where, None, record
 
+    def _id_rows(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, tuple]]:
+        """Parquet ids: ``(row, (row, ids, label))`` for each usable row of this slot's equal share of the
+        rows, or from row ``begin`` on, checked and cut a row group at a time."""
+        total = sum(self.sizes)
+        low, high = slot * total // slots, (slot + 1) * total // slots
+        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
+        for chunk in self.ids.chunks(self.paths, self.sizes, **options):
+            for k in range(len(chunk.tokens)):
+                row, label = int(chunk.rows[k]), None
+                if chunk.labels is not None:
+                    raw = chunk.labels[k].item()
+                    label = integer_label(raw)
+                    if label is None:
+                        reason = f"label {raw!r} is not an integer (streaming cannot number names)"
+                        skip_or_raise(DataError(f"{chunk.where(k)}: {reason}"), self.on_error)
+                        continue
+                yield row, (row, chunk.tokens[k], label)
+
     def _rows(self, lines: Iterator[tuple[int, str, bool | None, Any]]) -> Iterator[tuple[int, tuple]]:
         """``(offset, (offset, text, label))`` for each line (or Parquet record: json_row None) that holds a sample."""
         fields = {"text_field": self.text_field, "label_field": self.label_field}
@@ -265,6 +322,11 @@ class StreamingTextDataset(ResumableStream):
 
     def _encode(self, chunk: list[tuple[int, str, Any]]) -> Iterator[dict[str, Any]]:
         if not chunk:
+            return
+        if self.ids is not None:  # ids already made
+            for row, ids, label in chunk:
+                item = {"input_ids": torch.from_numpy(ids.astype(np.int64)), "index": row}
+                yield item if label is None else item | {"label": label}
             return
         tokens = encode_texts(self.encoder, [text for _, text, _ in chunk], progress=False)
         for position, (offset, _, label) in enumerate(chunk):

@@ -7,6 +7,7 @@
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
 
     loader = text_loader(dataset, max_tokens=4096, collate_fn=pack_collate)   # no padding at all
+    dataset = TokenizedTextDataset("train-*.parquet", ids_field="input_ids", pad_id=0)   # ids already made
 
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
@@ -30,16 +31,25 @@ from torch.utils.data import DataLoader, Dataset
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
-from recipes.core.loader import ResumableLoader, preset_kwargs
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
+from recipes.core.tokens import (
+    TruncatingEncoder,
+    check_truncation,
+    encode_texts,
+    find_pad_id,
+    load_tokenizer,
+    pad_batch,
+    require_pad_id,
+)
 from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
 from recipes.text.parquet_corpus import parquet_source
+from recipes.text.parquet_ids import IdsColumn, read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
@@ -66,18 +76,28 @@ class TokenizedTextDataset(Dataset):
     row group at a time, the same rules apply per row, and ``line_numbers[i]`` is the row of
     sample ``i`` counted from 0 across the files. A missing column lists the file's columns.
 
+    Pre-tokenised Parquet (:mod:`recipes.text.parquet_ids`): ``ids_field="input_ids"`` reads a
+    column of token-id lists, as ``datasets.map``, Ray Data or Spark write them, instead of
+    tokenising ``text_field``; items, labels, padding and packing are the same. ``tokenizer`` may
+    then be None. Given, it sets ``vocab_size`` and ``pad_id`` when they are not passed, and
+    ``max_length`` cuts the stored ids as the text path cuts (its special tokens kept; a cut row
+    that does not end in them is a DataError); without one ``max_length`` slices,
+    ``ids[:max_length]``. A bad id or row is a DataError naming the file, row and row group.
+
     Args:
         path: the data file, a local path or an fsspec URL (``s3://``, ``https://``...); its
             suffix picks the format. For Parquet also a list, a glob or a ``datasets.Dataset``.
-        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
-        text_field: the text's JSON field or CSV / Parquet column (unused for .txt).
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``; None only with ``ids_field``.
+        text_field: the text's JSON field or CSV / Parquet column (unused for .txt and with ``ids_field``).
         label_field: the label's field or column; None for no labels.
         max_length: keep at most this many ids per sample, special tokens included (None: all).
         cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
             these options, and memory-map them on the next run. Never pickled. Each open checks
             the files' sizes, dtypes and shapes against the entry's record; a damaged entry is
-            rebuilt with one ``DamagedCacheWarning`` naming the file.
-        pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
+            rebuilt with one ``DamagedCacheWarning`` naming the file. Refused with ``ids_field``:
+            the ids are read as stored, there is no tokenising to save.
+        pad_id: the padding id; None reads the tokenizer's padding config or its pad token (with
+            ``ids_field`` and no tokenizer: none, so ``text_collate`` raises and ``pack_collate`` works).
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
@@ -89,12 +109,15 @@ class TokenizedTextDataset(Dataset):
             which drops the closing special token of a cut text (to match data cut that way).
         max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
             line (each is tokenised whole: about 100 bytes of memory a character).
+        ids_field: Parquet only: the column of token-id lists to read instead of tokenising text.
+        vocab_size: with ``ids_field``: ids must be below it (default: the tokenizer's
+            ``get_vocab_size()``; without a tokenizer, no bound but uint32's).
     """
 
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         text_field: str = "text",
         label_field: str | None = None,
@@ -107,18 +130,47 @@ class TokenizedTextDataset(Dataset):
         verify: bool = False,
         truncation: str = "tokenizer",
         max_line_chars: int = MAX_LINE_CHARS,
+        ids_field: str | None = None,
+        vocab_size: int | None = None,
     ) -> None:
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
         parquet = parquet_source(path, storage_options) if is_parquet(path) else None
         self._line_name = "line" if parquet is None else "row"  # what line_numbers count, for messages
+        self._no_tokenizer = tokenizer is None  # for the pad_id message
         if parquet is not None:
             self.path, suffix, self._name = parquet.path, PARQUET_SUFFIX, parquet.name
         else:
             self.path = path if is_url(path) else Path(path)
             suffix = check_format(self.path, TEXT_FORMATS)  # the message lists .parquet too
+            if ids_field is not None:
+                raise ValueError(
+                    f"{shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
+                    "such column; write the ids to Parquet (datasets.Dataset.to_parquet, pyarrow.parquet.write_table) "
+                    "or pass a tokenizer to tokenise the text"
+                )
             if not is_url(path) and not self.path.is_file():
                 raise FileNotFoundError(f"text file {self.path} does not exist")
             self._name = shown(path)  # for messages
+        if ids_field is not None:  # token ids already made: read, checked and cut, never tokenised
+            if cache_dir is not None:
+                raise ValueError(
+                    f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
+                    "already made, straight from the file, so there is nothing to cache: drop cache_dir"
+                )
+            check_truncation(max_length, truncation)
+            tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+            encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=truncation)
+            column = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
+                               encoder=encoder, on_error=on_error)
+            self._read_ids(parquet, column, tokenizer, pad_id=pad_id, max_row_group_bytes=max_row_group_bytes)
+            return
+        if tokenizer is None:
+            raise ValueError(
+                f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or "
+                "ids_field=... to read a Parquet column of token ids"
+            )
+        if vocab_size is not None:
+            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
         tokenizer = load_tokenizer(tokenizer)
         encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)  # checks both
         check_on_error(on_error)
@@ -150,6 +202,18 @@ class TokenizedTextDataset(Dataset):
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)
 
+    def _read_ids(self, parquet: Any, column: IdsColumn, tokenizer: Tokenizer | None, *, pad_id: int | None,
+                  max_row_group_bytes: int) -> None:
+        """Read the token ids of ``column`` from the Parquet source (:mod:`recipes.text.parquet_ids`)."""
+        if tokenizer is not None:
+            self._pad_id = find_pad_id(tokenizer, pad_id)
+        else:  # nothing names a pad id: text_collate asks for one, pack_collate needs none
+            self._pad_id = None if pad_id is None else int(pad_id)
+        self._cache = None
+        options = {"storage_options": parquet.storage_options, "max_row_group_bytes": max_row_group_bytes}
+        corpus = read_id_corpus(parquet.entries, column, **options)
+        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+
     def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
         self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
@@ -163,7 +227,8 @@ class TokenizedTextDataset(Dataset):
     @property
     def pad_id(self) -> int:
         """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
-        return require_pad_id(self._pad_id, f"TokenizedTextDataset({self._name})")
+        owner = f"TokenizedTextDataset({self._name}{', no tokenizer' if self._no_tokenizer else ''})"
+        return require_pad_id(self._pad_id, owner)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -310,7 +375,7 @@ def text_loader(
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
     collate_fn = NamedCollate(packed_in_workers(collate_fn))
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)

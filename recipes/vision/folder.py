@@ -48,7 +48,7 @@ from recipes.core.errors import (
     skip_or_raise,
 )
 from recipes.core.images import read_file, read_image
-from recipes.core.loader import ResumableLoader, preset_kwargs
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
@@ -288,5 +288,5 @@ def vision_loader(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed,
         plan=Shuffle(draws=draws_of(dataset)),
     )
-    loader = ResumableLoader if stateful else DataLoader
+    loader = ResumableLoader if stateful else RecipeLoader
     return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(image_collate), **kwargs)

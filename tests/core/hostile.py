@@ -5,7 +5,7 @@
   independent of PIL and libpng, whose faithful 8-bit rendering is ``array >> 8``;
   :func:`write_tall_png16` one of any height that holds a single row repeated.
 - :func:`worker_error`: iterate a loader with workers until its DataError, check the message,
-  and shut the workers down at once (see its docstring for why that needs care).
+  and let the workers stop at once (tests/loader_errors.py says why that needs care).
 - :func:`peak_rss_growth_mb`: run code in a fresh interpreter and measure its peak memory.
 - :func:`recording` / :func:`assert_one_warning_each`: every skip warning, one per bad sample.
 """
@@ -16,7 +16,6 @@ import os
 import struct
 import subprocess
 import sys
-import traceback
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -25,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from recipes.core.errors import DataError, SkippedSampleWarning
+from tests.loader_errors import loader_error
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,23 +99,10 @@ def top_byte_chw(array: np.ndarray) -> np.ndarray:
 def worker_error(loader: Any, pattern: str) -> str:
     """Iterate ``loader`` until it raises a DataError matching ``pattern``; return its message.
 
-    The error from a worker is re-raised by torch's ``ExceptionWrapper.reraise``, whose frame
-    keeps the exception in a local: exception -> traceback -> that frame -> exception is a
-    reference cycle, and the traceback's other frames hold the loader's iterator. So the
-    iterator is freed by the cyclic collector, which runs the multiprocessing queues'
-    finalizers before the iterator's ``__del__``: the "stop" messages are never sent, and each
-    worker is joined with a 5 s timeout, then killed (10 s with 2 workers, in whatever test the
-    collector happens to run). Clearing the traceback's frames, and dropping the traceback,
-    breaks the cycle: the iterator shuts its workers down as soon as the test lets go of it.
+    Through :func:`tests.loader_errors.loader_error`: a test that kept the error as caught would keep
+    the loader's iterator, whose workers then stop only after 5 s each (that module says why).
     """
-    with pytest.raises(DataError, match=pattern) as caught:
-        for _ in loader:
-            pass
-    message = str(caught.value)
-    traceback.clear_frames(caught.tb)
-    caught.value.__traceback__ = None
-    del caught  # it holds the traceback, whose first frame (this one) holds it
-    return message
+    return str(loader_error(loader, DataError, match=pattern))
 
 
 def peak_rss_growth_mb(setup: str, action: str, timeout: float = 300) -> tuple[float, str]:

@@ -224,7 +224,7 @@ def test_a_misspelled_key_is_named_and_an_image_info_file_is_clean(fixtures, tmp
     info = tmp_path / "image_info.json"
     info.write_text(json.dumps(doc))
     report = check(DataOptions("detection", info, **options), workers=1, progress=False)
-    assert [(p.where, p.reason) for p in report.problems] == [(f"category {doc['categories'][0]['id']}", "has no 'name'")]
+    assert [(p.where, p.reason) for p in report.problems] == [(f"category {doc['categories'][0]['id']}", "no 'name'")]
     assert report.summary["annotations"].startswith("0 (0 crowd)") and report.summary["decoded"] == "10 of 10 images"
 
 
@@ -354,3 +354,126 @@ def test_the_cli_lists_the_formats_the_datasets_read_and_says_a_folder_is_one(fi
             main(["check", "text", str(path)])
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and reason in err and "'.parquet'" in err, err
+
+
+# -- one set of rules for COCO files: the check's first problem is the error the dataset raises -----
+
+
+def _said(problem):
+    """A problem as the dataset's DataError words it: ``"<file>, <where>: <reason>"``."""
+    return f"{problem.path}, {problem.where}: {problem.reason}" if problem.where else f"{problem.path}: {problem.reason}"
+
+
+def _broken(doc, case):
+    """Break the fixture instances file one way; returns what the file holds instead of JSON, if anything."""
+    images, annotations, categories = doc["images"], doc["annotations"], doc["categories"]
+    edits = {
+        "duplicate-image-id": lambda: images.append(dict(images[1])),
+        "duplicate-annotation-id": lambda: annotations.append(dict(annotations[4])),
+        "duplicate-category-id": lambda: categories.append(dict(categories[0])),
+        "annotation-of-no-image": lambda: annotations[2].update(image_id=12345),
+        "unknown-category": lambda: annotations[1].update(category_id=999),
+        "zero-width-image": lambda: images[0].update(width=0),
+        "no-file-name": lambda: images[1].pop("file_name"),
+        "empty-file-name": lambda: images[1].update(file_name=""),
+        "absolute-file-name": lambda: images[2].update(file_name="/etc/hostname"),
+        "climbing-file-name": lambda: images[2].update(file_name="../instances.json"),
+        "string-annotation-id": lambda: annotations[0].update(id="one"),
+        "id-past-int64": lambda: images[1].update(id=2**63),
+        "three-number-bbox": lambda: annotations[0].update(bbox=[1, 2, 3]),
+        "boolean-width": lambda: images[0].update(width=True),
+        "category-without-name": lambda: categories[1].pop("name"),
+        "entry-not-an-object": lambda: annotations.__setitem__(3, [1, 2]),
+        "nan-box": lambda: annotations[0]["bbox"].__setitem__(2, math.nan),  # json.dumps writes NaN
+        "zero-height-box": lambda: annotations[5]["bbox"].__setitem__(3, 0),
+        "misspelled-key": lambda: doc.__setitem__("annotation", doc.pop("annotations")),
+        "images-not-an-array": lambda: doc.__setitem__("images", {"1": images[0]}),
+    }
+    edits[case]()
+
+
+BROKEN = ["duplicate-image-id", "duplicate-annotation-id", "duplicate-category-id", "annotation-of-no-image",
+          "unknown-category", "zero-width-image", "no-file-name", "empty-file-name", "absolute-file-name",
+          "climbing-file-name", "string-annotation-id", "id-past-int64", "three-number-bbox", "boolean-width",
+          "category-without-name", "entry-not-an-object", "nan-box", "zero-height-box", "misspelled-key",
+          "images-not-an-array", "not-json", "top-level-array"]
+
+
+def _dataset_error(root, path, parser, monkeypatch):
+    from recipes.core.errors import DataError
+    from recipes.detection import CocoDataset, coco_files
+
+    with monkeypatch.context() as patch:
+        if parser == "stdlib":
+            patch.setattr(coco_files, "msgspec", None)
+        with pytest.raises(DataError) as raised:
+            CocoDataset(root, path, strict=True)  # strict: a degenerate box is an error, not a dropped box
+    return raised.value
+
+
+@pytest.mark.parametrize("parser", ["msgspec", "stdlib"])
+@pytest.mark.parametrize("case", BROKEN)
+def test_the_first_coco_problem_listed_is_the_error_the_dataset_raises(fixtures, tmp_path, monkeypatch, case, parser):
+    doc = json.loads((fixtures / "detection/instances.json").read_text())
+    path, root = tmp_path / "instances.json", fixtures / "detection/images"
+    if case == "not-json":
+        path.write_text('{"images": [')
+    elif case == "top-level-array":
+        path.write_text(json.dumps([doc]))
+    else:
+        _broken(doc, case)
+        path.write_text(json.dumps(doc))
+    report = check(DataOptions("detection", path, image_root=root), workers=1, progress=False)
+    error = _dataset_error(root, path, parser, monkeypatch)
+    assert error.reason == _said(report.problems[0])
+    assert str(error).startswith(error.reason)  # strict=True adds what to do about the box
+    assert not report.clean
+
+
+HOSTILE_FILES = [
+    pytest.param("escape.json", "image 2", id="escaping-path"),
+    pytest.param("unknown_category.json", "annotation 2", id="unknown-category"),
+    pytest.param("negative_box.json", "annotation 3", id="negative-box"),
+]
+
+
+@pytest.mark.parametrize("name, where", HOSTILE_FILES)
+def test_each_hostile_coco_file_gets_the_same_words_from_the_check_and_the_dataset(fixtures, monkeypatch, name, where):
+    folder = fixtures / "hostile/coco"
+    report = check(DataOptions("detection", folder / name, image_root=folder / "images"), workers=1, progress=False)
+    assert [problem.where for problem in report.problems] == [where]
+    for parser in ("msgspec", "stdlib"):
+        assert _dataset_error(folder / "images", folder / name, parser, monkeypatch).reason == _said(report.problems[0])
+
+
+def test_a_coco_file_with_several_problems_the_dataset_names_the_first_and_the_check_all(fixtures, tmp_path, monkeypatch):
+    doc = json.loads((fixtures / "detection/instances.json").read_text())
+    images, annotations = doc["images"], doc["annotations"]
+    width = images[3].pop("width")                        # entry: a field missing
+    annotations[6]["bbox"] = "wide"                       # entry: a field of the wrong type
+    images[1]["file_name"] = "../escape.jpg"              # the columns: a name that climbs out
+    annotations[1]["category_id"] = 999                   # an unknown category
+    annotations[2]["image_id"] = 12345                    # an annotation of no image
+    annotations[3]["bbox"][2] = -4                        # a degenerate box
+    path, root = tmp_path / "instances.json", fixtures / "detection/images"
+    path.write_text(json.dumps(doc))
+    report = check(DataOptions("detection", path, image_root=root), workers=1, progress=False)
+    expected = [
+        (f"image {images[3]['id']}", "no 'width'"),
+        (f"annotation {annotations[6]['id']}", "bbox 'wide' is not 4 numbers"),
+        (f"image {images[1]['id']}", "path '../escape.jpg' escapes the dataset root"),
+        (f"annotation {annotations[2]['id']}", "image_id 12345 is not in 'images'"),
+        (f"annotation {annotations[1]['id']}", "category_id 999 is not in 'categories'"),
+        (f"annotation {annotations[3]['id']}", "has a non-positive width or height"),
+    ]
+    assert len(report.problems) == len(expected), [str(problem) for problem in report.problems]
+    for problem, (where, words) in zip(report.problems, expected):
+        assert problem.where == where and words in problem.reason, (str(problem), where, words)
+    for parser in ("msgspec", "stdlib"):
+        assert _dataset_error(root, path, parser, monkeypatch).reason == _said(report.problems[0])
+    images[3]["width"] = width  # the entry problems mended: the dataset names the first of the columns' problems
+    annotations[6]["bbox"] = [1, 1, 2, 2]
+    path.write_text(json.dumps(doc))
+    report = check(DataOptions("detection", path, image_root=root), workers=1, progress=False)
+    assert [problem.where for problem in report.problems] == [where for where, _ in expected[2:]]
+    assert _dataset_error(root, path, "msgspec", monkeypatch).reason == _said(report.problems[0])

@@ -101,7 +101,8 @@ def test_no_public_function_of_the_core_takes_more_than_eight_parameters():
 def test_presets_take_at_most_eight_parameters_and_datasets_three_positional(domain):
     package = importlib.import_module(f"recipes.{domain}")
     presets = [getattr(package, name) for name in package.__all__ if name.endswith("_loader")]
-    datasets = [v for v in map(package.__getattribute__, package.__all__) if inspect.isclass(v) and issubclass(v, Dataset)]
+    values = [getattr(package, name) for name in package.__all__]
+    datasets = [value for value in values if inspect.isclass(value) and issubclass(value, Dataset)]
     assert presets and datasets
     for preset in presets:
         assert len(_parameters(preset)) <= MAX_PARAMETERS, f"{preset.__name__}: {_parameters(preset)}"

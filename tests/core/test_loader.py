@@ -12,6 +12,7 @@ from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.loader import SET_VITAL_WARNING, build_loader, loader_kwargs, usable_cpus
 from tests.core.toy import IterableSeedProbe, NoisyRange, SeedProbe, as_list, collate
 from tests.harness import STOPS, check_resume
+from tests.loader_errors import loader_error
 
 
 def test_cuda_preset_pins_memory_and_keeps_workers():
@@ -132,8 +133,7 @@ def test_skip_policy_drops_bad_samples_and_warns_with_their_names():
 def test_an_error_in_a_worker_names_the_file_in_the_main_process():
     dataset = NoisyRange(10, bad=(7,))
     loader = build_loader(dataset, collate, batch_size=5, train=False, device="cpu", num_workers=2)
-    with pytest.raises(DataError, match="item-7.bin: broken on purpose"):
-        list(loader)
+    loader_error(loader, DataError, match="item-7.bin: broken on purpose")
 
 
 def test_spawned_workers_receive_a_picklable_loader():

@@ -169,7 +169,7 @@ def test_a_state_taken_after_a_finished_pass_resumes_at_the_next_epoch(name):
 def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
     sampler = GroupedBatchSampler(10, 3, shuffle=True, seed=0)
     _epoch(sampler)
-    assert sampler.state_dict() == {"seed": 0, "epoch": 1, "yielded": 0, "world_size": 1, "offset": 0}
+    assert sampler.state_dict() == {"seed": 0, "epoch": 1, "yielded": 0, "world_size": 1, "offset": 0, "order": "permutation"}
 
 
 @pytest.mark.parametrize(
@@ -200,12 +200,14 @@ def test_one_sample_seed_equals_the_vectorised_seeds():
     assert [sample_seed(*case) for case in cases] == [int(sample_seeds(s, e, [i])[0]) for s, e, i in cases]
 
 
-SAMPLER_FIELDS = ["seed", "epoch", "yielded", "world_size", "offset"]
+SAMPLER_FIELDS = ["seed", "epoch", "yielded", "world_size", "offset", "order"]
 
 
 @pytest.mark.parametrize(
     ("field", "kind"),
-    mutation_cases(SAMPLER_FIELDS, {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large")}),
+    # a state without "order" is one saved before the keyed permutation (it resumes with randperm)
+    mutation_cases(SAMPLER_FIELDS, {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"),
+                                    ("order", "missing")}),
 )
 def test_every_field_of_a_loaded_sampler_state_is_checked_and_a_refusal_changes_nothing(field, kind):
     sampler = GroupedBatchSampler(103, 8, shuffle=True, seed=2)

@@ -19,6 +19,7 @@ from recipes.core.errors import (
 from recipes.core.mixing import MixedDataset
 from recipes.core.packing import PackedBatch
 from recipes.core.seeding import SeededDataset
+from tests.loader_errors import loader_error
 
 
 class Lines(Dataset):
@@ -105,15 +106,14 @@ def test_a_batch_names_every_index_and_its_first_files():
 def test_a_failing_collate_in_a_plain_loader_names_the_batch(workers):
     collate = NamedCollate(failing_collate)
     loader = DataLoader(SeededDataset(Lines()), batch_size=4, num_workers=workers, collate_fn=collate)
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     expected = (
         "the batch of dataset indices [4, 5, 6, 7] (rows.jsonl line 5, rows.jsonl line 6, rows.jsonl line 7, "
         "rows.jsonl line 8): the collate_fn raised KeyError: \"no field 'mask'\""
     )
-    assert expected in str(caught.value)
+    assert expected in str(error)
     if workers == 0:
-        assert isinstance(caught.value.__cause__, KeyError)
+        assert isinstance(error.__cause__, KeyError)
 
 
 def test_a_mixture_describes_the_source_sample():

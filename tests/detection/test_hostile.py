@@ -100,8 +100,8 @@ def test_skip_yields_exactly_the_good_images_and_a_warning_names_each_bad_one(ho
     assert np.array_equal(images[3].numpy(), top_byte_chw(sixteen_bit_rgb(SIZE[1], SIZE[0])))  # 16-bit: decoded
 
     expected = {f"image {image_id}: ": reason for image_id, (_, reason) in {**BAD_FILES, **BAD_NAMES}.items()}
-    expected[f"annotation {UNKNOWN_CATEGORY_ANN} has category_id 99"] = f"image {UNKNOWN_CATEGORY_IMAGE} cannot be used"
-    expected[f"annotation {ORPHAN_ANN} refers to image 999"] = "not in 'images'"
+    expected[f"annotation {UNKNOWN_CATEGORY_ANN}: category_id 99"] = f"image {UNKNOWN_CATEGORY_IMAGE} cannot be used"
+    expected[f"annotation {ORPHAN_ANN}: image_id 999"] = "not in 'images'"
     assert_one_warning_each(caught, expected)
     skipped = [str(w.message) for w in caught if issubclass(w.category, SkippedSampleWarning)]
     for image_id, (name, _) in {**BAD_FILES, **BAD_NAMES}.items():
@@ -128,8 +128,8 @@ def _one_problem(root, ann_file, keep):
 LOAD_TIME = {
     "dotdot": ([21], r"image 21: path '\.\./outside\.jpg' escapes the dataset root"),
     "absolute": ([22], r"image 22: path '/etc/hostname' is absolute"),
-    "unknown-category": ([UNKNOWN_CATEGORY_IMAGE], rf"annotation {UNKNOWN_CATEGORY_ANN} has category_id 99"),
-    "orphan-annotation": ([ORPHAN_ANN], rf"annotation {ORPHAN_ANN} refers to image 999, which is not in 'images'"),
+    "unknown-category": ([UNKNOWN_CATEGORY_IMAGE], rf"annotation {UNKNOWN_CATEGORY_ANN}: category_id 99 is not in"),
+    "orphan-annotation": ([ORPHAN_ANN], rf"annotation {ORPHAN_ANN}: image_id 999 is not in 'images'"),
 }
 
 
@@ -137,7 +137,7 @@ LOAD_TIME = {
 def test_raise_names_the_file_and_id_of_each_index_problem(hostile, case):
     keep, pattern = LOAD_TIME[case]
     root, ann_file = _one_problem(*hostile, keep)
-    with pytest.raises(DataError, match=rf"{ann_file.name}[:,] .*{pattern}"):
+    with pytest.raises(DataError, match=rf"{ann_file.name}, {pattern}"):
         CocoDataset(root, ann_file)
 
 

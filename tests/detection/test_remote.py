@@ -6,6 +6,9 @@ from recipes.detection import CocoDataset
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
+# the faults are retried as ever, without the real backoff's seconds (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("quick_retries")
+
 
 def test_annotations_from_a_url_give_the_local_targets(fixtures):
     images, folder = fixtures / "detection" / "images", fixtures / "detection"

@@ -10,6 +10,9 @@ from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
+# the faults are retried as ever, without the real backoff's seconds (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("quick_retries")
+
 RESIZE = v2.Compose([v2.Resize(24, antialias=True), v2.CenterCrop(24)])
 
 

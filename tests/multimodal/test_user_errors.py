@@ -10,6 +10,7 @@ from torchvision.transforms import v2
 
 from recipes.core.errors import SampleError
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
+from tests.loader_errors import loader_error
 
 TARGET = 4  # the manifest row whose image the transform fails on
 
@@ -56,29 +57,27 @@ def test_a_failing_transform_names_the_manifest_line_and_image_even_when_skippin
     manifest = fixtures / "multimodal" / "manifest.jsonl"
     dataset = ImageTextDataset(manifest, tokenizer, transform=failing, on_error=on_error)
     loader = multimodal_loader(dataset, 2, train=False, device="cpu", num_workers=workers)
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     line, image = manifest_rows(manifest)[TARGET]
     expected = (
         f"dataset index {TARGET} ({manifest} line {line}, image {image}): "
         "the transform raised RuntimeError: model expects 3 channels"
     )
-    assert expected in str(caught.value)
+    assert expected in str(error)
     if workers == 0:
-        assert isinstance(caught.value.__cause__, RuntimeError)
+        assert isinstance(error.__cause__, RuntimeError)
 
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_failing_transform_on_shards_names_the_shard_and_member(fixtures, tokenizer, tmp_path, workers):
     paths = write_shards(fixtures / "multimodal" / "manifest.jsonl", tmp_path, samples_per_shard=4)
     shards = ImageTextShards(paths, tokenizer, transform=failing_resize, on_error="skip")
-    with pytest.raises(SampleError) as caught:
-        list(multimodal_loader(shards, 2, train=False, device="cpu", num_workers=workers))
+    error = loader_error(multimodal_loader(shards, 2, train=False, device="cpu", num_workers=workers), SampleError)
     with tarfile.open(paths[0]) as tar:
         first = tar.getnames()[0]  # shard order, member order: the first sample is the first to fail
     key, extension = first.rsplit(".", 1)
     expected = f"shard {paths[0]}:{key}.{extension}: the transform raised RuntimeError: model expects 3 channels"
-    assert expected in str(caught.value)
+    assert expected in str(error)
 
 
 def test_a_failing_collate_names_the_lines_of_the_batch(fixtures, tokenizer):

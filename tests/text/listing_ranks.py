@@ -3,7 +3,7 @@
 
     python -m torch.distributed.run --standalone --nproc_per_node=2 -m tests.text.listing_ranks OUT CONFIG
 
-For each case, rank 0 marks in the server's log where building the dataset and each of two
+The "ids" case streams the Parquet files' token-id column (``ids_field``). For each case, rank 0 marks in the server's log where building the dataset and each of two
 epochs begin, between barriers, so the test can count each phase's requests.
 """
 
@@ -21,7 +21,7 @@ from tests.servers import mark
 
 def build(folder: Path, count: int) -> None:
     """``count`` .txt files of 3 lines under ``folder/lines`` and as many Parquet files of 3 rows
-    under ``folder/tables``."""
+    (a text and an id column) under ``folder/tables``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -30,7 +30,8 @@ def build(folder: Path, count: int) -> None:
     for number in range(count):
         rows = [f"line {row} of file {number}" for row in range(3)]
         (folder / "lines" / f"part-{number:05d}.txt").write_text("".join(f"{row}\n" for row in rows))
-        pq.write_table(pa.table({"text": rows}), folder / "tables" / f"part-{number:05d}.parquet")
+        ids = [[number, row + 1] for row in range(3)]  # pre-tokenised: streamed with ids_field
+        pq.write_table(pa.table({"text": rows, "input_ids": ids}), folder / "tables" / f"part-{number:05d}.parquet")
 
 
 def report(config: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +45,9 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
             dist.barrier()
 
         begin("build")
-        stream = StreamingTextDataset(source, config["tokenizer"], shuffle_buffer=4, seed=1)
+        # the "ids" case reads the tables' id column, without a tokenizer
+        words = {"tokenizer": None, "ids_field": "input_ids", "pad_id": 0} if case == "ids" else {}
+        stream = StreamingTextDataset(source, **{"tokenizer": config["tokenizer"], **words}, shuffle_buffer=4, seed=1)
         loader = streaming_loader(stream, 8, train=False, device="cpu", num_workers=2)
         epochs = []
         for epoch in range(2):

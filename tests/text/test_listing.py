@@ -1,8 +1,9 @@
 """A job sizes and lists its files once: 2 torchrun ranks x 2 workers stream them over HTTP.
 
-Byte ranges need every file's size and Parquet rows every footer's count: rank 0 asks each
-once (a HEAD a file, a glob one listing) and the process group brings the result to the other
-rank, the dataset to the workers. No epoch asks for a size or a listing again: the server's
+Byte ranges need every file's size and Parquet rows every footer's count (its columns, and an
+id column's type, are checked from the same read): rank 0 asks each once (a HEAD a file, a glob
+one listing) and the process group brings the result to the other rank, the dataset to the
+workers. No epoch asks for a size or a listing again: the server's
 log (tests/servers.py) counts each phase's requests.
 """
 
@@ -27,17 +28,21 @@ def job(fixtures, tmp_path_factory):
             "cases": {
                 "lines": [server.url(f"lines/part-{n:05d}.txt") for n in range(FILES)],
                 "tables": server.url("tables/part-*.parquet"),
+                "ids": server.url("tables/part-*.parquet"),
             },
         }
         reports = torchrun(listing_ranks.__name__, 2, tmp_path_factory.mktemp("out"), config)
         return reports, list(server.log)
 
 
-@pytest.mark.parametrize("case, folder, listings", [("lines", "lines", 0), ("tables", "tables", 1)])
+CASES = [("lines", "lines", 0), ("tables", "tables", 1), ("ids", "tables", 1)]
+
+
+@pytest.mark.parametrize("case, folder, listings", CASES)
 def test_each_size_is_asked_once_per_job_and_no_epoch_asks_again(job, case, folder, listings):
     _, log = job
     built = phase(log, f"{case}/build")
-    files = sorted(f"/{folder}/part-{n:05d}.{'txt' if case == 'lines' else 'parquet'}" for n in range(FILES))
+    files = sorted(f"/{folder}/part-{n:05d}.{'txt' if folder == 'lines' else 'parquet'}" for n in range(FILES))
     assert [request for request in built if request[0] == "LIST"] == [("LIST", f"/{folder}")] * listings
     assert sorted(path for method, path in built if method == "HEAD") == files  # rank 0, once a file
     for epoch in range(2):
@@ -46,7 +51,7 @@ def test_each_size_is_asked_once_per_job_and_no_epoch_asks_again(job, case, fold
         assert {path for _, path in requests} == set(files)
 
 
-@pytest.mark.parametrize("case", ["lines", "tables"])
+@pytest.mark.parametrize("case", ["lines", "tables", "ids"])
 def test_every_line_is_read_once_per_epoch_across_ranks_and_workers(job, case):
     reports, _ = job
     assert reports[0][case]["sizes"] == reports[1][case]["sizes"]

@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.harness import check_resume, mutated_state, mutation_cases
+from tests.loader_errors import loader_error
 
 EPOCH = 96  # samples an epoch: 3 parts of the small source to 1 of the big one
 
@@ -109,8 +110,7 @@ def test_workers_carry_the_sources_across_epochs_and_fresh_ones_are_refused(file
     plain = DataLoader(mixture, batch_size=None, num_workers=2)  # fresh workers every epoch
     assert len(list(plain)) == EPOCH
     mixture.set_epoch(1)  # would start every source over: the big one would repeat its first lines
-    with pytest.raises(ValueError, match="starts epoch 1, but its sources stand at the start of epoch 0"):
-        list(plain)
+    loader_error(plain, ValueError, match="starts epoch 1, but its sources stand at the start of epoch 0")
     with pytest.raises(ValueError, match="persistent_workers=True"):
         iter(mixture)  # in this process too: nothing ran here
 

@@ -133,6 +133,7 @@ def test_a_parquet_stream_resumes_mid_epoch_exactly(tmp_path, tokenizer, rows, w
     check_resume_mid_epoch(make)
 
 
+@pytest.mark.usefixtures("quick_retries")
 @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
 def test_parquet_over_http_with_503s_and_cut_bodies_gives_the_local_items(tmp_path, tokenizer, rows, workers):
     from recipes.text import streaming_loader

@@ -7,6 +7,9 @@ import pytest
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
+# the faults are retried as ever, without the real backoff's seconds (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("quick_retries")
+
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, fixtures):

@@ -44,6 +44,7 @@ def test_a_resumed_stream_yields_exactly_the_batches_still_to_come(files, tokeni
     check_resume(lambda: _make(paths, tokenizer, workers), stop, len(reference[0]), reference)
 
 
+@pytest.mark.usefixtures("quick_retries")
 @pytest.mark.parametrize("workers", [0, 2], ids=["workers0", "workers2"])
 def test_a_stream_over_http_resumes_exactly_through_faults(files, tokenizer, references, workers):
     reference = references[workers]

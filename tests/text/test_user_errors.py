@@ -4,6 +4,7 @@ import pytest
 
 from recipes.core.errors import SampleError
 from recipes.text import TokenizedTextDataset, text_collate, text_loader
+from tests.loader_errors import loader_error
 
 TARGET = 5  # a batch holding this sample fails
 
@@ -27,14 +28,13 @@ def test_a_failing_collate_names_the_indices_and_lines_of_the_batch(fixtures, to
     path = fixtures / "text" / "labeled.jsonl"
     dataset = TokenizedTextDataset(path, tokenizer, label_field="label")
     loader = text_loader(dataset, 4, train=False, device="cpu", num_workers=workers, collate_fn=FailOnSample())
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     lines = oracle_lines(path)
     where = ", ".join(f"{path} line {lines[index]}" for index in (4, 5, 6, 7))
     expected = (
         f"the batch of dataset indices [4, 5, 6, 7] ({where}): "
         "the collate_fn raised IndexError: list index out of range"
     )
-    assert expected in str(caught.value)
+    assert expected in str(error)
     if workers == 0:
-        assert isinstance(caught.value.__cause__, IndexError)
+        assert isinstance(error.__cause__, IndexError)

@@ -9,6 +9,7 @@ from torchvision.transforms import v2
 
 from recipes.core.errors import SampleError
 from recipes.vision import ImageFolderDataset, eval_transform, vision_loader
+from tests.loader_errors import loader_error
 
 TARGET = 11  # the sample the transform fails on (unique pixels: checked below)
 
@@ -53,23 +54,21 @@ def oracle_path(fixtures, index: int) -> str:
 def test_a_failing_transform_names_the_index_and_file_even_when_skipping(fixtures, failing, workers, on_error):
     dataset = ImageFolderDataset(fixtures / "vision", failing, on_error=on_error)
     loader = vision_loader(dataset, 4, train=False, device="cpu", num_workers=workers)
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     where = f"dataset index {TARGET} ({oracle_path(fixtures, TARGET)})"
-    assert f"{where}: the transform raised ValueError: crop box outside the image" in str(caught.value)
+    assert f"{where}: the transform raised ValueError: crop box outside the image" in str(error)
     if workers == 0:
-        assert isinstance(caught.value.__cause__, ValueError)
+        assert isinstance(error.__cause__, ValueError)
     else:  # rebuilt from the worker's traceback, which shows the user's own line
-        assert 'raise ValueError("crop box outside the image")' in str(caught.value)
+        assert 'raise ValueError("crop box outside the image")' in str(error)
 
 
 def test_a_spawned_worker_names_the_file_of_a_failing_transform(fixtures, failing):
     dataset = ImageFolderDataset(fixtures / "vision", failing)
     loader = vision_loader(dataset, 14, train=False, device="cpu", num_workers=1, multiprocessing_context="spawn")
-    with pytest.raises(SampleError, match="Caught SampleError in DataLoader worker process 0") as caught:
-        list(loader)
+    error = loader_error(loader, SampleError, match="Caught SampleError in DataLoader worker process 0")
     where = f"dataset index {TARGET} ({oracle_path(fixtures, TARGET)})"
-    assert f"{where}: the transform raised ValueError" in str(caught.value)
+    assert f"{where}: the transform raised ValueError" in str(error)
 
 
 @pytest.mark.parametrize("workers", [0, 1])
@@ -78,18 +77,16 @@ def test_decode_device_names_the_file_a_failing_transform_ran_on(fixtures, worke
     transform = v2.Compose([v2.Resize(16, antialias=True), v2.CenterCrop(16), BrokenFlip()])
     dataset = ImageFolderDataset(fixtures / "vision", transform)
     loader = vision_loader(dataset, 4, train=False, device="cpu", decode="device", num_workers=workers)
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     expected = f"dataset index 0 ({oracle_path(fixtures, 0)}): the transform raised ValueError: flip failed"
-    assert expected in str(caught.value)
+    assert expected in str(error)
 
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_failing_collate_names_the_indices_and_files_of_the_batch(fixtures, workers):
     dataset = ImageFolderDataset(fixtures / "vision")  # no resize: sizes differ, image_collate refuses
     loader = vision_loader(dataset, len(dataset), train=False, device="cpu", num_workers=workers)
-    with pytest.raises(SampleError) as caught:
-        list(loader)
+    error = loader_error(loader, SampleError)
     files = ", ".join(path for path, _ in ImageFolder(str(fixtures / "vision")).samples[:8])
     expected = f"the batch of dataset indices {list(range(14))} ({files} and 6 more): the collate_fn raised ValueError"
-    assert f"{expected}: image_collate:" in str(caught.value)
+    assert f"{expected}: image_collate:" in str(error)
