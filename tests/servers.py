@@ -4,6 +4,8 @@
         url = server.url("shard-000000.tar")          # http://127.0.0.1:PORT/shard-000000.tar
         ...
         server.faults                                 # {"503": n, "cut": m}
+        server.count("HEAD"), server.log              # requests by method; every (method, path) in order
+    mark(server.url(""), "epoch-1")                   # from any process: the log shows where a phase begins
 
     with s3_server() as (endpoint, options):          # moto's ThreadedMotoServer, a bucket "data"
         upload(endpoint, options, folder)             # s3://data/<file name>
@@ -13,16 +15,19 @@ Both bind a free port and stop when the block ends; nothing else on the network 
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import socket
 import threading
+import urllib.error
+import urllib.request
 from collections import Counter
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
@@ -35,18 +40,27 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class FaultyHTTPServer:
-    """Serves ``folder`` over HTTP/1.1 with HEAD, GET and single byte ranges (bodies sent with
-    ``sendfile``; benchmarks/streams.py serves its data with it too, in a child process).
+    """Serves ``folder`` over HTTP/1.1 with HEAD, GET and single byte ranges (a 416 for one that
+    starts at or past the end; bodies sent with ``sendfile``; benchmarks/streams.py serves its
+    data with it too, in a child process).
 
-    Faults, counted in ``faults``: every ``fail_every``-th request answers 503; every
-    ``cut_every``-th GET (counting GETs only) that is not failed sends its headers and half its
-    body, then closes the connection. 0 turns a kind off.
+    Faults, counted in ``faults``: the first ``fail_first`` requests and every ``fail_every``-th
+    answer 503; every ``cut_every``-th GET (counting GETs only) that is not failed sends its
+    headers and half its body, then closes the connection. 0 turns a kind off.
+
+    With ``listing=True`` a GET of a folder answers an HTML index of its files, as
+    ``python -m http.server`` does (what fsspec's HTTP glob reads); without it, a 404. Every
+    request is logged as ``(method, path)`` in ``log``, in order; a folder's GET is ``("LIST", path)``.
     """
 
-    def __init__(self, folder: Path, *, fail_every: int = 0, cut_every: int = 0) -> None:
-        self.folder, self.fail_every, self.cut_every = Path(folder), fail_every, cut_every
+    def __init__(
+        self, folder: Path, *, fail_every: int = 0, cut_every: int = 0, fail_first: int = 0, listing: bool = False
+    ) -> None:
+        self.folder, self.fail_every, self.cut_every, self.fail_first = Path(folder), fail_every, cut_every, fail_first
+        self.listing = listing
         self.faults: Counter[str] = Counter()
         self.requests = self.gets = 0
+        self.log: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -65,11 +79,16 @@ class FaultyHTTPServer:
         if os.environ.get("SHOW_FAULTS"):  # SHOW_FAULTS=1 pytest -s ...: what each server injected
             print(f"\n[FaultyHTTPServer] {self.requests} requests ({self.gets} GET): {dict(self.faults)}")
 
-    def _fault(self, method: str) -> str | None:
+    def count(self, method: str, since: int = 0) -> int:
+        """Requests of ``method`` (``"HEAD"``, ``"GET"``, ``"LIST"``) logged from ``log[since]`` on."""
+        return sum(seen == method for seen, _ in self.log[since:])
+
+    def _fault(self, method: str, path: str) -> str | None:
         with self._lock:
+            self.log.append((method, path))
             self.requests += 1
             self.gets += method == "GET"
-            if self.fail_every and self.requests % self.fail_every == 0:
+            if self.requests <= self.fail_first or self.fail_every and self.requests % self.fail_every == 0:
                 self.faults["503"] += 1
                 return "503"
             if method == "GET" and self.cut_every and self.gets % self.cut_every == 0:
@@ -93,14 +112,20 @@ class FaultyHTTPServer:
                 self._answer(body=True)
 
             def _answer(self, body: bool) -> None:
-                fault = server._fault(self.command)
+                name = unquote(self.path.split("?")[0])
+                path = (server.folder / name.lstrip("/")).resolve()
+                inside = path.is_relative_to(server.folder.resolve())
+                folder = server.listing and inside and path.is_dir()
+                fault = server._fault("LIST" if folder and body else self.command, name)
                 if fault == "503":
                     self.send_response(503)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                path = (server.folder / unquote(self.path.lstrip("/").split("?")[0])).resolve()
-                if not path.is_relative_to(server.folder.resolve()) or not path.is_file():
+                if folder:
+                    self._index(path, name, body)
+                    return
+                if not inside or not path.is_file():
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
@@ -112,6 +137,12 @@ class FaultyHTTPServer:
                     start = int(match[1])
                     stop = min(size, int(match[2]) + 1) if match[2] else size
                     status = 206
+                    if start >= size:  # a range that starts at or past the end, as HTTP servers answer it
+                        self.send_response(416)
+                        self.send_header("Content-Range", f"bytes */{size}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                 self.send_response(status)
                 self.send_header("Content-Length", str(max(0, stop - start)))
                 self.send_header("Accept-Ranges", "bytes")
@@ -133,7 +164,38 @@ class FaultyHTTPServer:
                     except OSError:  # the client hung up first (curl at the end of a shard)
                         self.close_connection = True
 
+            def _index(self, path: Path, name: str, body: bool) -> None:
+                base = name if name.endswith("/") else name + "/"
+                links = "".join(f'<a href="{base}{quote(child.name)}">{html.escape(child.name)}</a>\n'
+                                for child in sorted(path.iterdir()) if child.is_file())
+                page = f"<html><body>\n{links}</body></html>\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(page)
+
         return Handler
+
+
+MARKS = "/__mark__/"
+
+
+def mark(root_url: str, name: str) -> None:
+    """A request the server logs as ``("GET", "/__mark__/<name>")`` (and answers 404): where a phase
+    of a run in other processes (ranks, workers) begins, in the log's order."""
+    try:
+        urllib.request.urlopen(root_url.rstrip("/") + MARKS + name).close()
+    except urllib.error.HTTPError:
+        pass
+
+
+def phase(log: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
+    """The requests logged after the mark ``name`` and before the next mark."""
+    begin = log.index(("GET", MARKS + name)) + 1
+    end = next((i for i in range(begin, len(log)) if log[i][1].startswith(MARKS)), len(log))
+    return log[begin:end]
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
     rank, world_size = resolve_rank(rank, world_size)   # None: ask torch.distributed
     seed = shared_seed(seed)                             # None: a random seed, broadcast from rank 0
+    shards = shared_result(lambda: glob_paths(pattern))  # listed on rank 0 alone, sent to the others
 
 Samplers and self-sharding streams read the rank and world size once, at construction, in the
 main process: a spawned DataLoader worker has no process group to ask. Without an initialised
@@ -10,8 +11,9 @@ process group a run is rank 0 of 1.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -50,6 +52,42 @@ def shared_seed(seed: int | None) -> int:
         torch.distributed.broadcast_object_list(box, src=0)
         seed = box[0]
     return seed
+
+
+T = TypeVar("T")
+
+
+def shared_result(compute: Callable[[], T], rank: int | None = None, world_size: int | None = None) -> T:
+    """``compute()`` run on rank 0 alone and its result sent to every rank (``broadcast_object_list``).
+
+    A stream lists its shards and asks their sizes here: 10,000 objects are listed once per job,
+    not once per rank, and every rank splits the same list. An exception on rank 0 is raised on
+    every rank, so none waits for a result that never comes. Each process computes its own
+    result without a process group of more than one rank, or when ``rank`` / ``world_size``
+    name other than the group's (a dataset built on one rank alone, which no other rank joins).
+    """
+    group_rank, group_size = distributed_rank_and_size()
+    if group_size == 1 or resolve_rank(rank, world_size) != (group_rank, group_size):
+        return compute()
+    box: list[Any] = [None]
+    if group_rank == 0:
+        try:
+            box[0] = (True, compute())
+        except Exception as error:  # noqa: BLE001 - sent to the other ranks, then raised here too
+            box[0] = (False, error if _picklable(error) else RuntimeError(f"{type(error).__name__}: {error}"))
+    torch.distributed.broadcast_object_list(box, src=0)
+    done, result = box[0]
+    if not done:
+        raise result
+    return result
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.loads(pickle.dumps(value))
+    except Exception:  # noqa: BLE001 - any failure: send something that pickles instead
+        return False
+    return True
 
 
 _END = object()

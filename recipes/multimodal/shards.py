@@ -41,6 +41,7 @@ import torch
 from tokenizers import Tokenizer
 
 from recipes.core.disk_cache import DiskCache
+from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
@@ -84,7 +85,10 @@ class ImageTextShards(ResumableStream):
     """Iterate ``{"image": uint8 [3,H,W], "input_ids": int64 [L], "key": str}`` from tar shards.
 
     Args:
-        paths: shard paths (see :func:`expand_shards`).
+        paths: shard paths (see :func:`expand_shards`). A glob is listed once per job, by rank 0
+            of an initialised process group, which sends the list to the other ranks; a shard is
+            read with ranged GETs from its first byte, its size not asked for (a ``cache_dir``
+            asks it of a shard over one 16 MiB request, to make room for the copy).
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path; ids equal
             ``tokenizer.encode(caption).ids`` with ``enable_truncation(max_length)``: a long
             caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
@@ -136,7 +140,8 @@ class ImageTextShards(ResumableStream):
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
-        self.shards = expand_shards(paths, storage_options)
+        # listed once per job: on rank 0, sent to the others; workers get the list with the dataset
+        self.shards = shared_result(lambda: expand_shards(paths, storage_options), rank, world_size)
         self.storage_options = storage_options
         self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
         if is_url(self.shards[0]):

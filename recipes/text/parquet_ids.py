@@ -110,13 +110,22 @@ class IdsColumn:
     def check_entry(self, entry: Any, storage_options: dict[str, Any] | None = None) -> None:
         """A DataError naming ``entry`` unless it has the columns and the id column holds integer lists."""
         check_columns(entry, {"ids_field": self.field, "label_field": self.label_field}, storage_options)
-        name = entry_name(entry)
         if is_arrow_dataset(entry):
+            self.check_footer(entry, None)
+        else:
+            with parquet_file(entry, storage_options) as file:
+                self.check_footer(entry, file)
+
+    def check_footer(self, entry: Any, file: Any) -> None:
+        """A DataError naming ``entry`` unless its id column holds integer lists, read from ``file``, its
+        open ``pyarrow.parquet.ParquetFile`` (None for a Dataset); the columns are checked already
+        (the ``check`` of :func:`recipes.core.parquet_files.read_footers`)."""
+        name = entry_name(entry)
+        if file is None:
             kind = entry.with_format("arrow", columns=[self.field])[0:0].schema.field(self.field).type
             where = f"{name} rows 0-{entry.num_rows - 1}"
         else:
-            with parquet_file(entry, storage_options) as file:
-                kind, meta = file.schema_arrow.field(self.field).type, file.metadata
+            kind, meta = file.schema_arrow.field(self.field).type, file.metadata
             # the first row group holds the type as every other does: named as a read of it names it
             where = f"{name} row group 0 (rows 0-{meta.row_group(0).num_rows - 1})" if meta.num_row_groups else name
         _check_type(kind, where, self.field)
@@ -130,10 +139,12 @@ class IdsColumn:
         stop: int | None = None,
         storage_options: dict[str, Any] | None = None,
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        byte_sizes: Sequence[int | None] | None = None,
     ) -> Iterator[IdsChunk]:
         """An :class:`IdsChunk` per row group holding rows ``start <= row < stop`` (read by
-        :func:`recipes.core.parquet_files.iter_tables`, with its row-group size limit)."""
-        options = {"start": start, "stop": stop, "storage_options": storage_options}
+        :func:`recipes.core.parquet_files.iter_tables`, with its row-group size limit; ``byte_sizes``
+        as there)."""
+        options = {"start": start, "stop": stop, "storage_options": storage_options, "byte_sizes": byte_sizes}
         for part in iter_tables(entries, self.columns, sizes, max_row_group_bytes=max_row_group_bytes, **options):
             yield self.read(part)
 

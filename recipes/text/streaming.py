@@ -39,20 +39,21 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
 from recipes.core.batching import extra_columns
+from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import stream_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import (
     MAX_ROW_GROUP_BYTES,
-    check_columns,
+    is_arrow_dataset,
     is_parquet,
     iter_rows,
     parquet_entries,
-    row_counts,
+    read_footers,
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
-from recipes.core.storage import is_url, open_stream, shown, stream_size, suffix
+from recipes.core.storage import is_url, open_stream, shown, stream_sizes, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
@@ -136,12 +137,7 @@ class StreamingTextDataset(ResumableStream):
                              "to stream a Parquet column of token ids")
         if vocab_size is not None and ids_field is None:
             raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
-        if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
-            self.paths = parquet_entries(paths, storage_options)
-            for entry in self.paths if ids_field is None else ():  # the ids' columns are checked below
-                check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
-            self.sizes = row_counts(self.paths, storage_options)
-        else:
+        if not self.parquet:
             paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
             self.paths = [path if is_url(path) else Path(path) for path in paths]
             for path in self.paths:
@@ -154,7 +150,6 @@ class StreamingTextDataset(ResumableStream):
                     raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
                 if not is_url(path) and not path.is_file():
                     raise FileNotFoundError(f"text file {path} does not exist")
-            self.sizes = [stream_size(path, storage_options) for path in self.paths]
         check_truncation(max_length, truncation)
         self.tokenizer = None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer))
         # copies made once; with ids_field it cuts the stored ids as it cuts a text
@@ -165,8 +160,24 @@ class StreamingTextDataset(ResumableStream):
         if ids_field is not None:
             self.ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
                                  encoder=self.encoder, on_error=on_error)
-            for entry in self.paths:
-                self.ids.check_entry(entry, storage_options)
+        # Files are listed and sized once per job, by rank 0, which sends the lists to the other
+        # ranks (workers get them with the dataset): no listing or size request per rank or epoch.
+        if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
+
+            def footers() -> tuple[list[Any], list[int], list[int | None]]:
+                entries = parquet_entries(paths, storage_options)
+                if self.ids is None:
+                    wanted = {"text_field": text_field, "label_field": label_field}
+                    return entries, *read_footers(entries, wanted, storage_options)
+                # the ids' column type is checked from the same footer read
+                wanted = {"ids_field": ids_field, "label_field": label_field}
+                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer)
+
+            # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
+            listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
+            self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
+        else:
+            self.sizes = shared_result(lambda: stream_sizes(self.paths, storage_options), rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         if shuffle_buffer < 0:
@@ -239,7 +250,7 @@ class StreamingTextDataset(ResumableStream):
                 json_rows, name = suffix(path) == ".jsonl", shown(path)
                 line_start = begin is not None and begin >= base  # start is where a line begins
                 position = max(start - 1, 0)
-                with open_stream(path, start=position, storage_options=self.storage_options) as file:
+                with open_stream(path, start=position, storage_options=self.storage_options, size=size) as file:
                     if start > 0 and not line_start:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
@@ -266,7 +277,7 @@ class StreamingTextDataset(ResumableStream):
         low, high = slot * total // slots, (slot + 1) * total // slots
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
         options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes}
+                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
         for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
             yield row, where, None, record
 
@@ -276,7 +287,7 @@ class StreamingTextDataset(ResumableStream):
         total = sum(self.sizes)
         low, high = slot * total // slots, (slot + 1) * total // slots
         options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes}
+                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
         for chunk in self.ids.chunks(self.paths, self.sizes, **options):
             for k in range(len(chunk.tokens)):
                 row, label = int(chunk.rows[k]), None

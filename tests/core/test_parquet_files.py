@@ -17,6 +17,7 @@ from recipes.core.parquet_files import (
     is_parquet,
     iter_rows,
     parquet_entries,
+    read_footers,
     require_pyarrow,
     row_counts,
 )
@@ -79,6 +80,20 @@ def test_parquet_over_an_fsspec_url_reads_the_same_rows(shards):
         assert fingerprint(entries) == fingerprint(parquet_entries(str(shards / "train-*.parquet")))
     finally:
         fs.rm("/parquet-test", recursive=True)
+
+
+def test_read_footers_checks_columns_and_hands_each_open_footer_to_the_check(shards):
+    entries = parquet_entries(str(shards / "train-*.parquet"))
+    seen = []
+
+    def check(entry, file):
+        seen.append((entry, file.metadata.num_rows, file.schema_arrow.names))
+
+    rows, sizes = read_footers(entries, {"text_field": "text"}, check=check)
+    assert rows == [30, 20] and sizes == [None, None]  # a local file's size is never asked
+    assert seen == [(entry, count, ["text", "n", "blob"]) for entry, count in zip(entries, rows)]
+    with pytest.raises(DataError, match=r"no column \['label'\] \(columns: \['text', 'n', 'blob'\]\); pass label_field="):
+        read_footers(entries, {"label_field": "label"}, check=seen.append)
 
 
 def test_fingerprint_follows_the_content(shards, tmp_path):

@@ -6,7 +6,8 @@ import os
 import pytest
 
 from recipes.core.errors import DataError
-from recipes.core.storage import has_glob, is_transient, open_stream, shown, stream_size, suffix
+from recipes.core import storage
+from recipes.core.storage import glob_paths, has_glob, is_transient, open_stream, shown, stream_size, stream_sizes, suffix
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 
@@ -31,6 +32,49 @@ def test_a_url_reads_the_same_bytes_as_the_file(folder, start):
         assert _read_all(url, start) == _read_all(folder / "blob.bin", start)
 
 
+@pytest.mark.parametrize("length", [0, 1, 3 * 1024 - 1, 3 * 1024, 3 * 1024 + 1])
+@pytest.mark.parametrize("start", [0, 1024, 5000])
+def test_a_url_is_read_in_ranged_gets_without_asking_its_size(tmp_path, monkeypatch, length, start):
+    monkeypatch.setattr(storage, "BLOCK_BYTES", 1024)  # objects of several blocks, a block's multiple among them
+    data = os.urandom(length)
+    (tmp_path / "blob.bin").write_bytes(data)
+    with FaultyHTTPServer(tmp_path, fail_every=3, cut_every=2) as server:
+        with open_stream(server.url("blob.bin"), start=start, backoff=0.001) as file:
+            got = file.read()
+            assert file.raw.size == length
+    assert got == data[start:]
+    asked = [method for method, _ in server.log]
+    # a HEAD only where a range starting at the end was refused (416): the object's end, or past it
+    assert asked.count("HEAD") == (start >= length) and asked.count("GET") >= -(-(length - start + 1) // 1024)
+
+
+def test_a_missing_url_is_named_when_opened(folder):
+    with FaultyHTTPServer(folder) as server:
+        with pytest.raises(FileNotFoundError, match=r"http://127.0.0.1:\d+/missing.bin does not exist"):
+            open_stream(server.url("missing.bin"))
+    assert server.log == [("GET", "/missing.bin")]
+
+
+def test_a_url_glob_is_one_listing_of_its_folder(tmp_path):
+    (tmp_path / "shards").mkdir()
+    for name in ("shard-0.tar", "shard-1.tar", "shard-2.tar", "other.txt"):
+        (tmp_path / "shards" / name).write_bytes(b"x")
+    with FaultyHTTPServer(tmp_path, listing=True) as server:
+        found = glob_paths(server.url("shards/shard-[02].tar"))
+        assert found == [server.url("shards/shard-0.tar"), server.url("shards/shard-2.tar")]
+        assert glob_paths(server.url("shards/*.tar")) == [server.url(f"shards/shard-{n}.tar") for n in range(3)]
+        assert glob_paths(server.url("nothing/*.tar")) == []
+    assert server.log == [("LIST", "/shards"), ("LIST", "/shards"), ("GET", "/nothing")]  # one request a glob
+
+
+def test_sizes_of_many_urls_are_asked_together(folder):
+    with FaultyHTTPServer(folder, fail_every=4) as server:
+        urls = [server.url("blob.bin"), server.url("small.jsonl")] * 10
+        sizes = stream_sizes([*urls, folder / "small.jsonl"])
+    assert sizes == [stream_size(folder / "blob.bin"), 1400] * 10 + [1400]
+    assert server.count("HEAD") >= 20 and server.faults["503"] > 0
+
+
 def test_503s_and_bodies_cut_short_are_retried_from_the_byte_already_read(folder):
     with FaultyHTTPServer(folder, fail_every=3, cut_every=2) as server:
         got = _read_all(server.url("blob.bin"), backoff=0.001)
@@ -45,8 +89,9 @@ def test_503s_and_bodies_cut_short_are_retried_from_the_byte_already_read(folder
 def test_reads_after_seeks_survive_faults_too(folder):
     data = (folder / "blob.bin").read_bytes()
     spots = [(len(data) - 100, 100), (5, 2**20), (4 * 2**20 - 3, 9), (123_456, 3 * 2**20)]  # footer first, as pyarrow
-    with FaultyHTTPServer(folder, fail_every=3, cut_every=2) as server, open_stream(
-        server.url("blob.bin"), backoff=0.001
+    # the size given, as Parquet's reader gives it: no first block is fetched, each seek's read asks
+    with FaultyHTTPServer(folder, fail_every=2, cut_every=2) as server, open_stream(
+        server.url("blob.bin"), backoff=0.001, size=len(data)
     ) as file:
         assert file.seekable()
         got = []

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("quick_retries")
 def test_annotations_from_a_url_give_the_local_targets(fixtures):
     images, folder = fixtures / "detection" / "images", fixtures / "detection"
     local = CocoDataset(images, folder / "instances.json", masks=True)
-    with FaultyHTTPServer(folder, fail_every=2) as server:
+    with FaultyHTTPServer(folder, fail_every=2, fail_first=1) as server:  # the file is one GET
         remote = CocoDataset(images, server.url("instances.json"), masks=True)
     assert server.faults["503"] > 0
     assert [digest(remote[i]) for i in range(len(local))] == [digest(local[i]) for i in range(len(local))]

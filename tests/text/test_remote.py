@@ -57,7 +57,7 @@ def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tokenizer, tmp
     from recipes.text import TokenizedTextDataset
 
     local = TokenizedTextDataset(folder / "b.jsonl", tokenizer, label_field="label")
-    with FaultyHTTPServer(folder, fail_every=2) as server:
+    with FaultyHTTPServer(folder, fail_every=2, fail_first=1) as server:  # the file is one GET
         remote = TokenizedTextDataset(server.url("b.jsonl"), tokenizer, label_field="label", cache_dir=tmp_path)
     assert server.faults["503"] > 0 and len(remote) == len(local) == 2000
     assert all(remote[i]["input_ids"].tolist() == local[i]["input_ids"].tolist() for i in range(len(local)))
