@@ -56,7 +56,9 @@ class EpochDraws(Sequence):
     def __getitem__(self, places: int | np.ndarray | list[int] | slice) -> int | np.ndarray:
         if len(self) <= WHOLE_EPOCH_MAX:
             if self._whole is None:
-                self._whole = self._draw(np.asarray(self.interleave[:]))
+                self._whole = np.empty(len(self), dtype=np.int64)
+                for start in range(0, len(self), _CHUNK):  # by chunks: the lookups' temporaries stay small
+                    self._whole[start : start + _CHUNK] = self._draw(np.asarray(self.interleave[start : start + _CHUNK]))
             draws = self._whole[places]  # numpy's IndexError outside the epoch
         else:
             slots = np.asarray(self.interleave[places])  # raises IndexError outside the epoch

@@ -14,9 +14,8 @@
 Plans that must see the samples they batch together (groups, lengths) plan the epoch's order
 ``window`` places at a time (:class:`Windows`): O(window) memory per rank, not O(samples).
 
-Every plan takes ``draws=``: which indices an epoch draws, ``draws(seed, epoch) -> int array``
-(a mixture's :meth:`recipes.core.mixing.MixedDataset.epoch_indices`, an int sequence that numpy
-arrays of places index); None draws each index once.
+Every plan takes ``draws=``: which indices an epoch draws, ``draws(seed, epoch)`` -> an int array,
+or a sequence that arrays of places index (a mixture's ``epoch_indices``); None: each index once.
 A plan sees places in the epoch's draws (``order``) and the sample at each place (``index``);
 the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts, in order.
 """
@@ -36,13 +35,13 @@ from recipes.core.seeding import sample_seeds
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
 # trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
 DEFAULT_LENGTH_NOISE = 0.05
-# Places a grouped, length or budget plan orders at once: ~70 MB of planning at the peak, whatever
+# Places a grouped, length or budget plan orders at once: ~50 MB of planning at the peak, whatever
 # the epoch's size. Sorting lengths within 2^20 samples pads as the whole epoch would (each window
 # holds the length distribution); ByGroup's partial batches come once per group per window.
 DEFAULT_WINDOW = 2**20
 _WINDOW_KEY = (1 << 64) - 7  # later windows' generators live apart from the samples' seeds
 
-Draws = Callable[[int, int], np.ndarray]
+Draws = Callable[[int, int], Sequence[int]]
 
 
 class CutBatches(Sequence):
