@@ -11,7 +11,6 @@ process group a run is rank 0 of 1.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -70,24 +69,24 @@ def shared_result(compute: Callable[[], T], rank: int | None = None, world_size:
     if group_size == 1 or resolve_rank(rank, world_size) != (group_rank, group_size):
         return compute()
     box: list[Any] = [None]
-    if group_rank == 0:
+    if group_rank != 0:
+        torch.distributed.broadcast_object_list(box, src=0)
+    else:
         try:
             box[0] = (True, compute())
         except Exception as error:  # noqa: BLE001 - sent to the other ranks, then raised here too
-            box[0] = (False, error if _picklable(error) else RuntimeError(f"{type(error).__name__}: {error}"))
-    torch.distributed.broadcast_object_list(box, src=0)
+            box[0] = (False, error)
+        try:
+            torch.distributed.broadcast_object_list(box, src=0)
+        except Exception as failure:  # noqa: BLE001 - it did not pickle, so nothing was sent: send why
+            done, result = box[0]
+            what = f"{type(result).__name__}: {result}" if not done else f"rank 0's result does not pickle: {failure}"
+            box[0] = (False, RuntimeError(what))
+            torch.distributed.broadcast_object_list(box, src=0)
     done, result = box[0]
     if not done:
         raise result
     return result
-
-
-def _picklable(value: Any) -> bool:
-    try:
-        pickle.loads(pickle.dumps(value))
-    except Exception:  # noqa: BLE001 - any failure: send something that pickles instead
-        return False
-    return True
 
 
 _END = object()
