@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import multiprocessing
 import logging
+import multiprocessing
 import os
 import re
 import sys
