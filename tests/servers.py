@@ -9,6 +9,7 @@
 
     with s3_server() as (endpoint, options):          # moto's ThreadedMotoServer, a bucket "data"
         upload(endpoint, options, folder)             # s3://data/<file name>
+    s3_log(caplog)                                    # with caplog.set_level(logging.INFO, logger="werkzeug")
 
 Both bind a free port and stop when the block ends; nothing else on the network is reached.
 """
@@ -30,6 +31,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+_REQUEST_LINE = re.compile(r"([A-Z]+) (/\S*) HTTP/[\d.]+")
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -218,6 +220,13 @@ def s3_server(bucket: str = "data"):
         yield endpoint, options
     finally:
         server.stop()
+
+
+def s3_log(caplog: Any) -> list[tuple[str, str]]:
+    """Every ``(method, path?query)`` moto's server answered in this process, in order, from its
+    access log (werkzeug's, captured by pytest's ``caplog`` at INFO): a LIST is a GET of the bucket."""
+    lines = (record.getMessage() for record in caplog.records if record.name == "werkzeug")
+    return [(found[1], found[2]) for found in map(_REQUEST_LINE.search, lines) if found]
 
 
 def upload(endpoint: str, folder: Path, bucket: str = "data") -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from recipes.core.errors import DataError
-from recipes.core.storage import SIZE_THREADS, glob_paths, has_glob, is_url, open_stream, shown, stream_size, suffix
+from recipes.core.storage import SIZE_THREADS, glob_sizes, has_glob, is_url, open_stream, shown, stream_size, suffix
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
@@ -70,29 +70,36 @@ def parquet_entries(source: Any, storage_options: dict[str, Any] | None = None) 
     Raises:
         FileNotFoundError: a local file is missing, or a glob matches nothing.
     """
+    return parquet_listing(source, storage_options)[0]
+
+
+def parquet_listing(source: Any, storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int | None]]:
+    """``(entries, sizes)``: :func:`parquet_entries`, and each entry's size in bytes where a glob's
+    listing gave it (an object store's), None elsewhere: :func:`read_footers` asks no size it has."""
     if is_arrow_dataset(source):
-        return [source]
+        return [source], [None]
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     entries: list[Any] = []
+    sizes: list[int | None] = []
     for item in items:
-        if is_arrow_dataset(item):
-            entries.append(item)
-        elif has_glob(item):
-            entries.extend(_expand_glob(os.fspath(item), storage_options))
-        elif is_url(item):
-            entries.append(item)
+        if not is_arrow_dataset(item) and has_glob(item):
+            found, listed = _expand_glob(os.fspath(item), storage_options)
+        elif is_arrow_dataset(item) or is_url(item):
+            found, listed = [item], [None]
         elif not Path(item).is_file():
             raise FileNotFoundError(f"Parquet file {item} does not exist")
         else:
-            entries.append(Path(item))
-    return entries
+            found, listed = [Path(item)], [None]
+        entries.extend(found)
+        sizes.extend(listed)
+    return entries, sizes
 
 
-def _expand_glob(pattern: str, storage_options: dict[str, Any] | None) -> list[Any]:
-    found = [name if is_url(name) else Path(name) for name in glob_paths(pattern, storage_options)]
-    if not found:
+def _expand_glob(pattern: str, storage_options: dict[str, Any] | None) -> tuple[list[Any], list[int | None]]:
+    names, sizes = glob_sizes(pattern, storage_options)
+    if not names:
         raise FileNotFoundError(f"no Parquet file matches {shown(pattern)}")
-    return found
+    return [name if is_url(name) else Path(name) for name in names], sizes
 
 
 def entry_name(entry: Any) -> str:
@@ -153,31 +160,34 @@ def read_footers(
     wanted: dict[str, str | None],
     storage_options: dict[str, Any] | None = None,
     check: Callable[[Any, Any], None] | None = None,
+    sizes: Sequence[int | None] | None = None,
 ) -> tuple[list[int], list[int | None]]:
     """``(rows, bytes)`` of each entry, from one read of its footer, after checking that it has
     every ``{option: column}`` wanted (:func:`check_columns`' DataError) and, if given, calling
     ``check(entry, ParquetFile)`` (``check(entry, None)`` for a Dataset) to check more of it. Bytes
-    are None for a local file or a Dataset. URLs are read ``SIZE_THREADS`` at a time: each is a size
-    asked for and a footer fetched, two round trips, and 10,000 files one after another take minutes."""
+    are None for a local file or a Dataset. ``sizes``: the entries' sizes in bytes where known
+    (:func:`parquet_listing`), None where not. URLs are read ``SIZE_THREADS`` at a time: each is a
+    size asked for (unless known) and a footer fetched, and 10,000 files one after another take minutes."""
 
-    def footer(entry: Any) -> tuple[int, int | None]:
+    def footer(entry: Any, known: int | None) -> tuple[int, int | None]:
         if is_arrow_dataset(entry):
             check_columns(entry, wanted)
             if check is not None:
                 check(entry, None)
             return entry.num_rows, None
-        size = stream_size(entry, storage_options) if is_url(entry) else None
+        size = (stream_size(entry, storage_options) if known is None else known) if is_url(entry) else None
         with parquet_file(entry, storage_options, size) as file:
             _check_present(entry, wanted, list(file.schema_arrow.names))
             if check is not None:
                 check(entry, file)
             return file.metadata.num_rows, size
 
+    sizes = [None] * len(entries) if sizes is None else sizes
     if sum(map(is_url, entries)) < 2:
-        footers = [footer(entry) for entry in entries]
+        footers = [footer(entry, known) for entry, known in zip(entries, sizes)]
     else:
         with ThreadPoolExecutor(SIZE_THREADS) as pool:
-            footers = list(pool.map(footer, entries))
+            footers = list(pool.map(footer, entries, sizes))
     return [rows for rows, _ in footers], [size for _, size in footers]
 
 

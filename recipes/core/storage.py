@@ -160,38 +160,61 @@ def read_bytes(path: str | os.PathLike, storage_options: dict[str, Any] | None =
 
 
 def glob_paths(pattern: str, storage_options: dict[str, Any] | None = None) -> list[str]:
-    """The paths or URLs that ``pattern`` (``*``, ``?``, ``[...]``) matches, sorted; a URL's are
-    listed through fsspec and keep its scheme. A pattern whose folder holds no wildcard is one
-    listing of that folder (fsspec's glob lists an HTTP folder twice and asks for its size)."""
+    """The paths or URLs that ``pattern`` (``*``, ``?``, ``[...]``) matches, sorted (:func:`glob_sizes`)."""
+    return glob_sizes(pattern, storage_options)[0]
+
+
+def glob_sizes(pattern: str, storage_options: dict[str, Any] | None = None) -> tuple[list[str], list[int | None]]:
+    """``(paths, sizes)``: the paths or URLs that ``pattern`` (``*``, ``?``, ``[...]``) matches,
+    sorted, and each one's size in bytes as the same listing gives it (an object store lists
+    1,000 sizes a request), None where it gives none (an HTTP folder's links, a local glob).
+    A URL's are listed through fsspec and keep its scheme. A pattern whose folder holds no
+    wildcard is one listing of that folder (fsspec's glob lists an HTTP folder twice and asks
+    for its size)."""
     if not is_url(pattern):
-        return sorted(glob.glob(os.path.expanduser(pattern)))
+        paths = sorted(glob.glob(os.path.expanduser(pattern)))
+        return paths, [None] * len(paths)
     fs, inner = filesystem(pattern, storage_options)
     scheme = pattern.split("://", 1)[0]
     folder, _, name = inner.rpartition("/")
     if not folder or has_glob(folder) or "**" in name:
-        names = retried(lambda: fs.glob(inner), shown(pattern))  # a refused listing is a DataError naming the pattern
+        # a refused listing is a DataError naming the pattern
+        listed = list(retried(lambda: fs.glob(inner, detail=True), shown(pattern)).items())
     else:
         from fsspec.utils import glob_translate
 
         matches = re.compile(glob_translate(inner)).match
         try:
-            listed = retried(lambda: fs.ls(folder, detail=False), shown(pattern))
-            names = [found for found in listed if matches(found)]
+            found = retried(lambda: fs.ls(folder, detail=True), shown(pattern))
+            listed = [(info["name"], info) for info in found if matches(info["name"])]
         except FileNotFoundError:  # no such folder: nothing matches, as for a glob
-            names = []
-    return [name if "://" in name else f"{scheme}://{name}" for name in sorted(names)]
+            listed = []
+    listed.sort(key=lambda item: item[0])
+    paths = [name if "://" in name else f"{scheme}://{name}" for name, _ in listed]
+    # a folder's size (0 on S3) is no file's: it is asked for, as any unknown size
+    sized = [info.get("type") == "file" and info.get("size") is not None for _, info in listed]
+    return paths, [int(info["size"]) if known else None for (_, info), known in zip(listed, sized)]
 
 
 def stream_sizes(
-    paths: list[str | os.PathLike], storage_options: dict[str, Any] | None = None, *, threads: int = SIZE_THREADS
+    paths: list[str | os.PathLike],
+    storage_options: dict[str, Any] | None = None,
+    *,
+    threads: int = SIZE_THREADS,
+    known: list[int | None] | None = None,
 ) -> list[int]:
     """:func:`stream_size` of each path, asked ``threads`` at a time: 10,000 objects' sizes take
-    one request's wait per ``threads`` objects, not one each."""
-    remote = [path for path in paths if is_url(path)]
-    if len(remote) < 2:
-        return [stream_size(path, storage_options) for path in paths]
-    with ThreadPoolExecutor(min(threads, len(remote))) as pool:
-        return list(pool.map(lambda path: stream_size(path, storage_options), paths))
+    one request's wait per ``threads`` objects, not one each. ``known``: sizes already had (from
+    :func:`glob_sizes`), None where not; only the others are asked."""
+    known = [None] * len(paths) if known is None else known
+    asked = [path for path, size in zip(paths, known) if size is None]
+    remote = sum(map(is_url, asked))
+    if remote < 2:
+        found = iter([stream_size(path, storage_options) for path in asked])
+    else:
+        with ThreadPoolExecutor(min(threads, remote)) as pool:
+            found = iter(list(pool.map(lambda path: stream_size(path, storage_options), asked)))
+    return [next(found) if size is None else size for size in known]
 
 
 def join(root: str | os.PathLike, name: str) -> str | os.PathLike:

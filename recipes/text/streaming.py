@@ -48,12 +48,12 @@ from recipes.core.parquet_files import (
     is_arrow_dataset,
     is_parquet,
     iter_rows,
-    parquet_entries,
+    parquet_listing,
     read_footers,
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
-from recipes.core.storage import is_url, open_stream, shown, stream_sizes, suffix
+from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
@@ -81,7 +81,8 @@ class StreamingTextDataset(ResumableStream):
     holds positions (:class:`recipes.core.streams.ResumableStream`): ``[block, offset, lines taken]``.
 
     Args:
-        paths: a file or a list of files, read in this order: local paths or fsspec URLs
+        paths: a file, a glob (``*``, ``?``, ``[``) or a list of them, read in this order (a glob's
+            files sorted by name): local paths or fsspec URLs
             (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
             (files, a glob, a ``datasets.Dataset``).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``; None only with ``ids_field``.
@@ -148,7 +149,7 @@ class StreamingTextDataset(ResumableStream):
                     )
                 if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
                     raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
-                if not is_url(path) and not path.is_file():
+                if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
         check_truncation(max_length, truncation)
         self.tokenizer = None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer))
@@ -165,19 +166,20 @@ class StreamingTextDataset(ResumableStream):
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
 
             def footers() -> tuple[list[Any], list[int], list[int | None]]:
-                entries = parquet_entries(paths, storage_options)
+                entries, listed = parquet_listing(paths, storage_options)  # sizes an object store lists
                 if self.ids is None:
                     wanted = {"text_field": text_field, "label_field": label_field}
-                    return entries, *read_footers(entries, wanted, storage_options)
+                    return entries, *read_footers(entries, wanted, storage_options, sizes=listed)
                 # the ids' column type is checked from the same footer read
                 wanted = {"ids_field": ids_field, "label_field": label_field}
-                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer)
+                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer,
+                                              sizes=listed)
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
             listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
             self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
         else:
-            self.sizes = shared_result(lambda: stream_sizes(self.paths, storage_options), rank, world_size)
+            self.paths, self.sizes = shared_result(lambda: sized_files(self.paths, storage_options), rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         if shuffle_buffer < 0:
@@ -334,6 +336,29 @@ class StreamingTextDataset(ResumableStream):
             if self.label_field is not None:
                 item["label"] = integer_label(label)
             yield item
+
+
+def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
+    """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
+    size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
+    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
+
+    Raises:
+        FileNotFoundError: a glob matches nothing, or a file is missing.
+    """
+    files: list[Any] = []
+    known: list[int | None] = []
+    for path in paths:
+        if not has_glob(path) or (not is_url(path) and path.is_file()):  # a local file may hold "[" in its name
+            files.append(path)
+            known.append(None)
+            continue
+        names, sizes = glob_sizes(os.fspath(path), storage_options)
+        if not names:
+            raise FileNotFoundError(f"no text file matches {shown(path)}")
+        files.extend(name if is_url(name) else Path(name) for name in names)
+        known.extend(sizes)
+    return files, stream_sizes(files, storage_options, known=known)
 
 
 def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
