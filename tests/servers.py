@@ -193,6 +193,17 @@ def mark(root_url: str, name: str) -> None:
         pass
 
 
+def mark_together(root_url: str, name: str) -> None:
+    """:func:`mark`, once for all ranks of the process group: every rank has finished the
+    phase before it (barrier), rank 0 marks, and no rank starts the next before the mark."""
+    import torch.distributed as dist  # here: only the ranks' scripts need a process group
+
+    dist.barrier()
+    if dist.get_rank() == 0:
+        mark(root_url, name)
+    dist.barrier()
+
+
 def phase(log: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
     """The requests logged after the mark ``name`` and before the next mark."""
     begin = log.index(("GET", MARKS + name)) + 1

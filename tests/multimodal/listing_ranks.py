@@ -13,11 +13,9 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import torch.distributed as dist
-
 from recipes.multimodal import ImageTextShards, multimodal_loader
 from tests.harness import rank_main
-from tests.servers import mark
+from tests.servers import mark_together
 
 
 def build(folder: Path, count: int) -> None:
@@ -42,10 +40,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
     for case, (source, context) in config["cases"].items():
 
         def begin(name: str, case: str = case) -> None:
-            dist.barrier()
-            if dist.get_rank() == 0:
-                mark(config["server"], f"{case}/{name}")
-            dist.barrier()
+            mark_together(config["server"], f"{case}/{name}")
 
         begin("build")
         shards = ImageTextShards(source, config["tokenizer"], shuffle_buffer=4, seed=1)

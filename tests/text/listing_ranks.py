@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch.distributed as dist
-
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.harness import rank_main
-from tests.servers import mark
+from tests.servers import mark_together
 
 
 def build(folder: Path, count: int) -> None:
@@ -39,10 +37,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
     for case, source in config["cases"].items():
 
         def begin(name: str, case: str = case) -> None:
-            dist.barrier()
-            if dist.get_rank() == 0:
-                mark(config["server"], f"{case}/{name}")
-            dist.barrier()
+            mark_together(config["server"], f"{case}/{name}")
 
         begin("build")
         # the "ids" case reads the tables' id column, without a tokenizer
