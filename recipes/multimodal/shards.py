@@ -102,7 +102,8 @@ class ImageTextShards(ResumableStream):
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
         on_error: ``"raise"`` a :class:`DataError` naming the shard and member, or ``"skip"`` the
             sample (a bad shard: the rest of it) with a warning.
-        rank, world_size: override what is read from ``torch.distributed`` at construction.
+        rank, world_size: override what is read from ``torch.distributed`` at construction
+            (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
         cache_dir: keep remote shards here once read whole, so later epochs read local disk;
             ``cache_limit_bytes`` bounds it (least recently used out; see

@@ -14,7 +14,8 @@ into ``world_size x num_workers`` equal slices, and each (rank, worker) reads th
 in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
 shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
 stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build the
-dataset after ``init_process_group``: the rank is read then.
+dataset after ``init_process_group``, on every rank: the rank is read then, and rank 0 lists
+and sizes the files for all (a stream for one rank alone takes ``rank=0, world_size=1``).
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
@@ -95,7 +96,8 @@ class StreamingTextDataset(ResumableStream):
         seed: seeds the buffer with ``(seed, epoch, slot)``; None draws one shared by all ranks.
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
-        rank, world_size: override what is read from ``torch.distributed`` at construction.
+        rank, world_size: override what is read from ``torch.distributed`` at construction
+            (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
             uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
