@@ -13,9 +13,8 @@ its own part, every line is seen ``workers x ranks`` times. Here the files form 
 into ``world_size x num_workers`` equal slices, and each (rank, worker) reads the lines that start
 in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
 shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
-stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build the
-dataset after ``init_process_group``, on every rank: the rank is read then, and rank 0 lists
-and sizes the files for all (a stream for one rank alone takes ``rank=0, world_size=1``).
+stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build it after
+``init_process_group``, on every rank: rank 0 lists and sizes the files for all.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
