@@ -39,6 +39,7 @@ DEFAULT_LENGTH_NOISE = 0.05
 # the epoch's size. Sorting lengths within 2^20 samples pads as the whole epoch would (each window
 # holds the length distribution); ByGroup's partial batches come once per group per window.
 DEFAULT_WINDOW = 2**20
+_DESCRIBED_MAX = 10**7  # repr counts the groups of at most this many samples
 _WINDOW_KEY = (1 << 64) - 7  # later windows' generators live apart from the samples' seeds
 
 Draws = Callable[[int, int], Sequence[int]]
@@ -147,6 +148,8 @@ class ByGroup(Shuffle):
         return int((sizes // batch_size).sum() if drop_last else (-(-sizes // batch_size)).sum())
 
     def _describe(self) -> str:
+        if len(self.groups) > _DESCRIBED_MAX:  # counting the groups of a billion would sort them all
+            return f"groups of {len(self.groups)} samples"
         return f"{len(np.unique(self.groups))} groups"
 
 
