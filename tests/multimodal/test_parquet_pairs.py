@@ -178,8 +178,8 @@ def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, m
         half = rows[part::2]
         pq.write_table(pa.table({"image": [r[0] for r in half], "caption": [r[1] for r in half]}), folder / f"p-{part}.parquet")
     listings = []
-    glob_paths = parquet_files.glob_paths
-    monkeypatch.setattr(parquet_files, "glob_paths", lambda *args: listings.append(args) or glob_paths(*args))
+    glob_sizes = parquet_files.glob_sizes
+    monkeypatch.setattr(parquet_files, "glob_sizes", lambda *args: listings.append(args) or glob_sizes(*args))
     dataset = ImageTextDataset(str(folder / "p-*.parquet"), tokenizer, cache_dir=folder / "cache")
     assert len(listings) == 1  # each listing of a URL glob is a request
     assert len(dataset) == len(rows) and dataset.image_root == folder
