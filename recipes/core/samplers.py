@@ -219,11 +219,11 @@ class GroupedBatchSampler(Sampler[list[int]]):
     def _shuffled_batches(self, epoch: int, draws: Sequence[int] | None) -> Sequence[np.ndarray]:
         """Batches of places in the epoch's draws (= indices, without draws), in batch order."""
         count = self.num_samples if draws is None else len(draws)
-        generator = epoch_generator(self.seed, epoch)
+        generator, key = epoch_generator(self.seed, epoch), int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0])
         if self.order == "randperm":
             order = torch.randperm(count, generator=generator).numpy()
         else:
-            order = Permutation(count, int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]))
+            order = Permutation(count, key)
             stretches = self.plan.stretches(order, self.batch_size, self.drop_last)
             if stretches is not None:
                 return stretches  # consecutive stretches of a random order are random batches already
@@ -231,8 +231,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         if self.order == "keyed":
             window = self.plan.window if self.batch_size is None else max(
                 self.plan.window - self.plan.window % self.batch_size, self.batch_size)  # whole batches
-        return Windows(self.plan, order, draws=draws, window=window, generator=generator,
-                       key=int(sample_seeds(self.seed, epoch, [_ORDER_KEY])[0]),
+        return Windows(self.plan, order, draws=draws, window=window, generator=generator, key=key,
                        batch_size=self.batch_size, drop_last=self.drop_last)
 
 
