@@ -20,14 +20,7 @@ from tests.special_tokens import bert_style, t5_style, truncated
 ID_TYPES = {"int32": pa.int32(), "int64": pa.int64()}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _quiet_datasets():
-    datasets.disable_progress_bars()
-
-
-@pytest.fixture(scope="module")
-def rows(fixtures):
-    return [json.loads(line) for line in (fixtures / "text" / "labeled.jsonl").read_text(encoding="utf-8").splitlines()]
+pytestmark = pytest.mark.usefixtures("quiet_datasets")  # rows: tests/text/conftest.py
 
 
 def _write(path, tokenizer, rows, id_type=ID_TYPES["int32"], *, special_tokens=True, row_group_size=9, **extra):

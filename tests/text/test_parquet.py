@@ -12,15 +12,7 @@ from recipes.text import StreamingTextDataset, TokenizedTextDataset
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _quiet_datasets():
-    datasets.disable_progress_bars()
-
-
-@pytest.fixture(scope="module")
-def rows(fixtures):
-    return [json.loads(line) for line in (fixtures / "text" / "labeled.jsonl").read_text(encoding="utf-8").splitlines()]
+pytestmark = pytest.mark.usefixtures("quiet_datasets")  # rows: tests/text/conftest.py
 
 
 def _items(dataset):
