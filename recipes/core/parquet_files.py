@@ -204,29 +204,13 @@ def row_counts(entries: Sequence[Any], storage_options: dict[str, Any] | None = 
 
 
 def iter_rows(
-    entries: Sequence[Any],
-    columns: Sequence[str],
-    sizes: Sequence[int],
-    *,
-    start: int = 0,
-    stop: int | None = None,
-    storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-    byte_sizes: Sequence[int | None] | None = None,
+    entries: Sequence[Any], columns: Sequence[str], sizes: Sequence[int], **read: Any
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """``(row, "file row N", {column: value})`` for the rows ``start <= row < stop`` of ``entries``.
-
-    ``sizes`` are the entries' row counts (:func:`row_counts`); only the row groups that hold
-    wanted rows are read, and only the named ``columns`` of them. Values are Python objects
-    (``str``, ``bytes``, ``list``, ``dict`` for a struct such as Hugging Face's Image).
-    ``byte_sizes`` (:func:`read_footers`), if given, spare each URL's request for its size.
-
-    Raises:
-        DataError: naming the file and row group, when its footer declares more than
-            ``max_row_group_bytes`` uncompressed in ``columns`` (checked before reading it).
-    """
-    options = {"start": start, "stop": stop, "storage_options": storage_options, "byte_sizes": byte_sizes}
-    for part in iter_tables(entries, columns, sizes, max_row_group_bytes=max_row_group_bytes, **options):
+    """``(row, "file row N", {column: value})`` for each row :func:`iter_tables` reads, ``read``
+    being its keyword options (``start``, ``stop``, ``storage_options``, ``max_row_group_bytes``,
+    ``byte_sizes``). Values are Python objects (``str``, ``bytes``, ``list``, ``dict`` for a
+    struct such as Hugging Face's Image), a row group converted at a time."""
+    for part in iter_tables(entries, columns, sizes, **read):
         values = part.table.to_pydict()  # one row group at a time: memory stays flat
         for offset in range(part.table.num_rows):
             row = part.first + offset
@@ -256,7 +240,15 @@ def iter_tables(
 ) -> Iterator[TablePart]:
     """The rows ``start <= row < stop`` of ``entries`` as Arrow, a :class:`TablePart` per row group
     (a Dataset: per batch of ``TABLE_BATCH_ROWS``), for columnar work without Python objects.
-    Arguments and limits as in :func:`iter_rows`, which reads through it."""
+
+    ``sizes`` are the entries' row counts (:func:`row_counts`); only the row groups that hold
+    wanted rows are read, and only the named ``columns`` of them. ``byte_sizes``
+    (:func:`read_footers`), if given, spare each URL's request for its size.
+
+    Raises:
+        DataError: naming the file and row group, when its footer declares more than
+            ``max_row_group_bytes`` uncompressed in ``columns`` (checked before reading it).
+    """
     stop = sum(sizes) if stop is None else stop
     byte_sizes = [None] * len(entries) if byte_sizes is None else byte_sizes
     base = 0

@@ -130,22 +130,10 @@ class IdsColumn:
             where = f"{name} row group 0 (rows 0-{meta.row_group(0).num_rows - 1})" if meta.num_row_groups else name
         _check_type(kind, where, self.field)
 
-    def chunks(
-        self,
-        entries: Sequence[Any],
-        sizes: Sequence[int],
-        *,
-        start: int = 0,
-        stop: int | None = None,
-        storage_options: dict[str, Any] | None = None,
-        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-        byte_sizes: Sequence[int | None] | None = None,
-    ) -> Iterator[IdsChunk]:
-        """An :class:`IdsChunk` per row group holding rows ``start <= row < stop`` (read by
-        :func:`recipes.core.parquet_files.iter_tables`, with its row-group size limit; ``byte_sizes``
-        as there)."""
-        options = {"start": start, "stop": stop, "storage_options": storage_options, "byte_sizes": byte_sizes}
-        for part in iter_tables(entries, self.columns, sizes, max_row_group_bytes=max_row_group_bytes, **options):
+    def chunks(self, entries: Sequence[Any], sizes: Sequence[int], **read: Any) -> Iterator[IdsChunk]:
+        """An :class:`IdsChunk` per row group that :func:`recipes.core.parquet_files.iter_tables`
+        reads (``read``: its keyword options, the row range and row-group size limit among them)."""
+        for part in iter_tables(entries, self.columns, sizes, **read):
             yield self.read(part)
 
     def read(self, part: TablePart) -> IdsChunk:
