@@ -5,6 +5,8 @@
   form: :class:`ByGroup`, :class:`ByLength`, :class:`TokenBudget`), ``seeding`` (per-sample
   seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
   (:class:`MixedDataset`, :class:`MixedStream`), ``distributed``, ``tuning`` (``recipes bench``).
+- Hooks: ``protocols``, what the core reads from a dataset (:class:`Described`, :class:`Mixable`,
+  :class:`DrawsEpochs`, ...), each a ``typing.Protocol``, and :func:`check_hooks`.
 - Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
   ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
   (``decode="device"``).
@@ -74,57 +76,17 @@ _HOMES = {
     "pad_id_of": "tokens",
     "Trial": "tuning",
     "tune_loader": "tuning",
+    "Described": "protocols",
+    "DeviceDecodable": "protocols",
+    "DrawsEpochs": "protocols",
+    "Mixable": "protocols",
+    "NeedsPersistentWorkers": "protocols",
+    "PerSampleFields": "protocols",
+    "Resumable": "protocols",
+    "ShardLimited": "protocols",
+    "check_hooks": "protocols",
 }
-__all__ = [
-    "IMAGENET_MEAN",
-    "IMAGENET_STD",
-    "MAX_PIXELS",
-    "ByGroup",
-    "ByLength",
-    "DataError",
-    "DevicePrefetcher",
-    "GroupedBatchSampler",
-    "MixedDataset",
-    "MixedStream",
-    "RecipeLoader",
-    "ResumableLoader",
-    "SampleError",
-    "SeededBatchSampler",
-    "SeededDataset",
-    "Shuffle",
-    "SkippedSampleWarning",
-    "StringArray",
-    "TokenArray",
-    "TokenBudget",
-    "Trial",
-    "build_loader",
-    "check_on_error",
-    "check_relative",
-    "decode_image",
-    "distributed_rank_and_size",
-    "draws_of",
-    "drop_skipped",
-    "encode_texts",
-    "image_size",
-    "load_tokenizer",
-    "loader_kwargs",
-    "normalize_images",
-    "pad_batch",
-    "pad_id_of",
-    "preset_kwargs",
-    "read_image",
-    "resolve_device",
-    "resolve_rank",
-    "resolve_under",
-    "sample_seeds",
-    "seeded",
-    "shared_seed",
-    "skip_or_raise",
-    "stream_loader",
-    "to_device",
-    "tune_loader",
-    "usable_cpus",
-]
+__all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 
 
 def __getattr__(name: str) -> Any:

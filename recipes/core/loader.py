@@ -31,6 +31,7 @@ from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.plans import Shuffle, draws_of
+from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -223,14 +224,14 @@ def stream_loader(
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
     mixture of streams, whose sources' passes run on across epochs) is refused without them.
     """
-    if stateful and not hasattr(dataset, "state_dict"):
+    if stateful and not isinstance(check_hooks(dataset), Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
             "orders and shards itself, so only it can say where it stands"
         )
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
-    reason = getattr(dataset, "needs_persistent_workers", None)
+    reason = dataset.needs_persistent_workers if isinstance(check_hooks(dataset), NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
     loader = (ResumableLoader if stateful else RecipeLoader)(
@@ -305,7 +306,7 @@ class ResumableLoader(StatefulDataLoader):
             return  # taken before the first pass: nothing to restore
         if not all(isinstance(state, dict) for state in states):
             raise ValueError(f"{owner} state: a worker's dataset_state is not a dict")
-        if not hasattr(self.dataset, "load_state_dict") or not (
+        if not isinstance(self.dataset, Resumable) or not (
             ended or all(state.get("position") in (None, "end") for state in states)
         ):
             raise ValueError(

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from recipes.core.permutation import Permutation
+from recipes.core.protocols import DrawsEpochs, check_hooks
 from recipes.core.seeding import sample_seeds
 
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
@@ -315,5 +316,9 @@ def _check_per_sample(values: np.ndarray, name: str, num_samples: int) -> None:
 
 
 def draws_of(dataset: Any) -> Draws | None:
-    """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once."""
-    return getattr(dataset, "epoch_indices", None)
+    """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once.
+
+    Every map-style preset asks this first, so it also holds the dataset's hooks to their
+    protocols (:func:`recipes.core.protocols.check_hooks`: a ``TypeError`` naming a wrong one)."""
+    check_hooks(dataset)
+    return dataset.epoch_indices if isinstance(dataset, DrawsEpochs) else None
