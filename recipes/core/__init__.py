@@ -62,6 +62,7 @@ _HOMES = {
     "resolve_under": "paths",
     "GroupedBatchSampler": "samplers",
     "SeededBatchSampler": "samplers",
+    "Plan": "plans",
     "Shuffle": "plans",
     "ByGroup": "plans",
     "ByLength": "plans",

@@ -30,7 +30,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
-from recipes.core.plans import Shuffle, draws_of
+from recipes.core.plans import Plan, Shuffle, draws_of
 from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -174,7 +174,7 @@ def build_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    plan: Shuffle | None = None,
+    plan: Plan | None = None,
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
     """A loader preset for any dataset of yours, composed as the domain presets compose theirs.

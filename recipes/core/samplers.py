@@ -33,7 +33,7 @@ from torch.utils.data import Sampler
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.draws import EpochDraws
 from recipes.core.permutation import Permutation
-from recipes.core.plans import Shuffle, Windows
+from recipes.core.plans import Plan, Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
 from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
@@ -68,7 +68,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         shuffle: bool = True,
         drop_last: bool = False,
         seed: int | None = None,
-        plan: Shuffle | None = None,
+        plan: Plan | None = None,
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
