@@ -222,16 +222,18 @@ def stream_loader(
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
     than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
-    mixture of streams, whose sources' passes run on across epochs) is refused without them.
+    mixture of streams, whose sources' passes run on across epochs) is refused without them, and
+    a hook of the wrong shape is a ``TypeError`` naming it (:func:`recipes.core.protocols.check_hooks`).
     """
-    if stateful and not isinstance(check_hooks(dataset), Resumable):
+    check_hooks(dataset)
+    if stateful and not isinstance(dataset, Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
             "orders and shards itself, so only it can say where it stands"
         )
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
-    reason = dataset.needs_persistent_workers if isinstance(check_hooks(dataset), NeedsPersistentWorkers) else None
+    reason = dataset.needs_persistent_workers if isinstance(dataset, NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
     loader = (ResumableLoader if stateful else RecipeLoader)(
