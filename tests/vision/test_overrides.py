@@ -1,6 +1,8 @@
 """ImageFolderDataset's documented seams (CONVENTIONS rule 16): ``load_image`` and ``load_target``,
-as torchvision's ``_load_image`` / ``_load_target``, change the items a subclass gives."""
+as torchvision's ``_load_image`` / ``_load_target``, change the items a subclass gives; a hook of
+the wrong shape is refused by the preset."""
 
+import pytest
 import torch
 
 from recipes.core import DevicePrefetcher
@@ -50,3 +52,13 @@ def test_device_decode_runs_an_overridden_load_image_in_the_workers(fixtures):
     for a, b in zip(device, worker):
         assert torch.equal(a, b)
         assert torch.equal(a[:, 0], a[:, 1]) and torch.equal(a[:, 1], a[:, 2])  # grey: the override ran
+
+
+class DescribedWrongly(ImageFolderDataset):
+    def describe(self):  # the core passes the index
+        return "somewhere"
+
+
+def test_the_preset_refuses_a_hook_of_the_wrong_shape(fixtures):
+    with pytest.raises(TypeError, match=r"DescribedWrongly\.describe\(\) does not take the arguments"):
+        vision_loader(DescribedWrongly(fixtures / "vision"), 4, device="cpu", seed=0, num_workers=0)
