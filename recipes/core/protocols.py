@@ -8,10 +8,9 @@
 
 A dataset implements the hooks it needs, and none is required: the core asks with
 ``isinstance(dataset, Protocol)`` and does without the hook when it is absent. Every hook the core
-reads is here, so a name misspelt in the core is an ``AttributeError`` on import, not a silently
-skipped feature. :func:`check_hooks` holds the hooks a dataset does declare to their signatures
-(the presets and the mixtures call it), so ``def describe(self)`` fails where the loader is built,
-not in the middle of an error message.
+reads is named here once, never as a string at the call site. :func:`check_hooks` holds the hooks
+a dataset does declare to their shapes (the presets and the mixtures call it), so
+``def describe(self)`` fails where the loader is built, not in the middle of an error message.
 """
 
 from __future__ import annotations
@@ -130,6 +129,21 @@ HOOKS = (Described, Mixable, PerSampleFields, DrawsEpochs, DeviceDecodable, Need
          Resumable)
 
 
+def _shapes() -> dict[str, tuple[type, list[str] | None]]:
+    """Each hook's name -> its protocol and, for a method, the parameters after ``self`` (None: an attribute)."""
+    shapes: dict[str, tuple[type, list[str] | None]] = {}
+    for protocol in HOOKS:
+        for name, value in vars(protocol).items():
+            if inspect.isfunction(value) and not name.startswith("_"):
+                shapes[name] = (protocol, list(inspect.signature(value).parameters)[1:])
+        for name in vars(protocol).get("__annotations__", {}):
+            shapes[name] = (protocol, None)
+    return shapes
+
+
+SHAPES = _shapes()
+
+
 def check_hooks(dataset: Any) -> Any:
     """``dataset`` itself, once each hook it declares has the shape its protocol gives.
 
@@ -139,42 +153,31 @@ def check_hooks(dataset: Any) -> Any:
             names, or ``needs_persistent_workers`` that is not a string; the message names the hook.
     """
     owner = type(dataset).__name__
-    for protocol in HOOKS:
-        for name in [*_methods(protocol), *vars(protocol).get("__annotations__", {})]:
-            value = getattr(dataset, name, None)  # name: a member of one of HOOKS
-            if value is None:
-                continue
-            if name in _methods(protocol):
-                _check_method(owner, protocol, name, value)
-            elif name == "per_sample_fields":
-                _check_fields(dataset, owner, value)
-            elif not isinstance(value, str):
-                raise TypeError(f"{owner}.{name} must be a string saying why ({protocol.__name__}), got {value!r}")
+    for name, (protocol, parameters) in SHAPES.items():
+        value = getattr(dataset, name, None)  # name: a hook of SHAPES
+        if value is None:
+            continue
+        if parameters is not None:
+            _check_method(f"{owner}.{name}", protocol, f"{name}({', '.join(parameters)})", value, len(parameters))
+        elif name == "per_sample_fields":
+            _check_fields(dataset, owner, value)
+        elif not isinstance(value, str):
+            raise TypeError(f"{owner}.{name} must be a string saying why ({protocol.__name__}), got {value!r}")
     return dataset
 
 
-def _methods(protocol: type) -> dict[str, list[str]]:
-    """The methods a protocol declares, each with its parameters after ``self``."""
-    return {
-        name: list(inspect.signature(value).parameters)[1:]
-        for name, value in vars(protocol).items() if inspect.isfunction(value) and not name.startswith("_")
-    }
-
-
-def _check_method(owner: str, protocol: type, name: str, value: Any) -> None:
-    wanted = _methods(protocol)[name]
-    shape = f"{name}({', '.join(wanted)})"
+def _check_method(where: str, protocol: type, shape: str, value: Any, arguments: int) -> None:
     if not callable(value):
-        raise TypeError(f"{owner}.{name} must be a method {shape} ({protocol.__name__}), got {type(value).__name__}")
+        raise TypeError(f"{where} must be a method {shape} ({protocol.__name__}), got {type(value).__name__}")
     try:
         signature = inspect.signature(value)
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check
         return
     try:
-        signature.bind(*[None] * len(wanted))
+        signature.bind(*[None] * arguments)
     except TypeError:
         raise TypeError(
-            f"{owner}.{name}{signature} does not take the arguments the core passes: define it as {shape} "
+            f"{where}{signature} does not take the arguments the core passes: define it as {shape} "
             f"(recipes.core.protocols.{protocol.__name__})"
         ) from None
 
