@@ -67,17 +67,23 @@ class Domain:
 
         Raises:
             LookupError: the module or the attribute does not exist; the message names the entry.
+                A module that exists but fails to import raises its own error.
         """
         if piece not in PIECES:
             raise ValueError(f"piece must be one of {tuple(PIECES)}, got {piece!r}")
         module, _, attribute = getattr(self, piece).partition(":")
         try:
-            return getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as error:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name is None or not (module == error.name or module.startswith(error.name + ".")):
+                raise  # a dependency of the module is missing, not the module: its own message says which
+            found = None
+        if not hasattr(found, attribute):
             raise LookupError(
-                f"recipes/domains.py: {self.name}.{piece} = {getattr(self, piece)!r} does not exist ({error}); "
+                f"recipes/domains.py: {self.name}.{piece} = {getattr(self, piece)!r} does not exist; "
                 f"it names {PIECES[piece]}"
-            ) from error
+            )
+        return getattr(found, attribute)
 
 
 REGISTRY = (
