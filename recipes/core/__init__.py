@@ -83,6 +83,7 @@ _HOMES = {
     "Mixable": "protocols",
     "NeedsPersistentWorkers": "protocols",
     "PerSampleFields": "protocols",
+    "RankPlaced": "protocols",
     "Resumable": "protocols",
     "ShardLimited": "protocols",
     "check_hooks": "protocols",

@@ -34,7 +34,7 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 
 from recipes.core.draws import EpochDraws
 from recipes.core.errors import describe_sample
-from recipes.core.protocols import Mixable, PerSampleFields, Resumable, ShardLimited, check_hooks
+from recipes.core.protocols import Mixable, PerSampleFields, RankPlaced, Resumable, ShardLimited, check_hooks
 from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys
 from recipes.core.streams import ResumableStream
@@ -168,7 +168,7 @@ class MixedStream(ResumableStream):
         self.streams = list(streams)
         self.weights = _check_weights(self.streams, weights)
         _check_compatible(self.streams, iterable=True)
-        placements = {(getattr(s, "rank", 0), getattr(s, "world_size", 1)) for s in self.streams}
+        placements = {(s.rank, s.world_size) if isinstance(s, RankPlaced) else (0, 1) for s in self.streams}
         if len(placements) > 1:
             raise ValueError(f"the streams were built for different ranks (rank, world size): {sorted(placements)}")
         rank, world_size = placements.pop()

@@ -16,6 +16,7 @@ a dataset does declare to their shapes (the presets and the mixtures call it), s
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -112,6 +113,20 @@ class ShardLimited(Protocol):
 
 
 @runtime_checkable
+class RankPlaced(Protocol):
+    """``rank``, ``world_size``: the rank a self-sharding stream reads for, of how many
+    (:class:`recipes.core.streams.ResumableStream` sets them).
+
+    Read by :class:`recipes.core.mixing.MixedStream`, which refuses streams built for different
+    ranks. Without them a stream counts as rank 0 of 1, and mixing it with streams built for
+    rank 3 of 8 is refused.
+    """
+
+    rank: int
+    world_size: int
+
+
+@runtime_checkable
 class Resumable(Protocol):
     """``state_dict()`` / ``load_state_dict(state)``: where a stream stands, and resuming there.
 
@@ -126,7 +141,7 @@ class Resumable(Protocol):
 
 
 HOOKS = (Described, Mixable, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
-         Resumable)
+         RankPlaced, Resumable)
 
 
 def _shapes() -> dict[str, tuple[type, list[str] | None]]:
@@ -150,7 +165,8 @@ def check_hooks(dataset: Any) -> Any:
     Raises:
         TypeError: a method hook that is not callable or does not take the arguments the
             protocol gives, ``per_sample_fields`` that is not a sequence of the dataset's attribute
-            names, or ``needs_persistent_workers`` that is not a string; the message names the hook.
+            names, ``needs_persistent_workers`` that is not a string, ``rank`` or ``world_size``
+            that is not an int; the message names the hook.
     """
     owner = type(dataset).__name__
     for name, (protocol, parameters) in SHAPES.items():
@@ -161,8 +177,10 @@ def check_hooks(dataset: Any) -> Any:
             _check_method(f"{owner}.{name}", protocol, f"{name}({', '.join(parameters)})", value, len(parameters))
         elif name == "per_sample_fields":
             _check_fields(dataset, owner, value)
-        elif not isinstance(value, str):
+        elif name == "needs_persistent_workers" and not isinstance(value, str):
             raise TypeError(f"{owner}.{name} must be a string saying why ({protocol.__name__}), got {value!r}")
+        elif protocol is RankPlaced and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise TypeError(f"{owner}.{name} must be an int ({protocol.__name__}), got {value!r}")
     return dataset
 
 

@@ -25,13 +25,14 @@ HOOK_NAMES = sorted(SHAPES)
 def test_the_hook_names_are_the_ones_the_reviewers_grep_for():
     assert HOOK_NAMES == sorted([
         "batch_contract", "describe", "device_plan", "encoded_item", "epoch_indices", "load_state_dict",
-        "max_workers", "needs_persistent_workers", "per_sample_fields", "state_dict",
+        "max_workers", "needs_persistent_workers", "per_sample_fields", "rank", "state_dict", "world_size",
     ])
 
 
 def test_no_hook_is_read_by_its_name_as_a_string():
-    # the state hooks are also a loader's and a sampler's: only the dataset's own hooks are grepped for
-    names = "|".join(name for name in HOOK_NAMES if "state_dict" not in name)
+    # the state hooks are also a loader's and a sampler's, a rank a process group's: only the
+    # dataset's own hooks are grepped for
+    names = "|".join(name for name in HOOK_NAMES if "state_dict" not in name and name not in ("rank", "world_size"))
     bare = re.compile(rf"""(getattr|hasattr)\([^,()]+, *["']({names})["']""")
     found = [
         f"{path.relative_to(PACKAGE)}:{number}"
@@ -134,3 +135,21 @@ def test_a_stream_hook_of_the_wrong_shape_is_refused():
         stream_loader(Stream(), _collate, 2, train=True, device="cpu", num_workers=0)
     with pytest.raises(TypeError, match=r"QuietStream\.load_state_dict\(\) does not take"):
         MixedStream([QuietStream()], [1], samples_per_epoch=4)
+
+
+class Elsewhere(IterableDataset):
+    rank, world_size = "0", 1  # a string, where the rank is an int
+
+    def __iter__(self):
+        return iter(range(4))
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_a_stream_placed_on_a_rank_that_is_not_an_int_is_refused():
+    with pytest.raises(TypeError, match=r"Elsewhere\.rank must be an int \(RankPlaced\), got '0'"):
+        MixedStream([Elsewhere()], [1], samples_per_epoch=4)
