@@ -20,7 +20,7 @@ from typing import Any
 PIECES = {
     "loader": "the preset, <domain>_loader(dataset, batch_size, *, train, device, seed, **overrides)",
     "demo": "build(fixtures) -> (dataset, loader), what `recipes demo` runs",
-    "opens": "open_path(options, *, train) -> Dataset, how bench, check and show open PATH",
+    "opens": "open_path(options, *, train) -> Dataset, how bench and show open PATH",
     "fixtures": "write_<domain>(folder), which writes its tiny fixtures",
 }
 OPTIONS = ("tokenizer", "image_root")  # the CLI's file options an entry may read
@@ -57,7 +57,9 @@ class Domain:
                 raise ValueError(f"recipes/domains.py: the {self.name!r} entry has no {field.name}")
         for piece in PIECES:
             if ":" not in getattr(self, piece):
-                raise ValueError(f"recipes/domains.py: {self.name}.{piece} must be 'module:attribute' ({PIECES[piece]})")
+                raise ValueError(
+                    f"recipes/domains.py: {self.name}.{piece} must be 'module:attribute' ({PIECES[piece]})"
+                )
         unknown = set(self.reads) - set(OPTIONS)
         if unknown:
             raise ValueError(f"recipes/domains.py: {self.name}.reads names {sorted(unknown)}; choose from {OPTIONS}")

@@ -202,7 +202,9 @@ def _check_method(where: str, protocol: type, shape: str, value: Any, arguments:
 
 def _check_fields(dataset: Any, owner: str, fields: Any) -> None:
     if isinstance(fields, str) or not isinstance(fields, Sequence) or not all(isinstance(f, str) for f in fields):
-        raise TypeError(f"{owner}.per_sample_fields must be a tuple of attribute names (PerSampleFields), got {fields!r}")
+        raise TypeError(
+            f"{owner}.per_sample_fields must be a tuple of attribute names (PerSampleFields), got {fields!r}"
+        )
     missing = [name for name in fields if not hasattr(dataset, name)]
     if missing:
         raise TypeError(f"{owner}.per_sample_fields names {missing}, which {owner} does not have (PerSampleFields)")

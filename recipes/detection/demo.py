@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo detection`` (the COCO fixture through
-CocoDataset and detection_loader) and the annotations ``recipes bench/check/show detection PATH`` open."""
+CocoDataset and detection_loader) and the annotations ``recipes bench/show detection PATH`` open."""
 
 from __future__ import annotations
 

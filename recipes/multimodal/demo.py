@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo multimodal`` (COCO-style captions on the
-bundled fixture images) and the manifest ``recipes bench/check/show multimodal PATH`` open.
+bundled fixture images) and the manifest ``recipes bench/show multimodal PATH`` open.
 
     from recipes.multimodal.demo import build
     dataset, loader = build(fixtures_dir())

@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo text`` (the labelled JSONL fixture,
-tokenised, in length-grouped batches) and the file ``recipes bench/check/show text PATH`` open.
+tokenised, in length-grouped batches) and the file ``recipes bench/show text PATH`` open.
 
     from recipes.text.demo import build
     dataset, loader = build(fixtures_dir())

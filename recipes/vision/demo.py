@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo vision`` (the fixture image folder
-through the training preset) and the folder ``recipes bench/check/show vision PATH`` open.
+through the training preset) and the folder ``recipes bench/show vision PATH`` open.
 
     from recipes.vision.demo import build
     dataset, loader = build(fixtures_dir())
