@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recipes.domains import REGISTRY
 from recipes.fixtures_coco import blob_mask, mask_box, polygon, polygon_area, rle_counts, rle_string
 from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-exported, importable from here too)
     COCO_CASES,
@@ -35,7 +36,9 @@ from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-export
 )
 
 FIXTURES_VERSION = "1"
-GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py"))  # the cache key hashes them all
+# the cache key hashes them all: the writers, and the registry that says which run
+GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py",
+                                                                    "domains.py"))
 JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
 PNG_KW = {"compress_level": 9, "optimize": False}
 
@@ -69,10 +72,8 @@ def generate(out_dir: str | Path) -> Path:
     """Write every fixture into out_dir (created if missing) and return it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_vision(out / "vision")
-    _write_text(out / "text")
-    _write_detection(out / "detection")
-    _write_multimodal(out / "multimodal")
+    for entry in REGISTRY:  # each domain's writer, named by its entry in recipes/domains.py
+        entry.load("fixtures")(out / entry.name)
     _write_hostile(out / "hostile")
     _write(out / "README.md", README)
     _write(out / "VERSION", FIXTURES_VERSION + "\n")  # last: its presence marks a complete tree
@@ -180,7 +181,8 @@ def _long_tailed_lengths(rng: np.random.Generator, n: int, n_long: int) -> list[
 CLASS_TINT = {"bird": (-30, -10, 40), "cat": (40, 10, -30), "dog": (-20, 35, -20)}
 
 
-def _write_vision(root: Path) -> None:
+def write_vision(root: Path) -> None:
+    """The vision fixtures under ``root``: an image folder of 3 classes (the layout: ``README``)."""
     rng = np.random.default_rng(1)
 
     def pic(cls: str, w: int, h: int) -> Image.Image:
@@ -218,7 +220,8 @@ def _write_vision(root: Path) -> None:
 
 
 # ---------------------------------------------------------------- text
-def _write_text(root: Path) -> None:
+def write_text(root: Path) -> None:
+    """The text fixtures under ``root``: text corpora and their tokenizer (the layout: ``README``)."""
     rng = np.random.default_rng(2)
     corpus = [_sentence(rng, n) for n in _long_tailed_lengths(rng, 200, n_long=5)]
     corpus[17] = EMOJI_LINE
@@ -269,7 +272,8 @@ DET_IMAGES = [(3, 96, 64), (7, 64, 96), (8, 96, 64), (15, 80, 80), (42, 64, 96),
 EMPTY_IMAGE, CROWD_IMAGES, RLE_IMAGE = 42, (8, 256), 15
 
 
-def _write_detection(root: Path) -> None:
+def write_detection(root: Path) -> None:
+    """The detection fixtures under ``root``: a COCO instances file and its images (the layout: ``README``)."""
     rng = np.random.default_rng(3)
     images, annotations, ann_id = [], [], 1000
     for image_id, w, h in DET_IMAGES:
@@ -318,7 +322,8 @@ MM_IDS = [2, 5, 11, 17, 23, 31, 47, 64]
 MULTI_CAPTION_ROW = 3
 
 
-def _write_multimodal(root: Path) -> None:
+def write_multimodal(root: Path) -> None:
+    """The multimodal fixtures under ``root``: caption manifests over images (the layout: ``README``)."""
     rng = np.random.default_rng(4)
     names = [f"images/img_{i}.jpg" for i in range(len(MM_SIZES))]
     for name, (w, h) in zip(names, MM_SIZES):
