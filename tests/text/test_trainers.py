@@ -1,0 +1,79 @@
+"""The text presets and a text stream under Lightning's own DDP launcher and Accelerate under
+torchrun, two CPU ranks: every sample once per epoch, as under plain torchrun, and an exact resume
+through each trainer's own checkpoint (tests/trainer_runs.py runs them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipes.core import SeededBatchSampler
+from recipes.text import TokenizedTextDataset, text_loader
+from tests.text.trainer_loaders import DATA, TOKENIZER
+from tests.trainer_runs import launch
+
+pytest.importorskip("lightning")
+pytest.importorskip("accelerate")
+
+LINES = "tests.text.trainer_loaders:lines"
+WORLD, EPOCHS, BATCH, SAMPLES = 2, 2, 8, 120
+
+
+def torchrun_batches(epoch: int, rank: int) -> list[list[int]]:
+    """What rank ``rank`` of 2 trains on in ``epoch`` under plain torchrun: the oracle."""
+    plan = text_loader(TokenizedTextDataset(DATA, TOKENIZER), BATCH, device="cpu", seed=0, num_workers=0).batch_sampler.plan
+    sampler = SeededBatchSampler(SAMPLES, BATCH, shuffle=True, drop_last=True, seed=0, plan=plan, rank=rank,
+                                 world_size=WORLD)
+    return [batch.tolist() for batch in sampler.batches(epoch)]
+
+
+def check_every_sample_once(reports: list[dict]) -> None:
+    for rank, report in enumerate(reports):
+        for epoch in range(EPOCHS):
+            got = [step[1:] for step in report["steps"] if step[0] == epoch]
+            assert got == torchrun_batches(epoch, rank), (rank, epoch)
+    for epoch in range(EPOCHS):
+        seen = [i for report in reports for step in report["steps"] if step[0] == epoch for i in step[1:]]
+        # equal steps: 15 global batches, 7 a rank, one left over; no sample twice
+        assert len(seen) == len(set(seen)) == (SAMPLES // BATCH // WORLD) * WORLD * BATCH
+    assert reports[0]["steps"][0] != [step for step in reports[0]["steps"] if step[0] == 1][0]  # epochs differ
+    evaluated = sorted(i for report in reports for i in report["evaluated"])
+    assert evaluated == sorted(list(range(SAMPLES)) * EPOCHS)  # each sample once per evaluation
+
+
+@pytest.mark.slow
+def test_lightning_ddp_takes_the_preset_and_resumes_mid_epoch_exactly(tmp_path):
+    config = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
+    whole = launch("lightning", tmp_path, {**config, "run": "whole"})
+    check_every_sample_once(whole)
+    stopped = launch("lightning", tmp_path, {**config, "run": "stopped", "stop_after": 10})
+    resumed = launch("lightning", tmp_path, {**config, "run": "resumed",
+                                             "resume": str(tmp_path / "checkpoints" / "mid.ckpt")})
+    for rank in range(WORLD):
+        assert len(stopped[rank]["steps"]) == 10
+        assert stopped[rank]["steps"] + resumed[rank]["steps"] == whole[rank]["steps"]
+
+
+@pytest.mark.slow
+def test_lightning_ddp_takes_a_stream(tmp_path):
+    reports = launch("lightning", tmp_path, {"run": "stream", "factory": "tests.text.trainer_loaders:stream",
+                                             "epochs": EPOCHS, "workers": 2})
+    for epoch in range(EPOCHS):
+        seen = [i for report in reports for step in report["steps"] if step[0] == epoch for i in step[1:]]
+        assert len(seen) == len(set(seen))
+        assert len({len([s for s in report["steps"] if s[0] == epoch]) for report in reports}) == 1  # equal steps
+    offsets = [i for report in reports for i in report["evaluated"]]
+    assert len(offsets) == len(set(offsets)) * EPOCHS and len(set(offsets)) == SAMPLES  # every line once an evaluation
+
+
+@pytest.mark.slow
+def test_accelerate_prepare_keeps_the_preset_and_save_state_resumes_exactly(tmp_path):
+    config = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
+    whole = launch("accelerate", tmp_path, {**config, "run": "whole"})
+    assert {report["prepared_is_preset"] for report in whole} == {"recipes.core.loader"}  # not wrapped again
+    check_every_sample_once(whole)
+    stopped = launch("accelerate", tmp_path, {**config, "run": "stopped", "stop_after": 10})
+    resumed = launch("accelerate", tmp_path, {**config, "run": "resumed", "start_epoch": 1,
+                                              "resume": str(tmp_path / "accelerate-state")})
+    for rank in range(WORLD):
+        assert len(stopped[rank]["steps"]) == 10
+        assert stopped[rank]["steps"] + resumed[rank]["steps"] == whole[rank]["steps"]
