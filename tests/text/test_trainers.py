@@ -35,7 +35,8 @@ def check_every_sample_once(reports: list[dict]) -> None:
         seen = [i for report in reports for step in report["steps"] if step[0] == epoch for i in step[1:]]
         # equal steps: 15 global batches, 7 a rank, one left over; no sample twice
         assert len(seen) == len(set(seen)) == (SAMPLES // BATCH // WORLD) * WORLD * BATCH
-    assert reports[0]["steps"][0] != [step for step in reports[0]["steps"] if step[0] == 1][0]  # epochs differ
+    firsts = [[step for step in reports[0]["steps"] if step[0] == epoch][0] for epoch in range(EPOCHS)]
+    assert firsts[0][1:] != firsts[1][1:]  # a new order each epoch
     evaluated = sorted(i for report in reports for i in report["evaluated"])
     assert evaluated == sorted(list(range(SAMPLES)) * EPOCHS)  # each sample once per evaluation
 
