@@ -25,11 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from torch.utils.data import DistributedSampler, Sampler
+from torch.utils.data import DistributedSampler, IterableDataset, Sampler
 
 from recipes.core.distributed import distributed_rank_and_size
 from recipes.core.samplers import GroupedBatchSampler
-from recipes.core.streams import ResumableStream
 
 ACCELERATE_PREPARED = "_is_accelerate_prepared"  # accelerate 1.x: prepare_data_loader returns such a loader as is
 
@@ -95,7 +94,11 @@ def check_built_for_ranks(loader: Any) -> None:
     rank, world_size = distributed_rank_and_size()
     if world_size == 1:
         return
-    dealer = loader.batch_sampler if isinstance(loader.batch_sampler, GroupedBatchSampler) else loader.dataset
+    dealer = loader.batch_sampler
+    if isinstance(loader.dataset, IterableDataset):
+        from recipes.core.streams import ResumableStream  # a stream loader has imported it: a map-style one need not
+
+        dealer = loader.dataset if isinstance(loader.dataset, ResumableStream) else None
     if isinstance(dealer, (GroupedBatchSampler, ResumableStream)) and dealer.world_size == 1:
         raise RuntimeError(
             f"this loader was built before torch.distributed was initialised and deals every sample to each of the "
