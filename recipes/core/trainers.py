@@ -94,12 +94,12 @@ def check_built_for_ranks(loader: Any) -> None:
     rank, world_size = distributed_rank_and_size()
     if world_size == 1:
         return
-    dealer = loader.batch_sampler
+    dealer = loader.batch_sampler if isinstance(loader.batch_sampler, GroupedBatchSampler) else None
     if isinstance(loader.dataset, IterableDataset):
         from recipes.core.streams import ResumableStream  # a stream loader has imported it: a map-style one need not
 
         dealer = loader.dataset if isinstance(loader.dataset, ResumableStream) else None
-    if isinstance(dealer, (GroupedBatchSampler, ResumableStream)) and dealer.world_size == 1:
+    if dealer is not None and dealer.world_size == 1:
         raise RuntimeError(
             f"this loader was built before torch.distributed was initialised and deals every sample to each of the "
             f"{world_size} ranks (this is rank {rank}): build it after the process group starts, in Lightning's "
