@@ -2,6 +2,7 @@
 
     python -m tests.trainer_runs lightning OUT CONFIG     # Lightning starts its own ranks (strategy="ddp")
     python -m torch.distributed.run --nproc_per_node 2 -m tests.trainer_runs accelerate OUT CONFIG
+    python -m torch.distributed.run --nproc_per_node 2 -m tests.trainer_runs hf OUT CONFIG    # the HF Trainer
 
 CONFIG names a factory, ``"module:function"``, called as ``function(config, train=...)`` after
 the process group is up, and what to run: ``devices``, ``epochs``, ``stop_after`` (global steps,
@@ -110,10 +111,52 @@ def run_accelerate(out: Path, config: dict[str, Any]) -> None:
     accelerator.wait_for_everyone()
 
 
+def run_hf(out: Path, config: dict[str, Any]) -> None:
+    import transformers
+
+    from recipes.core.hf_trainer import PresetTrainer
+
+    torch.manual_seed(0)
+    if config["model"] == "classifier":
+        model = transformers.BertForSequenceClassification(transformers.BertConfig(
+            vocab_size=800, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+            num_labels=3, max_position_embeddings=64))
+    else:  # a causal LM
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=800, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+            intermediate_size=32, max_position_embeddings=64))
+    keys: set[str] = set()
+    widths: list[int] = []
+
+    def seen(_: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        keys.update(kwargs)
+        widths.append(kwargs["input_ids"].shape[1])
+
+    model.register_forward_pre_hook(seen, with_kwargs=True)
+    steps: list[list[int]] = []
+
+    class Recording(PresetTrainer):
+        def training_step(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+            steps.append([int(self.state.epoch), *sample_ids(inputs)])
+            return super().training_step(model, inputs, *args, **kwargs)
+
+    stop = config.get("stop_after")
+    args = transformers.TrainingArguments(
+        str(out / "hf"), num_train_epochs=config["epochs"], max_steps=stop or -1, per_device_train_batch_size=8,
+        save_strategy="steps" if stop else "no", save_steps=stop or 500, report_to=[], use_cpu=True,
+        logging_strategy="no", disable_tqdm=True, learning_rate=1e-3,
+    )
+    trainer = Recording(model, args, train_loader=_factory(config)(config, train=True))
+    trainer.train(resume_from_checkpoint=config.get("resume"))
+    report = {"steps": steps, "evaluated": [], "forward_keys": sorted(keys), "widest": max(widths),
+              "loss": trainer.state.log_history[-1]["train_loss"]}
+    (out / f"{config['run']}-rank{trainer.args.process_index}.json").write_text(json.dumps(report))
+
+
 def main() -> None:
     mode, out, config = sys.argv[1], Path(sys.argv[2]), json.loads(Path(sys.argv[3]).read_text())
     torch.set_num_threads(1)
-    {"lightning": run_lightning, "accelerate": run_accelerate}[mode](out, config)
+    {"lightning": run_lightning, "accelerate": run_accelerate, "hf": run_hf}[mode](out, config)
 
 
 def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240) -> list[dict[str, Any]]:
@@ -126,7 +169,7 @@ def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240) -> 
     config_file.write_text(json.dumps(config))
     devices = config.get("devices", 2)
     runner = [sys.executable, "-m", "tests.trainer_runs", mode, str(out), str(config_file)]
-    if mode == "accelerate":
+    if mode in ("accelerate", "hf"):
         runner = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={devices}",
                   *runner[1:]]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}

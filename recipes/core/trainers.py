@@ -11,6 +11,7 @@ marks a loader class with both answers, so both trainers take the loader as it i
 
 - ``loader.sampler`` is a :class:`RankShare`, this rank's samples of the next pass seen as the
   ``DistributedSampler`` they are (Lightning then leaves the loader alone and calls ``set_epoch``);
+- ``loader.set_epoch(epoch)`` sets the next pass's epoch (the HF ``Trainer`` calls it);
 - ``_is_accelerate_prepared`` is Accelerate's own mark of a loader it must not wrap twice
   (``Accelerator.prepare_data_loader``; the one name of Accelerate's we use, fenced here and
   pinned by tests/text/test_trainers.py), and ``use_stateful_dataloader`` tells its
@@ -81,7 +82,19 @@ def shards_itself(cls: type) -> type:
     cls.sampler = property(_sampler, _set_sampler)
     setattr(cls, ACCELERATE_PREPARED, True)
     cls.use_stateful_dataloader = hasattr(cls, "state_dict")
+    cls.set_epoch = _set_epoch
     return cls
+
+
+def _set_epoch(loader: Any, epoch: int) -> None:
+    """Use ``epoch`` for the next pass: the HF ``Trainer`` calls it at each epoch, and so at the one it resumes."""
+    if isinstance(loader.batch_sampler, GroupedBatchSampler):
+        loader.batch_sampler.set_epoch(epoch)
+    elif isinstance(loader.dataset, IterableDataset):
+        from recipes.core.streams import ResumableStream  # a stream loader has imported it: a map-style one need not
+
+        if isinstance(loader.dataset, ResumableStream):
+            loader.dataset.set_epoch(epoch)
 
 
 def check_built_for_ranks(loader: Any) -> None:

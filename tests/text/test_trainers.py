@@ -78,3 +78,32 @@ def test_accelerate_prepare_keeps_the_preset_and_save_state_resumes_exactly(tmp_
     for rank in range(WORLD):
         assert len(stopped[rank]["steps"]) == 10
         assert stopped[rank]["steps"] + resumed[rank]["steps"] == whole[rank]["steps"]
+
+
+@pytest.mark.slow
+def test_hf_trainer_trains_a_classifier_on_the_preset_and_resumes_exactly(tmp_path):
+    pytest.importorskip("transformers")
+    config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "model": "classifier", "max_length": 24}
+    whole = launch("hf", tmp_path, {**config, "run": "whole"})
+    for rank, report in enumerate(whole):
+        for epoch in range(EPOCHS):  # length-grouped, dealt to the ranks as under torchrun
+            assert [step[1:] for step in report["steps"] if step[0] == epoch] == torchrun_batches(epoch, rank)
+        # the batch's lengths and index stay out; num_items_in_batch is the Trainer's own
+        assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
+        assert report["widest"] <= 24  # the recipe's truncation
+    stopped = launch("hf", tmp_path, {**config, "run": "stopped", "stop_after": 10})
+    resumed = launch("hf", tmp_path, {**config, "run": "resumed",
+                                      "resume": str(tmp_path / "hf" / "checkpoint-10")})
+    for rank in range(WORLD):
+        assert stopped[rank]["steps"] + resumed[rank]["steps"] == whole[rank]["steps"]
+
+
+@pytest.mark.slow
+def test_hf_trainer_trains_a_causal_lm_on_length_grouped_batches(tmp_path):
+    pytest.importorskip("transformers")
+    reports = launch("hf", tmp_path, {"run": "lm", "factory": "tests.text.trainer_loaders:next_tokens", "epochs": 1,
+                                      "model": "causal", "max_length": 16})
+    for rank, report in enumerate(reports):
+        assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank)
+        assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
+        assert report["widest"] <= 16 and report["loss"] > 0
