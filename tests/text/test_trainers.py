@@ -18,9 +18,10 @@ LINES = "tests.text.trainer_loaders:lines"
 WORLD, EPOCHS, BATCH, SAMPLES = 2, 2, 8, 120
 
 
-def torchrun_batches(epoch: int, rank: int) -> list[list[int]]:
+def torchrun_batches(epoch: int, rank: int, max_length: int | None = None) -> list[list[int]]:
     """What rank ``rank`` of 2 trains on in ``epoch`` under plain torchrun: the oracle."""
-    plan = text_loader(TokenizedTextDataset(DATA, TOKENIZER), BATCH, device="cpu", seed=0, num_workers=0).batch_sampler.plan
+    dataset = TokenizedTextDataset(DATA, TOKENIZER, max_length=max_length)
+    plan = text_loader(dataset, BATCH, device="cpu", seed=0, num_workers=0).batch_sampler.plan
     sampler = SeededBatchSampler(SAMPLES, BATCH, shuffle=True, drop_last=True, seed=0, plan=plan, rank=rank,
                                  world_size=WORLD)
     return [batch.tolist() for batch in sampler.batches(epoch)]
@@ -87,7 +88,7 @@ def test_hf_trainer_trains_a_classifier_on_the_preset_and_resumes_exactly(tmp_pa
     whole = launch("hf", tmp_path, {**config, "run": "whole"})
     for rank, report in enumerate(whole):
         for epoch in range(EPOCHS):  # length-grouped, dealt to the ranks as under torchrun
-            assert [step[1:] for step in report["steps"] if step[0] == epoch] == torchrun_batches(epoch, rank)
+            assert [step[1:] for step in report["steps"] if step[0] == epoch] == torchrun_batches(epoch, rank, 24)
         # the batch's lengths and index stay out; num_items_in_batch is the Trainer's own
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 24  # the recipe's truncation
@@ -104,6 +105,6 @@ def test_hf_trainer_trains_a_causal_lm_on_length_grouped_batches(tmp_path):
     reports = launch("hf", tmp_path, {"run": "lm", "factory": "tests.text.trainer_loaders:next_tokens", "epochs": 1,
                                       "model": "causal", "max_length": 16})
     for rank, report in enumerate(reports):
-        assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank)
+        assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank, 16)
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 16 and report["loss"] > 0
