@@ -61,7 +61,7 @@ def test_lightning_ddp_takes_a_stream(tmp_path):
                                              "epochs": EPOCHS, "workers": 2})
     for epoch in range(EPOCHS):
         seen = [i for report in reports for step in report["steps"] if step[0] == epoch for i in step[1:]]
-        assert len(seen) == len(set(seen))
+        assert len(seen) == len(set(seen)) > SAMPLES - WORLD * 2 * BATCH  # 2 workers: at most their partial batches left out
         assert len({len([s for s in report["steps"] if s[0] == epoch]) for report in reports}) == 1  # equal steps
     offsets = [i for report in reports for i in report["evaluated"]]
     assert len(offsets) == len(set(offsets)) * EPOCHS and len(set(offsets)) == SAMPLES  # every line once an evaluation
