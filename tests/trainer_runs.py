@@ -106,7 +106,7 @@ def run_accelerate(out: Path, config: dict[str, Any]) -> None:
             evaluated.extend(i for batch in val for i in sample_ids(batch))
             continue
         break
-    report = {"steps": steps, "evaluated": evaluated, "prepared_is_preset": type(train).__module__}
+    report = {"steps": steps, "evaluated": evaluated}
     (out / f"{config['run']}-rank{accelerator.process_index}.json").write_text(json.dumps(report))
     accelerator.wait_for_everyone()
 
