@@ -9,14 +9,12 @@
             ...                          # input_ids, attention_mask, lengths, index [, labels]
 
 Every DataLoader worker of every rank holds a copy of an IterableDataset; unless each copy reads
-its own part, every line is seen ``workers x ranks`` times. Here the files' lines are cut into
-``world_size x num_workers`` equal shares by count, each a byte range (:mod:`recipes.text.line_index`,
-one read of the files on rank 0 when the dataset is built), and each (rank, worker) reads its own:
-every line exactly once, nothing loaded whole, one huge file split as well as many shards. The
-shares differ by a line at most, so a training ``streaming_loader`` on several ranks, which stops
-them all at the same step (:class:`recipes.core.distributed.EqualSteps`), leaves out fewer than
-``world_size x num_workers x batch_size`` lines an epoch. Build it after ``init_process_group``, on
-every rank: rank 0 lists, sizes and counts the files for all.
+its own part, every line is seen ``workers x ranks`` times. Here the lines are cut into ``world_size
+x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read
+of the files, on rank 0, at construction), and each (rank, worker) reads its own: every line once,
+nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
+(:class:`recipes.core.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
+batch_size`` lines an epoch. Build it after ``init_process_group``, on every rank.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
