@@ -79,7 +79,10 @@ def run_lightning(out: Path, config: dict[str, Any]) -> None:
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
         check_val_every_n_epoch=1,
     )
-    trainer.fit(Recorder(), datamodule=Data(), ckpt_path=config.get("resume"))
+    if config.get("built_before_fit"):  # a script's loader, built before fit starts the process group
+        trainer.fit(Recorder(), train_dataloaders=make(config, train=True), ckpt_path=config.get("resume"))
+    else:
+        trainer.fit(Recorder(), datamodule=Data(), ckpt_path=config.get("resume"))
 
 
 def run_accelerate(out: Path, config: dict[str, Any]) -> None:
@@ -159,9 +162,9 @@ def main() -> None:
     {"lightning": run_lightning, "accelerate": run_accelerate, "hf": run_hf}[mode](out, config)
 
 
-def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240) -> list[dict[str, Any]]:
-    """Run ``mode`` (``"lightning"``: its own launcher; ``"accelerate"``: torchrun) on ``devices``
-    ranks (2 by default) and return each rank's report."""
+def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240, fails: bool = False) -> Any:
+    """Run ``mode`` (``"lightning"``: its own launcher; ``"accelerate"``, ``"hf"``: torchrun) on
+    ``devices`` ranks (2 by default) and return each rank's report; ``fails``: its stderr instead."""
     import subprocess
 
     out.mkdir(parents=True, exist_ok=True)
@@ -174,6 +177,9 @@ def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240) -> 
                   *runner[1:]]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(runner, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if fails:
+        assert done.returncode != 0
+        return done.stderr
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-5000:]
     return [json.loads((out / f"{config['run']}-rank{rank}.json").read_text()) for rank in range(devices)]
 

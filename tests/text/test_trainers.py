@@ -73,6 +73,15 @@ def test_lightning_ddp_takes_a_stream(tmp_path):
 
 
 @pytest.mark.slow
+def test_lightning_refuses_a_loader_built_before_its_ranks_by_name(tmp_path):
+    # built before fit starts the process group, the sampler deals all 120 samples to each rank
+    stderr = launch("lightning", tmp_path, {"run": "early", "factory": LINES, "epochs": 1, "built_before_fit": True},
+                    fails=True)
+    assert "this loader was built before torch.distributed was initialised" in stderr
+    assert "LightningDataModule.train_dataloader()" in stderr
+
+
+@pytest.mark.slow
 def test_accelerate_prepare_keeps_the_preset_and_save_state_resumes_exactly(tmp_path):
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
     check_every_sample_once(resumed_run("accelerate", tmp_path, config, "accelerate-state", start_epoch=1))
