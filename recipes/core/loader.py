@@ -35,6 +35,7 @@ from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hook
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
+from recipes.core.trainers import check_built_for_ranks, shards_itself
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -242,14 +243,17 @@ def stream_loader(
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
 
 
+@shards_itself  # Lightning and Accelerate take it without sharding it again (recipes.core.trainers)
 class RecipeLoader(DataLoader):
     """torch's ``DataLoader``, whose iterator leaves no reference cycle behind when it raises
     (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive."""
 
     def __iter__(self) -> ReleasingIterator:
+        check_built_for_ranks(self)
         return ReleasingIterator(super().__iter__())
 
 
+@shards_itself
 class ResumableLoader(StatefulDataLoader):
     """torchdata's ``StatefulDataLoader`` whose state also loads with another ``num_workers``.
 
@@ -273,6 +277,7 @@ class ResumableLoader(StatefulDataLoader):
             super().__init__(*args, **kwargs)
 
     def __iter__(self) -> ReleasingIterator:
+        check_built_for_ranks(self)
         return ReleasingIterator(super().__iter__())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
