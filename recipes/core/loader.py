@@ -30,10 +30,10 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
+from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
-from recipes.core.states import check_int
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -272,45 +272,38 @@ class ResumableLoader(StatefulDataLoader):
     def __iter__(self) -> ReleasingIterator:
         return ReleasingIterator(super().__iter__())
 
+    def state_dict(self) -> dict[str, Any]:
+        """torchdata's state, and ``belongs_to``: the samples, source and batching it is a position
+        in (:func:`recipes.core.loader_states.loader_identity`), so another loader refuses it."""
+        return {**super().state_dict(), BELONGS: loader_identity(self)}
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's
-        or the stream's own ``load_state_dict`` checks its fields (a ValueError names the field)."""
-        owner = "ResumableLoader"
-        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("_snapshot", {}), dict):
+        """Load ``state_dict`` (torchdata's layout): every field is checked now
+        (:func:`recipes.core.loader_states.check_loader_state`), torchdata's own, the sampler's or
+        the stream's and ``belongs_to``; a ValueError names the field and changes nothing, so the
+        loader goes on as it was. The state's seed wins (a warning if ``seed=`` gave another)."""
+        checked = check_loader_state(self, state_dict)
+        other_workers = checked.saved_workers != self.num_workers
+        stream = not isinstance(self.batch_sampler, GroupedBatchSampler)
+        states, ended = checked.stream_states, checked.finished  # ended: every reader got to the end of its part
+        if stream and other_workers and not (ended or all(state.get("position") in (None, "end") for state in states)):
             raise ValueError(
-                f"{owner} state must be a dict (a StatefulDataLoader's state_dict()), got {type(state_dict).__name__}"
+                f"this stream's state was saved with num_workers={checked.saved_workers} in the middle of a pass; "
+                f"its workers read their own shards, so it resumes mid-pass only with "
+                f"num_workers={checked.saved_workers} (and the same world size), or from a state taken at the end "
+                "of a pass"
             )
-        main = state_dict.get("_snapshot", {}).get("_main_snapshot", state_dict)
-        if not isinstance(main, dict):
-            raise ValueError(f"{owner} state: _snapshot['_main_snapshot'] is a {type(main).__name__}, not a dict")
-        saved_workers = check_int(main.get("_num_workers", 0), "_num_workers", owner)
-        if saved_workers == self.num_workers:
-            super().load_state_dict(state_dict)
+        # checked whole: from here on nothing is refused
+        if not stream:
+            sampler_state = checked.sampler_state
+            if other_workers:  # torchdata's state of other workers is not used: the sampler's position is the whole
+                sampler_state = {**sampler_state, "yielded": sampler_state["yielded"] + checked.steps_since_snapshot}
+            self.batch_sampler.load_state_dict(sampler_state)  # it warns of a replaced seed, once
+        elif states and hasattr(self.dataset, "adopt_seed"):
+            self.dataset.adopt_seed(states[0])  # before the workers get their copies
+        if not other_workers:
+            super().load_state_dict(checked.torchdata)
             return
-        self.next_iter_state = None  # nothing of torchdata's own state is used: start fresh from ours
-        if isinstance(self.batch_sampler, GroupedBatchSampler):
-            sampler_state = main.get("_index_sampler_state")
-            if not isinstance(sampler_state, dict) or "yielded" not in sampler_state:
-                raise ValueError(
-                    f"{owner} state: _index_sampler_state = {str(sampler_state)[:80]} is not a sampler's state"
-                )
-            steps = check_int(state_dict.get("_steps_since_snapshot", 0), "_steps_since_snapshot", owner)
-            yielded = check_int(sampler_state["yielded"], "_index_sampler_state['yielded']", owner)
-            self.batch_sampler.load_state_dict({**sampler_state, "yielded": yielded + steps})
-            return
-        workers = state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()
-        states = [state for state in [w["dataset_state"] for w in workers] or [state_dict.get("dataset_state")] if state]
-        ended = state_dict.get("_iterator_finished", False)  # every reader got to the end of its part
-        if not states:
-            return  # taken before the first pass: nothing to restore
-        if not all(isinstance(state, dict) for state in states):
-            raise ValueError(f"{owner} state: a worker's dataset_state is not a dict")
-        if not hasattr(self.dataset, "load_state_dict") or not (
-            ended or all(state.get("position") in (None, "end") for state in states)
-        ):
-            raise ValueError(
-                f"this stream's state was saved with num_workers={saved_workers} in the middle of a pass; its "
-                f"workers read their own shards, so it resumes mid-pass only with num_workers={saved_workers} "
-                "(and the same world size), or from a state taken at the end of a pass"
-            )
-        self.dataset.load_state_dict({**states[0], "position": "end"} if ended else states[0])
+        super().load_state_dict({})  # torchdata's way to drop the running pass and keep no state of its own
+        if stream and states:  # none: taken before the first pass, nothing to restore
+            self.dataset.load_state_dict({**states[0], "position": "end"} if ended else states[0])

@@ -23,6 +23,7 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.permutation import Permutation
 from recipes.core.plans import Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
-from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
+from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_belongs, check_int, check_keys, warn_replaced_seed
 
 # How an epoch is drawn, newest first. "keyed": the order a keyed permutation computed on demand
 # (recipes.core.permutation), a mixture's draws too (recipes.core.draws), grouped and length plans
@@ -42,6 +43,8 @@ from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 # the epoch planned at once. "randperm": all by torch.randperm; states without "order" are these.
 ORDERS = ("keyed", "permutation", "randperm")
 _ORDER_KEY = (1 << 64) - 3  # the order's key lives apart from the samples' seeds and the epoch generator
+POSITION_FIELDS = ("seed", "epoch", "yielded", "world_size", "offset")  # a state's position, "order" since keyed
+IDENTITY_FIELDS = ("num_samples", "batch_size", "plan")  # what the position is in: refused when they differ
 
 
 class GroupedBatchSampler(Sampler[list[int]]):
@@ -78,13 +81,14 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.plan.check(self.num_samples, batch_size)
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.seed = shared_seed(seed)
+        self.seed, self._given_seed = shared_seed(seed), seed
         self.epoch = 0
         self.order = "keyed"  # how an epoch is drawn: ORDERS
         # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
         self._resume: tuple[int, int, int, int] | None = None
         self._position: tuple[int, int, int] | None = None
         self._cache: tuple[int, np.ndarray | None, list[np.ndarray]] | None = None  # an epoch's draws and batches
+        self._identity: dict[str, Any] | None = None
 
     # -- epochs and state ----------------------------------------------------------------------
 
@@ -107,7 +111,29 @@ class GroupedBatchSampler(Sampler[list[int]]):
         else:
             epoch, offset, yielded, world_size = self.epoch, 0, 0, self.world_size
         state = {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
-        return {**state, "order": self.order}
+        return {**state, "order": self.order, **self.identity()}
+
+    def identity(self) -> dict[str, Any]:
+        """What a state of this sampler is a position in: ``num_samples``, ``batch_size`` and
+        ``plan`` (the plan's repr, shuffled or in order, drop_last); the world size is not part of
+        it, since a state resumes on any. Computed once (a plan's repr may count its groups)."""
+        if self._identity is None:
+            order = "shuffled" if self.shuffle else "in order"
+            plan = f"{self.plan!r}, {order}{', drop_last' if self.drop_last else ''}"
+            self._identity = {"num_samples": self.num_samples, "batch_size": self.batch_size, "plan": plan}
+        return self._identity
+
+    def check_state(self, state: dict[str, Any]) -> tuple[int, bool]:
+        """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing;
+        else ``(batches of this rank's pass still to come, whether that is the whole pass)``."""
+        probe = copy.copy(self)
+        probe._given_seed = None  # the warning is the real load's to give
+        probe.load_state_dict(state)
+        epoch, offset, start = probe._start()
+        remaining = len(probe._rank_batches(epoch, offset)) - start
+        if (probe.seed, probe.order) == (self.seed, self.order):
+            self._cache = probe._cache  # the epoch's plan depends on (seed, order, epoch) alone: keep it
+        return remaining, start == 0 and offset == 0
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size.
@@ -118,13 +144,21 @@ class GroupedBatchSampler(Sampler[list[int]]):
         of steps on every rank. The state of a pass taken after its last batch resumes nothing
         of it; taken after it ended, the next epoch. An evaluation pass resumes only on its
         own world size. Every field is checked first, against the epoch's own batches: a
-        ValueError names the field, its value and the allowed range, and changes nothing.
+        ValueError names the field, its value and the allowed range, and changes nothing. A state
+        of another dataset size, batch size or plan (:meth:`identity`) is refused; its seed
+        replaces this sampler's, with a warning if ``seed=`` gave another.
         """
         owner = "GroupedBatchSampler"
         # a state without "order" was saved before the keyed permutation: its run goes on as it began
         order = state.get("order", "randperm") if isinstance(state, dict) else None
-        fields = ("seed", "epoch", "yielded", "world_size", "offset")
-        check_keys(state, (*fields, "order") if "order" in state else fields, owner)
+        known = (*POSITION_FIELDS, "order", *IDENTITY_FIELDS)
+        saved_fields = [name for name in known if isinstance(state, dict) and name in state]
+        if not set(IDENTITY_FIELDS) & set(saved_fields):  # saved before states named their data
+            saved_fields = [*POSITION_FIELDS, *(["order"] if "order" in saved_fields else [])]
+        else:
+            saved_fields = list(known)
+        check_keys(state, saved_fields, owner)
+        check_belongs(state, self.identity(), owner, "this sampler")
         if order not in ORDERS:
             raise ValueError(f"{owner} state: order = {str(order)[:40]!r} is not one of {ORDERS}")
         seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
@@ -150,6 +184,8 @@ class GroupedBatchSampler(Sampler[list[int]]):
         except ValueError:
             self.seed, self.order, self._cache = saved
             raise
+        warn_replaced_seed(owner, self._given_seed, seed)
+        self._given_seed = None  # warned once: the state's seed is this sampler's now
         self.epoch = epoch
         self._resume = (epoch, offset, yielded, world_size)
         self._position = None
