@@ -73,7 +73,7 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
         check_belongs(belongs, loader_identity(loader), OWNER, "this loader")
     torchdata = {name: value for name, value in state.items() if name != BELONGS}
     iterable = not isinstance(loader.batch_sampler, GroupedBatchSampler) and _is_iterable(loader)
-    if "_snapshot" in torchdata:
+    if "_snapshot" in torchdata or ("_steps_since_snapshot" in torchdata and "_num_yielded" not in torchdata):
         checked = _check_multi(torchdata, iterable, loader.batch_size)
     else:
         checked = _check_single(torchdata, iterable, loader.batch_size)
