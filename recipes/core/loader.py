@@ -31,6 +31,7 @@ from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
+from recipes.core.orphans import exit_with_parent
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
@@ -58,9 +59,12 @@ def freeze_inherited_objects(worker_id: int, then: Callable[[int], Any] | None =
     worker that runs one grows by ~80 MB of copied interpreter heap (torch's modules, mostly),
     whatever the dataset (tests/detection/test_worker_memory.py, benchmarks/memory.py); the
     Python docs' ``gc.freeze`` entry describes the same fix (``freeze`` itself only splices the
-    collector's lists). Then ``then(worker_id)``, the user's own ``worker_init_fn``.
+    collector's lists). The worker also exits within seconds if the training process dies, even
+    in the middle of a read (:func:`recipes.core.orphans.exit_with_parent`). Then
+    ``then(worker_id)``, the user's own ``worker_init_fn``.
     """
     gc.freeze()
+    exit_with_parent()
     if then is not None:
         then(worker_id)
 

@@ -225,6 +225,10 @@ class MixedStream(ResumableStream):
         self._sources_epoch = int(state["epoch"]) + (state["position"] == "end")
         self._ran = False
 
+    def read_paths(self) -> list[Any]:
+        """The files or URLs the sources read."""
+        return [path for stream in self.streams if hasattr(stream, "read_paths") for path in stream.read_paths()]
+
     def adopt_seed(self, state: dict[str, Any]) -> None:
         """The mixture's seed and each source's, from a checked ``state`` (see ``ResumableStream``)."""
         super().adopt_seed(state)

@@ -21,6 +21,7 @@ from typing import Any
 from torch.utils.data import IterableDataset, get_worker_info
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.storage import retries_made
 from recipes.core.states import (
     CURSOR_FIELDS,
     EPOCH_RANGE,
@@ -229,6 +230,15 @@ class ResumableStream(IterableDataset):
     def state_source(self) -> str:
         """What this stream reads, in a few words (the ``source`` its states hold)."""
         return self._source if self._source is not None else type(self).__name__
+
+    def read_paths(self) -> list[Any]:
+        """The files or URLs a pass reads (a subclass that reads any says which)."""
+        return []
+
+    def retries_made(self) -> int:
+        """Reads of this stream's data retried after a transient fault, in this process: a DataLoader
+        worker counts its own, and logs each retry on the ``recipes`` logger (:mod:`recipes.core.storage`)."""
+        return retries_made(self.read_paths())
 
     def check_state(self, state: dict[str, Any]) -> None:
         """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing."""
