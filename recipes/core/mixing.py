@@ -236,11 +236,12 @@ class MixedStream(ResumableStream):
             if hasattr(stream, "adopt_seed"):
                 stream.adopt_seed(source_state)
 
-    def _probe(self) -> MixedStream:
-        probe = super()._probe()
-        probe.streams = [stream._probe() if hasattr(stream, "_probe") else copy.deepcopy(stream)
-                         for stream in self.streams]
-        return probe
+    def detached(self) -> MixedStream:
+        """A copy whose state, and its sources', is its own (see ``ResumableStream.detached``)."""
+        copied = super().detached()
+        copied.streams = [stream.detached() if hasattr(stream, "detached") else copy.deepcopy(stream)
+                          for stream in self.streams]
+        return copied
 
     def _max_taken(self, slots: int) -> int:
         return -(-self.samples_per_epoch // slots)  # the largest share of the epoch's draws a reader takes

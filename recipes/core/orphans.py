@@ -14,6 +14,7 @@ worker at once when it is not (an orphan is adopted by another process).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
@@ -27,6 +28,7 @@ def exit_with_parent(poll_s: float = POLL_S) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(poll_s)
-        os._exit(1)  # nobody is left to clean up for: the process that read our results is gone
+        # nobody is left to clean up for: the process that read our results is gone
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
     threading.Thread(target=watch, name="recipes-exit-with-parent", daemon=True).start()

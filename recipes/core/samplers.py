@@ -23,7 +23,6 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -126,14 +125,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
     def check_state(self, state: dict[str, Any]) -> tuple[int, bool]:
         """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing;
         else ``(batches of this rank's pass still to come, whether that is the whole pass)``."""
-        probe = copy.copy(self)
-        probe._given_seed = None  # the warning is the real load's to give
-        probe.load_state_dict(state)
-        epoch, offset, start = probe._start()
-        remaining = len(probe._rank_batches(epoch, offset)) - start
-        if (probe.seed, probe.order) == (self.seed, self.order):
-            self._cache = probe._cache  # the epoch's plan depends on (seed, order, epoch) alone: keep it
-        return remaining, start == 0 and offset == 0
+        return self._checked(state, keep=False)[4:]
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size.
@@ -148,6 +140,17 @@ class GroupedBatchSampler(Sampler[list[int]]):
         of another dataset size, batch size or plan (:meth:`identity`) is refused; its seed
         replaces this sampler's, with a warning if ``seed=`` gave another.
         """
+        epoch, offset, yielded, world_size, _, _ = self._checked(state, keep=True)
+        warn_replaced_seed("GroupedBatchSampler", self._given_seed, self.seed)
+        self._given_seed = None  # warned once: the state's seed is this sampler's now
+        self.epoch = epoch
+        self._resume = (epoch, offset, yielded, world_size)
+        self._position = None
+
+    def _checked(self, state: dict[str, Any], *, keep: bool) -> tuple[int, int, int, int, int, bool]:
+        """Check every field of ``state`` (see :meth:`load_state_dict`): ``(epoch, offset, yielded,
+        world_size, batches still to come, whether that is the whole pass)``. ``keep``: take its
+        seed and order; else this sampler is left as it was."""
         owner = "GroupedBatchSampler"
         # a state without "order" was saved before the keyed permutation: its run goes on as it began
         order = state.get("order", "randperm") if isinstance(state, dict) else None
@@ -181,14 +184,15 @@ class GroupedBatchSampler(Sampler[list[int]]):
                 offset = check_int(state["offset"], "offset", owner, 0, 0)
                 per_rank = len(self._plan(epoch)[1])
             yielded = check_int(state["yielded"], "yielded", owner, 0, per_rank)
+            # where the next pass starts: (global offset, batches to skip), dealt anew on another world size
+            begin, skip = (offset, yielded) if world_size == self.world_size else (offset + yielded * world_size, 0)
+            remaining = len(self._rank_batches(epoch, begin)) - skip
         except ValueError:
             self.seed, self.order, self._cache = saved
             raise
-        warn_replaced_seed(owner, self._given_seed, seed)
-        self._given_seed = None  # warned once: the state's seed is this sampler's now
-        self.epoch = epoch
-        self._resume = (epoch, offset, yielded, world_size)
-        self._position = None
+        if not keep:
+            self.seed, self.order, self._cache = saved
+        return epoch, offset, yielded, world_size, remaining, begin == 0 and skip == 0
 
     def __len__(self) -> int:
         epoch = self._resume[0] if self._resume is not None else self.epoch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import random
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -242,7 +243,9 @@ class ResumableStream(IterableDataset):
 
     def check_state(self, state: dict[str, Any]) -> None:
         """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing."""
-        self._probe().load_state_dict(state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a replaced seed is the real load's to tell
+            self.detached().load_state_dict(state)
 
     def adopt_seed(self, state: dict[str, Any]) -> None:
         """Take the seed of a checked ``state`` now, with :func:`warn_replaced_seed`'s warning: a
@@ -250,11 +253,11 @@ class ResumableStream(IterableDataset):
         warn_replaced_seed(type(self).__name__, self._given_seed, state["seed"])
         self.cursor.seed, self._given_seed = int(state["seed"]), None
 
-    def _probe(self) -> ResumableStream:
-        """A copy whose state is its own: what it loads leaves this stream as it is."""
-        probe = copy.copy(self)
-        probe.cursor, probe._given_seed = copy.copy(self.cursor), None
-        return probe
+    def detached(self) -> ResumableStream:
+        """A shallow copy whose state is its own: what it loads leaves this stream as it is."""
+        copied = copy.copy(self)
+        copied.cursor = copy.copy(self.cursor)
+        return copied
 
     def _load_cursor(self, fields: dict[str, Any]) -> None:
         """Load the cursor's fields (:data:`CURSOR_FIELDS`), each checked, positions by :meth:`_check_position`."""
