@@ -272,14 +272,21 @@ class ResumableLoader(StatefulDataLoader):
             # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
             warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
             super().__init__(*args, **kwargs)
+        self._belongs_to: dict[str, Any] | None = None
 
     def __iter__(self) -> ReleasingIterator:
         return ReleasingIterator(super().__iter__())
 
+    def belongs_to(self) -> dict[str, Any]:
+        """The samples, source and batching a state of this loader is a position in
+        (:func:`recipes.core.loader_states.loader_identity`), computed once."""
+        if self._belongs_to is None:
+            self._belongs_to = loader_identity(self)
+        return dict(self._belongs_to)
+
     def state_dict(self) -> dict[str, Any]:
-        """torchdata's state, and ``belongs_to``: the samples, source and batching it is a position
-        in (:func:`recipes.core.loader_states.loader_identity`), so another loader refuses it."""
-        return {**super().state_dict(), BELONGS: loader_identity(self)}
+        """torchdata's state, and ``belongs_to`` (:meth:`belongs_to`), so another loader refuses it."""
+        return {**super().state_dict(), BELONGS: self.belongs_to()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load ``state_dict`` (torchdata's layout): every field is checked now

@@ -70,13 +70,15 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
     if belongs is not None or BELONGS in state:  # states saved before they named their data have none
         if not isinstance(belongs, dict):
             raise ValueError(f"{OWNER} state: {BELONGS} = {_short(belongs)} is not a dict")
-        check_belongs(belongs, loader_identity(loader), OWNER, "this loader")
+        mine = loader.belongs_to() if hasattr(loader, "belongs_to") else loader_identity(loader)
+        check_belongs(belongs, mine, OWNER, "this loader")
     torchdata = {name: value for name, value in state.items() if name != BELONGS}
-    iterable = not isinstance(loader.batch_sampler, GroupedBatchSampler) and _is_iterable(loader)
+    grouped = isinstance(loader.batch_sampler, GroupedBatchSampler)
+    iterable = not grouped and _is_iterable(loader)
     if "_snapshot" in torchdata or ("_steps_since_snapshot" in torchdata and "_num_yielded" not in torchdata):
-        checked = _check_multi(torchdata, iterable, loader.batch_size)
+        checked = _check_multi(torchdata, iterable, grouped, loader.batch_size)
     else:
-        checked = _check_single(torchdata, iterable, loader.batch_size)
+        checked = _check_single(torchdata, iterable, grouped, loader.batch_size)
     if iterable:
         _check_stream_states(loader, checked)
     elif isinstance(loader.batch_sampler, GroupedBatchSampler):
@@ -90,9 +92,9 @@ def _is_iterable(loader: Any) -> bool:
     return isinstance(loader.dataset, IterableDataset)
 
 
-def _check_single(state: dict[str, Any], iterable: bool, batch_size: int | None) -> CheckedState:
+def _check_single(state: dict[str, Any], iterable: bool, grouped: bool, batch_size: int | None) -> CheckedState:
     _require(state, SINGLE_FIELDS, "")
-    _check_main(state, iterable, batch_size, "")
+    _check_main(state, iterable, grouped, batch_size, "")
     check_int(state["_num_yielded"], "_num_yielded", OWNER, 0, COUNT_MAX)
     check_int(state.get("_num_workers", 0), "_num_workers", OWNER, 0, 0)  # not torchdata's here: 0 if any
     # not torchdata's in this layout, but counted by the sampler's position if a state carries it
@@ -104,7 +106,7 @@ def _check_single(state: dict[str, Any], iterable: bool, batch_size: int | None)
     return CheckedState(state, 0, state["_index_sampler_state"], streams, steps, finished)
 
 
-def _check_multi(state: dict[str, Any], iterable: bool, batch_size: int | None) -> CheckedState:
+def _check_multi(state: dict[str, Any], iterable: bool, grouped: bool, batch_size: int | None) -> CheckedState:
     _require(state, MULTI_FIELDS, "")
     steps = check_int(state["_steps_since_snapshot"], "_steps_since_snapshot", OWNER, 0, COUNT_MAX)
     finished = _check_bool(state["_iterator_finished"], "_iterator_finished")
@@ -114,7 +116,7 @@ def _check_multi(state: dict[str, Any], iterable: bool, batch_size: int | None) 
     prefix = "_snapshot['_main_snapshot']"
     _require(main, MAIN_FIELDS, prefix)
     workers = check_int(main["_num_workers"], f"{prefix}['_num_workers']", OWNER, 1, 2**16)
-    _check_main(main, iterable, batch_size, prefix)
+    _check_main(main, iterable, grouped, batch_size, prefix)
     check_int(main["_base_seed"], f"{prefix}['_base_seed']", OWNER, 0, SEED_RANGE[1])
     check_int(snapshot["_snapshot_step"], "_snapshot['_snapshot_step']", OWNER, 0, COUNT_MAX)
     check_int(snapshot["_last_yielded_worker_id"], "_snapshot['_last_yielded_worker_id']", OWNER, 0, workers - 1)
@@ -137,8 +139,9 @@ def _check_multi(state: dict[str, Any], iterable: bool, batch_size: int | None) 
     return CheckedState(state, workers, main["_index_sampler_state"], streams, steps, finished)
 
 
-def _check_main(main: dict[str, Any], iterable: bool, batch_size: int | None, prefix: str) -> None:
-    """The fields the main process restores: the index sampler's state and torchdata's counters."""
+def _check_main(main: dict[str, Any], iterable: bool, grouped: bool, batch_size: int | None, prefix: str) -> None:
+    """The fields the main process restores: the index sampler's state and torchdata's counters
+    (``grouped``: the batch sampler is a GroupedBatchSampler, whose state is the whole position)."""
     where = (lambda name: f"{prefix}['{name}']") if prefix else (lambda name: name)
     yielded = check_int(main["_sampler_iter_yielded"], where("_sampler_iter_yielded"), OWNER, 0, COUNT_MAX)
     if main["_IterableDataset_len_called"] is not None:
@@ -154,9 +157,13 @@ def _check_main(main: dict[str, Any], iterable: bool, batch_size: int | None, pr
             # torchdata skips that many samples one by one at iter(): at most the batches' worth
             check_int(sampler_iter["samples_yielded"], where("_sampler_iter_state") + "['samples_yielded']", OWNER,
                       0, yielded * (batch_size or 1))
-    else:
+    elif grouped:
         _dict(main["_index_sampler_state"], where("_index_sampler_state"))
         _none(sampler_iter, where("_sampler_iter_state"), "the batch sampler's state is _index_sampler_state")
+    else:  # another batch sampler: torchdata's own, or the user's, which checks its state itself
+        for name in ("_index_sampler_state", "_sampler_iter_state"):
+            if main[name] is not None:
+                _dict(main[name], where(name))
 
 
 def _check_worker(worker: dict[str, Any], iterable: bool, prefix: str) -> dict[str, Any] | None:

@@ -227,3 +227,23 @@ def test_each_damaged_field_of_a_stream_loaders_state_is_refused_when_loaded(pat
     assert _numbers(loader) == _numbers(_stream(2))  # a whole first pass, as if never given
     loader.load_state_dict(state)
     assert sum(map(len, _numbers(loader))) == 40 - 12
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_resumable_loader_with_torchdatas_own_sampler_still_resumes(workers):
+    from recipes.core.loader import ResumableLoader
+
+    def make():
+        generator = torch.Generator().manual_seed(0)
+        return ResumableLoader(NoisyRange(20), batch_size=4, shuffle=True, collate_fn=collate, generator=generator,
+                               num_workers=workers)
+
+    loader = make()
+    iterator = iter(loader)
+    taken = [next(iterator)["index"].tolist() for _ in range(2)]
+    state, rest = copy.deepcopy(loader.state_dict()), _indices(iterator)  # the generator's state is a tensor
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert _indices(resumed) == rest and len(taken + rest) == 5
+    with pytest.raises(ValueError, match=r"saved with batch_size=4, this loader has 5"):
+        ResumableLoader(NoisyRange(20), batch_size=5, collate_fn=collate, num_workers=workers).load_state_dict(state)
