@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from torch.utils.data import IterableDataset
+
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.states import SEED_RANGE, check_belongs, check_int, source_of
 
@@ -74,22 +76,16 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
         check_belongs(belongs, mine, OWNER, "this loader")
     torchdata = {name: value for name, value in state.items() if name != BELONGS}
     grouped = isinstance(loader.batch_sampler, GroupedBatchSampler)
-    iterable = not grouped and _is_iterable(loader)
+    iterable = not grouped and isinstance(loader.dataset, IterableDataset)
     if "_snapshot" in torchdata or ("_steps_since_snapshot" in torchdata and "_num_yielded" not in torchdata):
         checked = _check_multi(torchdata, iterable, grouped, loader.batch_size)
     else:
         checked = _check_single(torchdata, iterable, grouped, loader.batch_size)
     if iterable:
         _check_stream_states(loader, checked)
-    elif isinstance(loader.batch_sampler, GroupedBatchSampler):
+    elif grouped:
         _check_sampler_state(loader.batch_sampler, checked)
     return checked
-
-
-def _is_iterable(loader: Any) -> bool:
-    from torch.utils.data import IterableDataset
-
-    return isinstance(loader.dataset, IterableDataset)
 
 
 def _check_single(state: dict[str, Any], iterable: bool, grouped: bool, batch_size: int | None) -> CheckedState:
