@@ -247,3 +247,30 @@ def test_a_resumable_loader_with_torchdatas_own_sampler_still_resumes(workers):
     assert _indices(resumed) == rest and len(taken + rest) == 5
     with pytest.raises(ValueError, match=r"saved with batch_size=4, this loader has 5"):
         ResumableLoader(NoisyRange(20), batch_size=5, collate_fn=collate, num_workers=workers).load_state_dict(state)
+
+
+def test_a_mixtures_state_is_refused_by_a_mixture_of_other_weights_or_sources():
+    from recipes.core import MixedDataset, MixedStream
+
+    def mixed(weights, size=30):
+        return build_loader(MixedDataset([NamedRange(20, "a"), NamedRange(size, "b")], weights), collate, batch_size=4,
+                            train=True, device="cpu", seed=1, stateful=True, num_workers=0)
+
+    state = _saved(mixed([1, 3]))
+    with pytest.raises(ValueError, match=r"saved with source=mixture of \[a: 20 samples; b: 30 samples\] at \[1.0, 3.0\]"):
+        mixed([1, 2]).load_state_dict(state)
+    with pytest.raises(ValueError, match=r"saved with num_samples=50, this loader has 51"):
+        mixed([1, 3], size=31).load_state_dict(state)
+    mixed([1, 3]).load_state_dict(state)
+
+    def streams(weights):
+        mixture = MixedStream([Numbers(20, seed=1), Numbers(30, seed=2)], weights, samples_per_epoch=40, seed=3)
+        return build_loader(mixture, torch.tensor, batch_size=4, train=True, device="cpu", stateful=True,
+                            num_workers=0)
+
+    stream_state = _saved(streams([1, 3]))
+    with pytest.raises(ValueError, match=r"saved with source=mixture of \[20 numbers; 30 numbers\] at \[1.0, 3.0\]"):
+        streams([1, 1]).load_state_dict(stream_state)
+    with pytest.raises(ValueError, match=r"MixedStream state: source = 'mixture of .*' is not this one's"):
+        streams([1, 1]).dataset.load_state_dict(stream_state["dataset_state"])  # the stream's own state says so too
+    streams([1, 3]).load_state_dict(stream_state)
