@@ -8,7 +8,9 @@ Without them a server that accepts a connection and never answers holds a read f
 retry: half an hour for one object. With them, a request that gets no byte for ``READ_TIMEOUT_S``
 (or cannot connect in ``CONNECT_TIMEOUT_S``) fails as a timeout, which :func:`recipes.core.storage.retried`
 retries like any transient fault; after ``RETRIES + 1`` attempts the error names the URL, the
-timeout and the attempts. A download that keeps sending bytes has no time limit.
+timeout and the attempts. A download that keeps sending bytes has no time limit. On S3, s3fs
+and botocore retry a timed-out request themselves before this layer sees it, so the bound
+there is a multiple of HTTP's: lower ``read_timeout`` for a tighter one.
 
 Overridable through ``storage_options``, as each backend spells it:
 ``{"client_kwargs": {"timeout": aiohttp.ClientTimeout(sock_connect=10, sock_read=60)}}`` for
