@@ -202,6 +202,10 @@ class StreamingTextDataset(ResumableStream):
         source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
         super().__init__(seed, rank, world_size, source=source)
 
+    def read_paths(self) -> list[Any]:
+        """The files or URLs a pass reads (for :meth:`retries_made`)."""
+        return list(self.paths)
+
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
         return {"collate": "stream_collate", "pad_id": self._pad_id}
