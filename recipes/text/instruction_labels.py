@@ -106,13 +106,15 @@ class LabelEncoder:
     """Tokenise rendered samples with offsets and mark the learned tokens (``encode_batch``, all cores).
 
     Args:
-        tokenizer: the ``tokenizers.Tokenizer``; a copy without truncation or padding is used.
+        tokenizer: the ``tokenizers.Tokenizer``; one with truncation or padding is copied without them.
     """
 
     def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tokenizer = Tokenizer.from_str(tokenizer.to_str())
-        self.tokenizer.no_truncation()
-        self.tokenizer.no_padding()
+        self.tokenizer = tokenizer
+        if tokenizer.truncation is not None or tokenizer.padding is not None:  # the caller's stays as it is
+            self.tokenizer = Tokenizer.from_str(tokenizer.to_str())
+            self.tokenizer.no_truncation()
+            self.tokenizer.no_padding()
 
     def __call__(self, samples: Sequence[Rendered]) -> list[Encoded]:
         out: list[Encoded | None] = [None] * len(samples)
