@@ -30,9 +30,11 @@ from torch.utils.data import Dataset
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.parquet_files import is_parquet, parquet_entries
 from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, require_pad_id, token_dtype
 from recipes.text.chat_template import ChatTemplate, load_template
-from recipes.text.instruction_labels import LabelEncoder, Rendered, cut, render_sample
+from recipes.text.instruction_ids import read_instruction_ids
+from recipes.text.instruction_labels import Encoded, LabelEncoder, Rendered, cut, render_sample
 from recipes.text.instruction_rows import SKIP_HINT, check_record, read_records, source_name
 
 IGNORE_INDEX = -100  # the label PyTorch's cross_entropy (and every HF model's loss) skips
@@ -74,12 +76,16 @@ class InstructionDataset(Dataset):
         pad_id: the id ``instruction_collate`` pads with; None reads the tokenizer's pad token,
             else the template's ``eos_token`` (padding is masked either way).
         storage_options: passed to fsspec for a URL; never shown.
+        ids_field: Parquet only: read this column of token-id lists and its ``labels`` (or TRL's
+            ``assistant_masks`` / ``completion_mask``) column instead of tokenising rows
+            (:mod:`recipes.text.instruction_ids`); ``tokenizer`` may then be None (given, it bounds
+            the ids and names the pad id). ``max_length`` cuts them from the end.
     """
 
     def __init__(
         self,
         source: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
+        tokenizer: Tokenizer | str | os.PathLike | None,
         *,
         template: ChatTemplate | str | os.PathLike | None = None,
         completion_only: bool = True,
@@ -88,22 +94,27 @@ class InstructionDataset(Dataset):
         overlong: str = "cut",
         pad_id: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        ids_field: str | None = None,
     ) -> None:
         check_on_error(on_error)
         if overlong not in OVERLONG:
             raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
-        tokenizer = load_tokenizer(tokenizer)
+        tokenizer = None if tokenizer is None and ids_field is not None else load_tokenizer(tokenizer)
         self.template = load_template(template)
         self.completion_only, self.max_length, self.on_error, self.overlong = completion_only, max_length, on_error, overlong
         self._name = source_name(source)
-        self._pad_id = find_pad_id(tokenizer, pad_id)
+        self._pad_id = None if tokenizer is None else find_pad_id(tokenizer, pad_id)
+        self._pad_id = int(pad_id) if pad_id is not None else self._pad_id
         eos = None if self.template is None else self.template.eos_token
-        if self._pad_id is None and eos is not None:
+        if self._pad_id is None and eos is not None and tokenizer is not None:
             self._pad_id = tokenizer.token_to_id(eos)
+        if ids_field is not None:
+            self._read_ids(source, ids_field, tokenizer, storage_options)
+            return
         self._line_name, rows = read_records(source, storage_options)
-        encoder, dtype = LabelEncoder(tokenizer), token_dtype(tokenizer)
+        encoder = LabelEncoder(tokenizer)
         ids, learned, numbers, pending = [], [], [], []
         for row in rows:
             try:
@@ -115,6 +126,50 @@ class InstructionDataset(Dataset):
                 self._encode(pending, encoder, ids, learned, numbers)
                 pending = []
         self._encode(pending, encoder, ids, learned, numbers)
+        self._set(ids, learned, numbers, token_dtype(tokenizer))
+
+    def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
+                  storage_options: dict[str, Any] | None) -> None:
+        """Ids and labels already made (:mod:`recipes.text.instruction_ids`), cut as text is."""
+        if not is_parquet(source):
+            raise ValueError(f"{self._name}: ids_field reads a Parquet column of token-id lists (or a "
+                             "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
+        vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+        self._line_name = "row"
+        ids, learned, numbers = read_instruction_ids(
+            parquet_entries(source, storage_options), ids_field, vocab_size=vocab, completion_only=self.completion_only,
+            on_error=self.on_error, storage_options=storage_options)
+        kept_ids, kept_learned, kept_numbers = [], [], []
+        for row_ids, mask, number in zip(ids, learned, numbers):
+            encoded = Encoded(row_ids.tolist(), mask, 0)
+            where = f"{self._name} row {number}"
+            try:
+                if self.completion_only and not mask.any():
+                    raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
+                row_ids, mask = self._cut(encoded, where)
+            except DataError as error:
+                skip_or_raise(error, self.on_error)
+                continue
+            kept_ids.append(np.asarray(row_ids, dtype=np.int64))
+            kept_learned.append(mask)
+            kept_numbers.append(number)
+        dtype = np.dtype(np.uint32) if tokenizer is None else token_dtype(tokenizer)
+        self._set(kept_ids, kept_learned, kept_numbers, dtype)
+
+    def _cut(self, encoded: Encoded, where: str) -> tuple[list[int], np.ndarray]:
+        """``encoded`` within ``max_length`` by the ``overlong`` rule, or the DataError that refuses it."""
+        if self.max_length is None or len(encoded.ids) <= self.max_length:
+            return encoded.ids, encoded.learned
+        if self.overlong == "refuse":
+            raise DataError(f"{where}: {len(encoded.ids)} tokens, over max_length={self.max_length} (overlong='refuse')",
+                            skip_hint=SKIP_HINT)
+        ids, mask = cut(encoded, self.max_length)
+        if self.completion_only and not mask.any():
+            raise DataError(f"{where}: the answer lies wholly past max_length={self.max_length} "
+                            f"({len(encoded.ids)} tokens); raise max_length", skip_hint=SKIP_HINT)
+        return ids, mask
+
+    def _set(self, ids: list[np.ndarray], learned: list[np.ndarray], numbers: list[int], dtype: np.dtype) -> None:
         lengths = np.array([len(part) for part in ids], dtype=np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -128,16 +183,8 @@ class InstructionDataset(Dataset):
                 numbers: list) -> None:
         """Tokenise and label ``pending`` rows, cut them to ``max_length`` and keep the ones that pass."""
         for (row, _), encoded in zip(pending, encoder([rendered for _, rendered in pending])):
-            sample_ids, mask = encoded.ids, encoded.learned
             try:
-                if self.max_length is not None and len(sample_ids) > self.max_length:
-                    if self.overlong == "refuse":
-                        raise DataError(f"{row.where}: {len(sample_ids)} tokens, over max_length={self.max_length} "
-                                        "(overlong='refuse')", skip_hint=SKIP_HINT)
-                    sample_ids, mask = cut(encoded, self.max_length)
-                    if self.completion_only and not mask.any():
-                        raise DataError(f"{row.where}: the answer lies wholly past max_length={self.max_length} "
-                                        f"({len(encoded.ids)} tokens); raise max_length", skip_hint=SKIP_HINT)
+                sample_ids, mask = self._cut(encoded, row.where)
             except DataError as error:
                 skip_or_raise(error, self.on_error)
                 continue

@@ -232,3 +232,49 @@ def test_items_share_the_flat_arrays(chat, tok):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert dataset[-1]["index"] == len(dataset) - 1
+
+
+@pytest.fixture(scope="module")
+def written(chat, tok, tmp_path_factory, quiet_datasets):
+    """The fixture chats tokenised, written as pre-tokenised Parquet: labels, and TRL's mask columns."""
+    import datasets
+
+    dataset = InstructionDataset(chat / "chat.jsonl", tok, template=chat / "chatml" / "tokenizer_config.json")
+    items = [dataset[i] for i in range(len(dataset))]
+    folder = tmp_path_factory.mktemp("ids")
+    rows = [{"input_ids": item["input_ids"].tolist(), "labels": item["labels"].tolist()} for item in items]
+    datasets.Dataset.from_list(rows).to_parquet(str(folder / "labels.parquet"))
+    masks = [{"input_ids": row["input_ids"], "assistant_masks": [int(x != -100) for x in row["labels"]]} for row in rows]
+    datasets.Dataset.from_list(masks).to_parquet(str(folder / "masks.parquet"))
+    return dataset, folder
+
+
+@pytest.mark.parametrize("file", ["labels.parquet", "masks.parquet"])
+def test_pre_tokenised_ids_with_labels_or_a_mask_give_the_tokenised_items(written, file):
+    dataset, folder = written
+    stored = InstructionDataset(folder / file, None, ids_field="input_ids")
+    assert len(stored) == len(dataset) and stored.lengths.tolist() == dataset.lengths.tolist()
+    for index in range(len(dataset)):
+        assert torch.equal(stored[index]["input_ids"], dataset[index]["input_ids"])
+        assert torch.equal(stored[index]["labels"], dataset[index]["labels"])
+    assert stored.describe(3).endswith("row 3")
+
+
+def test_pre_tokenised_rows_are_checked_and_cut(written, tok, tmp_path, quiet_datasets):
+    import datasets
+
+    dataset, folder = written
+    with pytest.warns(SkippedSampleWarning, match="the answer lies wholly past max_length=40"):
+        cut = InstructionDataset(folder / "labels.parquet", tok, ids_field="input_ids", max_length=40, on_error="skip")
+    assert all(len(cut[i]["input_ids"]) <= 40 for i in range(len(cut))) and cut.pad_id == tok.token_to_id("<pad>")
+    first = dataset[0]
+    bad = [{"input_ids": first["input_ids"].tolist(), "labels": [7] * len(first["input_ids"])},
+           {"input_ids": [5, 6], "labels": [-100]}]
+    datasets.Dataset.from_list(bad).to_parquet(str(tmp_path / "bad.parquet"))
+    with pytest.raises(DataError, match="bad.parquet row 0 .*label 7 at position 0 is neither -100 nor its id"):
+        InstructionDataset(tmp_path / "bad.parquet", None, ids_field="input_ids")
+    datasets.Dataset.from_list([{"input_ids": [5, 6]}]).to_parquet(str(tmp_path / "bare.parquet"))
+    with pytest.raises(DataError, match="no labels column .*completion_only=False"):
+        InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids")
+    assert InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids", completion_only=False)[0][
+        "labels"].tolist() == [5, 6]
