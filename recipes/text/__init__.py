@@ -7,7 +7,8 @@
 - ``instructions``: :class:`InstructionDataset` (chats and prompt/completion pairs, loss on the
   answers only) and :func:`instruction_collate`; ``chat_template`` renders a model's chat template
   (:class:`ChatTemplate`) as transformers does.
-- ``ray_tokenize``: :class:`TokenizeBatch`, the batch function that tokenises a corpus on Ray Data.
+- ``ray_tokenize``: :class:`TokenizeBatch` and :class:`TokenizeInstructions`, the batch functions that
+  tokenise a corpus (instruction rows with their labels) on Ray Data.
 - What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
   text columns by row group) and ``token_cache`` (tokens on disk, memory-mapped back).
 
@@ -17,7 +18,7 @@ streams), so it can be copied into a project that has ``recipes`` installed.
 
 from recipes.text.chat_template import ChatTemplate
 from recipes.text.instructions import InstructionDataset, instruction_collate
-from recipes.text.ray_tokenize import TokenizeBatch
+from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
 from recipes.text.streaming import StreamingTextDataset, stream_collate, streaming_loader
 from recipes.text.tokenized import TokenizedTextDataset, pack_collate, text_collate, text_loader
 
@@ -26,6 +27,7 @@ __all__ = [
     "InstructionDataset",
     "StreamingTextDataset",
     "TokenizeBatch",
+    "TokenizeInstructions",
     "TokenizedTextDataset",
     "instruction_collate",
     "pack_collate",

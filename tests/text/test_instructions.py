@@ -278,3 +278,28 @@ def test_pre_tokenised_rows_are_checked_and_cut(written, tok, tmp_path, quiet_da
         InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids")
     assert InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids", completion_only=False)[0][
         "labels"].tolist() == [5, 6]
+
+
+def test_tokenize_instructions_writes_what_the_dataset_reads_back(chat, tok, tmp_path):
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from recipes.text import TokenizeInstructions
+
+    template = chat / "chatml" / "tokenizer_config.json"
+    rows = [json.loads(line) for line in (chat / "chat.jsonl").read_text(encoding="utf-8").splitlines()]
+    call = pickle.loads(pickle.dumps(TokenizeInstructions(chat / "tokenizer.json", template=template, max_length=96)))
+    out = call(pa.Table.from_pylist(rows))  # what a Ray task gets: a pickled copy and an Arrow block
+    assert out.column_names == ["messages", "input_ids", "labels"]
+    assert out.schema.field("labels").type == pa.list_(pa.int32())
+    pq.write_table(out, tmp_path / "tokens.parquet")
+    stored = InstructionDataset(tmp_path / "tokens.parquet", None, ids_field="input_ids")
+    direct = InstructionDataset(chat / "chat.jsonl", tok, template=template, max_length=96)
+    assert len(stored) == len(direct) == len(rows)
+    for index in range(len(rows)):
+        assert torch.equal(stored[index]["input_ids"], direct[index]["input_ids"])
+        assert torch.equal(stored[index]["labels"], direct[index]["labels"])
+    with pytest.raises(DataError, match="TokenizeInstructions: row 1 of the batch: .*unknown role 'bot'"):
+        call(pa.Table.from_pylist([rows[0], {"messages": [{"role": "bot", "content": "x"}]}]))
