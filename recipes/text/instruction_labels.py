@@ -19,6 +19,7 @@ such a conversation is a DataError that says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -85,7 +86,7 @@ def _render(sample: Sample, template: ChatTemplate | None, where: str) -> Render
         if message["role"] != "assistant":
             continue
         before, _ = template.render(messages[:turn], add_generation_prompt=True)
-        through, _ = template.render(messages[: turn + 1])
+        through = text if turn == len(messages) - 1 else template.render(messages[: turn + 1])[0]
         if not (text.startswith(through) and through.startswith(before)):
             raise DataError(
                 f"{where}: the chat template renders the conversation through assistant turn {turn} differently "
@@ -132,8 +133,11 @@ def _label(encoding: object, sample: Rendered) -> Encoded:
     """Mark each token whose characters overlap a learned span; the post-processor's tokens: the
     closing ones are learned when a span reaches the text's end, the opening ones when the whole text is."""
     ids = encoding.ids
-    offsets = np.array(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-    content = np.array([sequence is not None for sequence in encoding.sequence_ids], dtype=bool)
+    offsets = np.fromiter(chain.from_iterable(encoding.offsets), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2)
+    if sample.special:  # the post-processor's tokens have no sequence
+        content = np.array([sequence is not None for sequence in encoding.sequence_ids], dtype=bool)
+    else:
+        content = np.ones(len(ids), dtype=bool)
     spans = np.array(sorted(sample.spans), dtype=np.int64).reshape(-1, 2)
     # the first span that ends after the token starts; the token overlaps it when it starts before the token ends
     first = np.searchsorted(spans[:, 1], offsets[:, 0], side="right")
