@@ -94,6 +94,10 @@ def _jsonl_rows(name: str, data: bytes) -> Iterator[Row]:
 
 def _csv_rows(name: str, data: bytes) -> Iterator[Row]:
     reader = csv.DictReader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
+    columns = reader.fieldnames or []
+    if not ({"prompt", "completion"} <= set(columns) or "text" in columns):
+        raise DataError(f"{name}: the header has neither 'prompt' and 'completion' nor 'text' columns "
+                        f"(columns: {columns}); rename them")
     number = reader.line_num + 1
     for record in reader:
         yield Row(f"{name} line {number}", number, {key: value for key, value in record.items() if key in FIELDS})

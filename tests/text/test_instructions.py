@@ -303,3 +303,9 @@ def test_tokenize_instructions_writes_what_the_dataset_reads_back(chat, tok, tmp
         assert torch.equal(stored[index]["labels"], direct[index]["labels"])
     with pytest.raises(DataError, match="TokenizeInstructions: row 1 of the batch: .*unknown role 'bot'"):
         call(pa.Table.from_pylist([rows[0], {"messages": [{"role": "bot", "content": "x"}]}]))
+
+
+def test_a_csv_without_instruction_columns_is_refused_by_its_header(tmp_path, tok):
+    (tmp_path / "q.csv").write_text("question,answer\nq,a\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"q.csv: the header has neither .* \(columns: \['question', 'answer'\]\)"):
+        InstructionDataset(tmp_path / "q.csv", tok)
