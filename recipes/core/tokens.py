@@ -107,7 +107,9 @@ class TruncatingEncoder:
     where its pooled embedding is read). A truncation config the tokenizer already has is kept
     (strategy, direction) with the smaller max_length; fixed-length padding stops at max_length. ``truncation="slice"``: ids equal
     ``tokenizer.encode(text).ids[:max_length]`` (a cut sequence loses its closing token). The
-    caller's tokenizer is never changed: the encoder holds copies, made once.
+    caller's tokenizer is never changed. A tokenizer that does not pad is used as given and its ids
+    cut here (a copy costs ~70 ms for a 30k vocabulary); changing its truncation or padding while
+    the encoder is in use is refused by the next call. One that pads is copied, once.
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
@@ -145,6 +147,7 @@ class TruncatingEncoder:
                 # the cut of enable_truncation(limit), done on the ids of the tokenizer as given: copying a
                 # tokenizer to truncate it costs more than the cut (~70 ms for a 30k WordPiece vocabulary)
                 self._python_cut = (limit, *counts)
+                self._settings = (self.tokenizer.truncation, self.tokenizer.padding)  # checked at each call
             else:
                 self.tokenizer = _copy(self.tokenizer) if self.tokenizer is tokenizer else self.tokenizer
                 # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
@@ -179,6 +182,11 @@ class TruncatingEncoder:
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         """The ids of each text (one ``encode_batch`` call for the short ones, prefixes for the long)."""
         texts = list(texts)
+        if self._python_cut is not None and (self.tokenizer.truncation, self.tokenizer.padding) != self._settings:
+            raise ValueError(
+                "the tokenizer given to this encoder (or dataset) has had its truncation or padding changed since; "
+                "pass a copy (Tokenizer.from_str(tokenizer.to_str())) to change one while the other is in use"
+            )
         # encode_batch_fast (tokenizers >= 0.21) gives the same ids, faster: it skips the character
         # offsets that only the prefix check needs.
         encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
