@@ -310,7 +310,8 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
         int64 [1,N], each sample's first label -100: a model shifts labels by one, and the last
         token of one sample must not learn to predict the first of the next (the layout of HF's
         ``DataCollatorWithFlattening``). transformers models read the sample boundaries from
-        ``position_ids`` only without a KV cache: pass ``use_cache=False`` outside ``train()``.
+        ``position_ids`` only without a KV cache: pass ``use_cache=False`` (in training too, or set
+        ``model.config.use_cache = False``), else samples attend to each other.
     """
     batch = drop_skipped(batch)
     sequences = [item["input_ids"] for item in batch]

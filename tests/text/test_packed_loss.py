@@ -4,7 +4,7 @@ The oracle is a tiny random ``LlamaForCausalLM`` (transformers): given ``positio
 at each sample, it attends within each sample only, so the loss of a packed batch equals the
 token-weighted mean of the samples' losses run alone, and no label token's loss depends on another
 sample (transformers reads packing from ``position_ids`` only without a KV cache: ``use_cache=False``,
-as in training). The first label of each packed sample is -100, so the last token of one sample is never
+which training needs too). The first label of each packed sample is -100, so the last token of one sample is never
 asked to predict the first of the next.
 """
 
