@@ -9,7 +9,8 @@ Only stdlib, numpy, Pillow and tokenizers are imported, so this works from a whe
 Same library versions -> byte-identical output (seeded numpy RNGs, fixed encoder settings,
 sorted JSON, single-threaded tokenizer training). The layout it writes is in ``README``
 (fixtures/README.md); the hostile set, each file broken one way, in :mod:`recipes.fixtures_hostile`;
-the COCO masks and polygons in :mod:`recipes.fixtures_coco`.
+the COCO masks and polygons in :mod:`recipes.fixtures_coco`; the instruction data in
+:mod:`recipes.fixtures_chat`.
 """
 
 import csv
@@ -26,6 +27,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from recipes.domains import REGISTRY
+from recipes.fixtures_chat import chat_files
 from recipes.fixtures_coco import blob_mask, mask_box, polygon, polygon_area, rle_counts, rle_string
 from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-exported, importable from here too)
     COCO_CASES,
@@ -37,8 +39,8 @@ from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-export
 
 FIXTURES_VERSION = "1"
 # the cache key hashes them all: the writers, and the registry that says which run
-GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py",
-                                                                    "domains.py"))
+GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in (
+    "fixtures.py", "fixtures_coco.py", "fixtures_hostile.py", "fixtures_chat.py", "domains.py"))
 JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
 PNG_KW = {"compress_level": 9, "optimize": False}
 
@@ -243,6 +245,8 @@ def write_text(root: Path) -> None:
     _write(root / "labeled.csv", buf.getvalue())
     texts = corpus + [r["text"] for r in labeled] + buf.getvalue().splitlines()[1:]
     _write(root / "tokenizer.json", _train_tokenizer(texts))
+    for name, data in chat_files(WORDS, _sentence).items():  # what they are: recipes/fixtures_chat.py
+        _write(root / "chat" / name, data)
 
 
 def _train_tokenizer(texts: list[str]) -> str:
@@ -386,6 +390,14 @@ Tiny deterministic datasets for every recipe (vision, text, detection, multimoda
       tokenizer.json   BPE, NFKC, Metaspace + Punctuation pre-tokenizer with the Metaspace decoder
                        (decode gives the text back), [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
                        "[CLS] $A [SEP]" template, no padding/truncation
+      chat/            instruction data (recipes/fixtures_chat.py)
+        chat.jsonl       36 {"messages"} conversations, 1-3 user/assistant turns, every 4th with a system turn
+        pairs.jsonl      24 {"prompt", "completion"} strings; row 1 splits a word across the two
+        pairs.csv        header prompt,completion; the first 12 pairs
+        chat_pairs.jsonl 12 conversational pairs (a user message, an assistant message)
+        tokenizer.json   BPE, Metaspace, every template's special tokens (<pad>=0), "<s> $A" template
+        llama3/ chatml/ mistral/   tokenizer_config.json: the models' chat_template, bos/eos tokens
+        llama3_marked/ chatml_marked/ mistral_marked/   the same with {% generation %} markers
     detection/
       instances.json   COCO instances; file_name relative to detection/images/ (image_root)
       images/*.jpg     10 images, ids 3 7 8 15 42 100 101 256 999 1000 (96x64, 64x96, 80x80);

@@ -107,7 +107,9 @@ class TruncatingEncoder:
     where its pooled embedding is read). A truncation config the tokenizer already has is kept
     (strategy, direction) with the smaller max_length; fixed-length padding stops at max_length. ``truncation="slice"``: ids equal
     ``tokenizer.encode(text).ids[:max_length]`` (a cut sequence loses its closing token). The
-    caller's tokenizer is never changed: the encoder holds copies, made once.
+    caller's tokenizer is never changed. A tokenizer that does not pad is used as given and its ids
+    cut here (a copy costs ~70 ms for a 30k vocabulary); changing its truncation or padding while
+    the encoder is in use is refused by the next call. One that pads is copied, once.
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
@@ -121,12 +123,15 @@ class TruncatingEncoder:
         check_truncation(max_length, truncation)
         tokenizer = load_tokenizer(tokenizer)
         self.max_length, self.truncation, self.dtype = max_length, truncation, token_dtype(tokenizer)
-        self.tokenizer, self.raw, self.kept = batch_safe_tokenizer(tokenizer), None, 0
+        self.tokenizer, self.kept, self._given = batch_safe_tokenizer(tokenizer), 0, tokenizer
+        self._raw: Tokenizer | None = None  # the tokenizer without truncation or padding, made when first needed
         self.prefix_chars = self.whole_chars = 0  # set with max_length
         given = tokenizer.truncation or {}
         # what encode's own truncation cuts to (special tokens kept), and which end of the content it keeps
         self.limit, self.keep_end = given.get("max_length"), given.get("direction", "right") == "left"
         self._ends: tuple[list[int], list[int]] | None = None  # the special ids around the content, found once
+        self._python_cut: tuple[int, int, int] | None = None  # (limit, head, tail) when _cut does the tokenizer's cut
+        self.prefixes = False  # whether a long text is read from a bounded prefix
         if max_length is None:
             return
         added = tokenizer.post_processor.num_special_tokens_to_add(False) if tokenizer.post_processor else 0
@@ -137,33 +142,55 @@ class TruncatingEncoder:
                     f"use max_length >= {added + 1} (or truncation='slice' to cut them off)"
                 )
             limit = self.limit = min(max_length, given.get("max_length", max_length))
-            self.tokenizer = _copy(self.tokenizer)
-            # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
-            # smaller length cannot hold would panic)
-            strategy, direction = given.get("strategy", "longest_first"), given.get("direction", "right")
-            self.tokenizer.enable_truncation(limit, strategy=strategy, direction=direction)
-            padding = self.tokenizer.padding
-            if padding is not None and padding["length"] is not None and padding["length"] > limit:
-                self.tokenizer.enable_padding(**{**padding, "length": limit})  # never past max_length
+            counts = _special_counts(self.tokenizer, added) if self.tokenizer.padding is None else None
+            if counts is not None:
+                # the cut of enable_truncation(limit), done on the ids of the tokenizer as given: copying a
+                # tokenizer to truncate it costs more than the cut (~70 ms for a 30k WordPiece vocabulary)
+                self._python_cut = (limit, *counts)
+                self._settings = (self.tokenizer.truncation, self.tokenizer.padding)  # checked at each call
+            else:
+                self.tokenizer = _copy(self.tokenizer) if self.tokenizer is tokenizer else self.tokenizer
+                # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
+                # smaller length cannot hold would panic)
+                strategy, direction = given.get("strategy", "longest_first"), given.get("direction", "right")
+                self.tokenizer.enable_truncation(limit, strategy=strategy, direction=direction)
+                padding = self.tokenizer.padding
+                if padding is not None and padding["length"] is not None and padding["length"] > limit:
+                    self.tokenizer.enable_padding(**{**padding, "length": limit})  # never past max_length
             self.kept = limit - added  # content ids that survive the cut
         else:
             self.kept = max_length  # at least the content ids that the slice can hold
         # a left cut keeps the end, and a given max_length under the special tokens cuts nothing:
         # both read the whole text
-        if given.get("direction", "right") == "right" and self.kept >= 0:
-            self.raw = _copy(tokenizer)
-            self.raw.no_truncation()
-            self.raw.no_padding()
+        self.prefixes = given.get("direction", "right") == "right" and self.kept >= 0
         self.prefix_chars = max(MIN_PREFIX_CHARS, PREFIX_CHARS_PER_ID * max_length)
         self.whole_chars = max(WHOLE_TEXT_CHARS, 4 * self.prefix_chars)
+
+    @property
+    def raw(self) -> Tokenizer:
+        """The tokenizer without truncation or padding, which encodes the prefixes of long texts."""
+        if self._raw is None:
+            self._raw = _copy(self._given)
+            self._raw.no_truncation()
+            self._raw.no_padding()
+        return self._raw
+
+    @raw.setter
+    def raw(self, tokenizer: Tokenizer) -> None:
+        self._raw = tokenizer
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         """The ids of each text (one ``encode_batch`` call for the short ones, prefixes for the long)."""
         texts = list(texts)
+        if self._python_cut is not None and (self.tokenizer.truncation, self.tokenizer.padding) != self._settings:
+            raise ValueError(
+                "the tokenizer given to this encoder (or dataset) has had its truncation or padding changed since; "
+                "pass a copy (Tokenizer.from_str(tokenizer.to_str())) to change one while the other is in use"
+            )
         # encode_batch_fast (tokenizers >= 0.21) gives the same ids, faster: it skips the character
         # offsets that only the prefix check needs.
         encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
-        long = [] if self.raw is None else [i for i, text in enumerate(texts) if len(text) > self.whole_chars]
+        long = [i for i, text in enumerate(texts) if len(text) > self.whole_chars] if self.prefixes else []
         if not long:
             return [self._cut(encoding.ids) for encoding in encode(texts)]
         out: list[list[int]] = [[] for _ in texts]
@@ -211,6 +238,11 @@ class TruncatingEncoder:
         return self._ends
 
     def _cut(self, ids: list[int]) -> list[int]:
+        if self._python_cut is not None and len(ids) > self._python_cut[0]:
+            limit, head, tail = self._python_cut
+            if self.keep_end:  # the tokenizer's left truncation: the last content ids stay
+                return ids[:head] + ids[len(ids) - (limit - head) :]
+            return ids[: limit - tail] + ids[len(ids) - tail :]
         return ids[: self.max_length] if self.truncation == "slice" and self.max_length is not None else ids
 
     def _long(self, texts: list[str], indices: list[int]) -> list[tuple[int, list[int]]]:
@@ -325,6 +357,23 @@ def _settled(prefix: Encoding, longer: Encoding, chars: int, kept: int) -> bool:
     if words[kept - 1] is not None and words[-1] is not None and words[kept - 1] < words[-1] - 1:
         return True  # a whole word lies between the kept tokens and the one the cut falls in
     return prefix.offsets[kept - 1][1] <= chars // 2
+
+
+def _special_counts(tokenizer: Tokenizer, added: int) -> tuple[int, int] | None:
+    """How many special tokens ``tokenizer``'s post-processor puts before and after a single text's
+    content, read from a probe it encodes as it is; None when the probe cannot tell (then the
+    tokenizer's own truncation is used on a copy)."""
+    if added == 0:
+        return 0, 0
+    for probe in SPECIAL_PROBES:
+        content = tokenizer.encode(probe, add_special_tokens=False)
+        if not content.ids or tokenizer.truncation is not None and len(content.ids) + added > tokenizer.truncation["max_length"]:
+            continue
+        mask = tokenizer.post_process(content).special_tokens_mask
+        head = next((k for k, special in enumerate(mask) if not special), len(mask))
+        tail = next((k for k, special in enumerate(reversed(mask)) if not special), len(mask))
+        return (head, tail) if head + tail == added == len(mask) - len(content.ids) else None
+    return None
 
 
 def _copy(tokenizer: Tokenizer) -> Tokenizer:

@@ -4,7 +4,11 @@
   :func:`text_loader`.
 - ``streaming``: :class:`StreamingTextDataset`, :func:`stream_collate` and
   :func:`streaming_loader`, for files too large to tokenise up front.
-- ``ray_tokenize``: :class:`TokenizeBatch`, the batch function that tokenises a corpus on Ray Data.
+- ``instructions``: :class:`InstructionDataset` (chats and prompt/completion pairs, loss on the
+  answers only) and :func:`instruction_collate`; ``chat_template`` renders a model's chat template
+  (:class:`ChatTemplate`) as transformers does.
+- ``ray_tokenize``: :class:`TokenizeBatch` and :class:`TokenizeInstructions`, the batch functions that
+  tokenise a corpus (instruction rows with their labels) on Ray Data.
 - What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
   text columns by row group) and ``token_cache`` (tokens on disk, memory-mapped back).
 
@@ -12,14 +16,20 @@ The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler a
 streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
-from recipes.text.ray_tokenize import TokenizeBatch
+from recipes.text.chat_template import ChatTemplate
+from recipes.text.instructions import InstructionDataset, instruction_collate
+from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
 from recipes.text.streaming import StreamingTextDataset, stream_collate, streaming_loader
 from recipes.text.tokenized import TokenizedTextDataset, pack_collate, text_collate, text_loader
 
 __all__ = [
+    "ChatTemplate",
+    "InstructionDataset",
     "StreamingTextDataset",
     "TokenizeBatch",
+    "TokenizeInstructions",
     "TokenizedTextDataset",
+    "instruction_collate",
     "pack_collate",
     "stream_collate",
     "streaming_loader",

@@ -143,3 +143,87 @@ def _arrow_column(values: Any, name: str) -> Any:
             f"the Arrow table; pass batch_format='pyarrow' to map_batches"
         )
     return pa.array(values)
+
+
+class TokenizeInstructions:
+    """A batch function for ``Dataset.map_batches`` that tokenises instruction rows with their labels.
+
+    The batch's ``messages`` or ``prompt``/``completion`` (or ``text``) columns are rendered and
+    labelled as :class:`recipes.text.InstructionDataset` does; two ``list<int32>`` columns are
+    added, the ids and ``labels`` (-100 where nothing is learned), which
+    ``InstructionDataset(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
+    whose answer ``max_length`` cuts off wholly, raises the dataset's DataError, naming the row in
+    its batch: filter such rows first (``Dataset.filter``).
+
+        ds = ds.map_batches(TokenizeInstructions("tokenizer.json", template="tokenizer_config.json",
+                                                 max_length=2048), batch_format="pyarrow")
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer``, the path of a ``tokenizer.json``, or its JSON text.
+        template: a ``tokenizer_config.json`` path, Jinja text or a ``ChatTemplate`` (read here).
+        completion_only: learn only the answers; False learns every token.
+        max_length: keep at most this many ids a row, cut from the end (None: all).
+        ids_field: the ids column to add, beside ``labels``.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        template: Any = None,
+        completion_only: bool = True,
+        max_length: int | None = None,
+        ids_field: str = "input_ids",
+    ) -> None:
+        from recipes.text.chat_template import load_template
+
+        if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
+            tokenizer = Tokenizer.from_str(tokenizer)
+        self.tokenizer_json = load_tokenizer(tokenizer).to_str()
+        self.template, self.completion_only = load_template(template), completion_only
+        self.max_length, self.ids_field = max_length, ids_field
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+
+    def __call__(self, batch: Any) -> Any:
+        """``batch`` (a ``pyarrow.Table``) with the ids and ``labels`` columns appended."""
+        import pyarrow as pa
+
+        from recipes.text.instruction_labels import LabelEncoder, cut, render_sample
+        from recipes.text.instruction_rows import FIELDS, check_record
+
+        if not isinstance(batch, pa.Table):
+            raise TypeError(f"TokenizeInstructions takes a pyarrow.Table, got {type(batch).__name__}; pass "
+                            "batch_format='pyarrow' to map_batches")
+        for name in (self.ids_field, "labels"):
+            if name in batch.column_names:
+                raise DataError(f"TokenizeInstructions: the batch has a column {name!r} already")
+        columns = [name for name in FIELDS if name in batch.column_names]
+        records = batch.select(columns).to_pylist()
+        rendered = []
+        for row, record in enumerate(records):
+            where = f"TokenizeInstructions: row {row} of the batch"
+            record = {key: value for key, value in record.items() if value is not None}
+            rendered.append(render_sample(check_record(record, where), self.template, where=where,
+                                          completion_only=self.completion_only))
+        encoder = LabelEncoder(Tokenizer.from_str(self.tokenizer_json))
+        ids, labels = [], []
+        for row, encoded in enumerate(encoder(rendered)):
+            row_ids, learned = encoded.ids, encoded.learned
+            if self.max_length is not None and len(row_ids) > self.max_length:
+                row_ids, learned = cut(encoded, self.max_length)
+                if self.completion_only and not learned.any():
+                    raise DataError(f"TokenizeInstructions: row {row} of the batch: the answer lies wholly past "
+                                    f"max_length={self.max_length}; raise max_length or filter the row first")
+            ids.append(np.asarray(row_ids, dtype=np.int32))
+            labels.append(np.where(learned, ids[-1], -100).astype(np.int32))
+        return batch.append_column(self.ids_field, _list_column(ids)).append_column("labels", _list_column(labels))
+
+
+def _list_column(rows: list[np.ndarray]) -> Any:
+    import pyarrow as pa
+
+    offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum([len(row) for row in rows], out=offsets[1:])
+    values = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int32)
+    return pa.ListArray.from_arrays(offsets, values)

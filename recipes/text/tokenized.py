@@ -35,6 +35,7 @@ from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget, draws_of
+from recipes.core.protocols import Mixable
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
 from recipes.core.states import sampled_digest
@@ -49,6 +50,7 @@ from recipes.core.tokens import (
     require_pad_id,
 )
 from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
+from recipes.text.instructions import IGNORE_INDEX, InstructionDataset, instruction_collate
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import IdsColumn, read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
@@ -310,7 +312,13 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
         ``input_ids`` int64 [1,N] (N = total tokens, no padding), ``position_ids`` int64 [1,N]
         restarting at 0 for each sequence, ``cu_seqlens`` int32 [B+1] (sequence ``b`` is
         ``cu_seqlens[b]:cu_seqlens[b+1]``), ``max_seqlen`` int, ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have labels; other keys of the items as in :func:`text_collate`.
+        ``labels`` int64 [B] when the items have a ``label``; other keys of the items as in :func:`text_collate`.
+        Items with per-token ``labels`` (:class:`recipes.text.InstructionDataset`) give ``labels``
+        int64 [1,N], each sample's first label -100: a model shifts labels by one, and the last
+        token of one sample must not learn to predict the first of the next (the layout of HF's
+        ``DataCollatorWithFlattening``). transformers models read the sample boundaries from
+        ``position_ids`` only without a KV cache: pass ``use_cache=False`` (in training too, or set
+        ``model.config.use_cache = False``), else samples attend to each other.
     """
     batch = drop_skipped(batch)
     sequences = [item["input_ids"] for item in batch]
@@ -328,7 +336,11 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
     }
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")
-    return out | extra_columns(batch, ITEM_KEYS, [*out, "labels", "lengths"], caller="pack_collate")
+    elif batch and "labels" in batch[0]:  # per-token labels: no loss across a boundary
+        labels = torch.cat([item["labels"] for item in batch]).to(torch.int64)
+        labels[cu_seqlens[:-1].to(torch.int64)] = IGNORE_INDEX
+        out["labels"] = labels[None]
+    return out | extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
 
 
 def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
@@ -337,7 +349,7 @@ def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
 
 
 def text_loader(
-    dataset: TokenizedTextDataset,
+    dataset: TokenizedTextDataset | InstructionDataset,
     batch_size: int | None = None,
     *,
     max_tokens: int | None = None,
@@ -365,13 +377,16 @@ def text_loader(
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: defaults to ``text_collate`` with ``dataset.pad_id``; ``pack_collate``
+        collate_fn: defaults to ``text_collate`` with ``dataset.pad_id`` (``instruction_collate``
+            for an :class:`recipes.text.InstructionDataset`, or a mixture of them); ``pack_collate``
             packs without padding.
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
             :func:`recipes.core.loader.preset_kwargs`).
     """
     if collate_fn is None:
-        collate_fn = partial(text_collate, pad_id=dataset.pad_id)
+        contract = dataset.batch_contract() if isinstance(dataset, Mixable) else {}
+        padding = instruction_collate if contract.get("collate") == "instruction_collate" else text_collate
+        collate_fn = partial(padding, pad_id=dataset.pad_id)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
     if max_tokens is None:

@@ -152,3 +152,13 @@ def test_slice_truncation_gives_encode_ids_cut_and_options_are_checked(fixtures,
         encode_texts(tokenizer, strings, max_length=1)
     sliced = encode_texts(tokenizer, ["a b c"], max_length=1, truncation="slice")
     assert sliced[0].tolist() == tokenizer.encode("a").ids[:1]
+
+
+def test_an_encoder_refuses_a_tokenizer_whose_padding_changed_after_it_was_made(fixtures):
+    tokenizer = bert_style(_fixture_strings(fixtures))
+    text = " ".join(_fixture_strings(fixtures)[:20])
+    encoder = TruncatingEncoder(tokenizer, 6)
+    assert encoder([text])[0] == truncated(tokenizer, text, 6)  # the tokenizer's own cut, done on its ids
+    tokenizer.enable_padding(length=10)
+    with pytest.raises(ValueError, match="truncation or padding changed since; pass a copy"):
+        encoder([text])

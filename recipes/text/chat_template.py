@@ -1,0 +1,229 @@
+"""Chat templates as models ship them: the Jinja ``chat_template`` of a ``tokenizer_config.json``.
+
+    template = ChatTemplate.from_config("tokenizer_config.json")   # its chat_template, bos/eos tokens
+    text, spans = template.render([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+
+Rendering follows transformers' ``apply_chat_template`` (``transformers.utils.chat_template_utils``),
+so a model sees in training the text it is prompted with at inference: the same sandboxed Jinja
+environment (``ImmutableSandboxedEnvironment`` with ``trim_blocks`` and ``lstrip_blocks``, loop
+controls), the same globals (``raise_exception``, ``strftime_now``, a ``tojson`` that does not
+escape HTML, ``dict``, a ``namespace`` without underscore names), the special tokens passed as
+variables, messages with their ``None`` fields dropped and reasoning fields aliased. Templates
+come from model repositories and are untrusted code: the sandbox is why Jinja >= 3.1.6 is required.
+``{% generation %}...{% endgeneration %}`` blocks are tracked as transformers tracks them: their
+character spans come back with the text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextvars import ContextVar
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+SPECIAL_TOKEN_FIELDS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transformers' names, the first one standard
+MIN_JINJA = (3, 1, 6)  # older releases have known sandbox escapes
+
+
+class ChatTemplate:
+    """A compiled chat template and the special tokens it is rendered with.
+
+    Args:
+        source: the Jinja template text.
+        special_tokens: variables the template reads besides ``messages``: ``bos_token``,
+            ``eos_token``... (what transformers passes from the tokenizer's special tokens).
+        name: what messages call the template (its file, or "chat template").
+    """
+
+    def __init__(self, source: str, special_tokens: dict[str, str] | None = None, *, name: str = "chat template") -> None:
+        if not isinstance(source, str) or not source:
+            raise ValueError(f"{name}: a chat template is a non-empty Jinja string, got {type(source).__name__}")
+        self.source, self.name = source, name
+        self.special_tokens = dict(special_tokens or {})
+        self.has_generation = _has_generation(source)
+        self._template = _compile(source, name)
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike, *, name: str = "default") -> ChatTemplate:
+        """The ``chat_template`` of a ``tokenizer_config.json`` with its special tokens.
+
+        A config that lists several templates (``[{"name": ..., "template": ...}]``) gives the one
+        called ``name``. A ``chat_template.jinja`` file beside the config, as newer models ship it,
+        is read when the config has none.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"tokenizer config {path} does not exist (expected a tokenizer_config.json)")
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{path}: not a JSON tokenizer config ({error})") from None
+        template = config.get("chat_template")
+        if template is None and (path.parent / "chat_template.jinja").is_file():
+            template = (path.parent / "chat_template.jinja").read_text(encoding="utf-8")
+        if isinstance(template, list):
+            named = {entry.get("name"): entry.get("template") for entry in template if isinstance(entry, dict)}
+            if name not in named:
+                raise ValueError(f"{path}: no chat template called {name!r}; it has {sorted(map(str, named))}")
+            template = named[name]
+        if not isinstance(template, str):
+            raise ValueError(f"{path}: no 'chat_template' string; pass the template text as template=... instead")
+        tokens = {field: _token_text(config[field]) for field in SPECIAL_TOKEN_FIELDS if config.get(field) is not None}
+        return cls(template, tokens, name=str(path))
+
+    @property
+    def eos_token(self) -> str | None:
+        """The end-of-sequence token the config names, or None."""
+        return self.special_tokens.get("eos_token")
+
+    def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = False) -> tuple[str, list[tuple[int, int]]]:
+        """``(text, spans)``: the rendered conversation and the ``(start, end)`` characters of each
+        ``{% generation %}`` block in it (none without such blocks).
+
+        Raises:
+            jinja2.TemplateError: the template raised (``raise_exception``) or failed.
+        """
+        chat = [_plain_message(message) for message in messages]
+        variables = {**self.special_tokens, "messages": chat, "tools": None, "documents": None,
+                     "add_generation_prompt": add_generation_prompt}
+        if not self.has_generation:
+            return self._template.render(**variables), []
+        blocks: list[str] = []
+        spans: list[tuple[int, int]] = []
+        token = _TRACKING.set((blocks, spans))
+        try:
+            for block in self._template.generate(**variables):
+                blocks.append(block)
+        finally:
+            _TRACKING.reset(token)
+        return "".join(blocks), spans
+
+    def __repr__(self) -> str:
+        return f"ChatTemplate({self.name}, {len(self.source)} characters)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_template")  # compiled Jinja does not pickle; workers compile it again
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._template = _compile(self.source, self.name)
+
+
+def load_template(template: ChatTemplate | str | os.PathLike | None) -> ChatTemplate | None:
+    """A :class:`ChatTemplate` as is, one from a ``tokenizer_config.json`` path, or from Jinja text."""
+    if template is None or isinstance(template, ChatTemplate):
+        return template
+    if isinstance(template, str) and ("{%" in template or "{{" in template):
+        return ChatTemplate(template)
+    if isinstance(template, (str, os.PathLike)):
+        return ChatTemplate.from_config(template)
+    raise TypeError(f"template must be a tokenizer_config.json path, Jinja text or a ChatTemplate, got {type(template).__name__}")
+
+
+def _token_text(token: Any) -> str:
+    # a config writes a special token as its text or as a serialised AddedToken {"content": ...}
+    return token["content"] if isinstance(token, dict) else str(token)
+
+
+def _plain_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as transformers hands it to the template: ``None`` fields dropped (a template
+    tests ``'x' in message``), reasoning under each of its names."""
+    plain = {key: value for key, value in message.items() if value is not None}
+    reasoning = next((plain[key] for key in REASONING_FIELDS if key in plain), None)
+    if reasoning is not None:
+        plain = {"thinking": reasoning, **plain, "reasoning_content": reasoning}
+    return plain
+
+
+def _has_generation(source: str) -> bool:
+    import re
+
+    return re.search(r"\{\%-?\s*generation\s*-?\%\}", source) is not None
+
+
+# (blocks rendered so far, generation spans) of the render in progress in this thread, or None
+_TRACKING: ContextVar[tuple[list[str], list[tuple[int, int]]] | None] = ContextVar("recipes_chat_tracking", default=None)
+
+
+def _compile(source: str, name: str) -> Any:
+    """The template compiled in transformers' sandboxed environment (see the module docstring)."""
+    import jinja2
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    if tuple(int(part) for part in jinja2.__version__.split(".")[:3] if part.isdigit()) < MIN_JINJA:
+        raise ImportError(f"chat templates need jinja2 >= 3.1.6 (sandbox fixes), found {jinja2.__version__}: "
+                          "pip install -U jinja2")
+
+    class Generation(jinja2.ext.Extension):
+        """``{% generation %}``: records the block's characters, counted as transformers counts them
+        (from the top-level blocks rendered before it)."""
+
+        tags = {"generation"}
+
+        def parse(self, parser: Any) -> Any:
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return jinja2.nodes.CallBlock(self.call_method("_track"), [], [], body).set_lineno(lineno)
+
+        def _track(self, caller: Any) -> str:
+            text = caller()
+            tracking = _TRACKING.get()
+            if tracking is not None:
+                blocks, spans = tracking
+                start = sum(map(len, blocks))
+                spans.append((start, start + len(text)))
+            return text
+
+    def raise_exception(message: str) -> None:
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
+               sort_keys: bool = False) -> str:
+        return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(format: str) -> str:
+        return datetime.now().strftime(format)
+
+    class TemplateDict:
+        """``dict(...)`` in a template, without the class itself (no attribute escapes)."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> dict:
+            return dict(*args, **kwargs)
+
+        def fromkeys(self, *args: Any, **kwargs: Any) -> dict:
+            return dict.fromkeys(*args, **kwargs)
+
+    class TemplateNamespace(jinja2.utils.Namespace):
+        """``namespace(...)`` that refuses underscore names, which reach Python internals."""
+
+        def __init__(*args: Any, **kwargs: Any) -> None:
+            self, args = args[0], args[1:]
+            attrs = dict(*args, **kwargs)
+            for key in attrs:
+                TemplateNamespace.check(key)
+            jinja2.utils.Namespace.__init__(self, attrs)
+
+        def __setitem__(self, key: str, value: Any) -> None:
+            TemplateNamespace.check(key)
+            jinja2.utils.Namespace.__setitem__(self, key, value)
+
+        @staticmethod
+        def check(key: Any) -> None:
+            if isinstance(key, str) and key.startswith("_"):
+                raise jinja2.exceptions.SecurityError(f"a chat template cannot set the namespace attribute {key!r}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[Generation, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, dict=TemplateDict(),
+                       namespace=TemplateNamespace)
+    try:
+        return env.from_string(source)
+    except jinja2.exceptions.TemplateSyntaxError as error:
+        raise ValueError(f"{name}: the chat template is not valid Jinja (line {error.lineno}: {error.message})") from None

@@ -1,0 +1,247 @@
+"""Instruction tuning data: chats and prompt/completion pairs, tokenised once, loss on the answers only.
+
+    dataset = InstructionDataset("chat.jsonl", "tokenizer.json", template="tokenizer_config.json",
+                                 max_length=2048)
+    loader = text_loader(dataset, batch_size=16, seed=0)           # instruction_collate: padded
+    for batch in loader:
+        loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     labels=batch["labels"]).loss                 # -100 on prompts and padding
+
+    loader = text_loader(dataset, max_tokens=8192, collate_fn=pack_collate)   # padding-free
+
+Rows (:mod:`recipes.text.instruction_rows`) are rendered with the model's chat template
+(:mod:`recipes.text.chat_template`, as transformers' ``apply_chat_template`` renders it) and
+labelled from the rendered text's character offsets (:mod:`recipes.text.instruction_labels`). The
+ids and a learned-token mask are kept nanoGPT-style in flat arrays, as
+:class:`recipes.text.TokenizedTextDataset` keeps its ids: workers share them instead of copying.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import Dataset
+
+from recipes.core.arrays import TokenArray
+from recipes.core.batching import extra_columns
+from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.parquet_files import is_parquet, parquet_entries
+from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, require_pad_id, token_dtype
+from recipes.text.chat_template import ChatTemplate, load_template
+from recipes.text.instruction_ids import read_instruction_ids
+from recipes.text.instruction_labels import Encoded, LabelEncoder, Rendered, cut, render_sample
+from recipes.text.instruction_rows import SKIP_HINT, check_record, read_records, source_name
+
+IGNORE_INDEX = -100  # the label PyTorch's cross_entropy (and every HF model's loss) skips
+OVERLONG = ("cut", "refuse")
+ITEM_KEYS = ("input_ids", "labels", "index")  # what instruction_collate reads; other item keys are carried
+CHUNK_ROWS = 2048  # rows rendered per encode_batch call: enough for Rust's thread pool
+
+
+class InstructionDataset(Dataset):
+    """Instruction samples of a JSONL, CSV or Parquet source (or a ``datasets.Dataset``), tokenised once.
+
+    Item ``i`` is ``{"input_ids": int64 [L], "labels": int64 [L], "index": i}``; ``labels`` equal
+    ``input_ids`` where the model learns and are -100 elsewhere. A row is one of TRL's formats:
+    ``{"messages": [{"role", "content"}, ...]}`` (the assistant's turns are learned, each with its
+    end-of-turn token), ``{"prompt", "completion"}`` as strings (the completion is learned, the
+    template's ``eos_token`` appended as TRL does) or as message lists (what follows the prompt's
+    generation prompt is learned), or ``{"text"}`` (all learned). A chat's ids equal transformers'
+    ``apply_chat_template(messages, tokenize=True)``; plain text is encoded with the tokenizer's
+    special tokens. ``.lengths`` feeds the length-grouping and token-budget plans.
+
+    Truncation keeps what training needs. ``overlong="cut"`` (default) cuts a long sample from the
+    end, keeping the tokenizer's closing special tokens, because the start of a conversation (its
+    system prompt and question) is what the answer depends on; a closing token after a cut answer
+    is not learned. A sample left with nothing to learn is a DataError (the answer lies wholly past
+    ``max_length``). ``overlong="refuse"``: every sample over ``max_length`` is a DataError, for
+    data where half an answer is worse than none. With ``on_error="skip"`` such samples are dropped
+    with a warning, as bad rows are: an unknown role, a message without content, an empty
+    conversation, a template that raises. Each error names the file and line (Parquet: row).
+
+    Args:
+        source: a ``.jsonl`` or ``.csv`` file, a ``.parquet`` file, list or glob, or a ``datasets.Dataset``.
+        tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path.
+        template: a ``tokenizer_config.json`` path (its ``chat_template`` and special tokens), the
+            Jinja text of a template, or a :class:`ChatTemplate`; needed for message rows.
+        completion_only: learn only the answers (above); False learns every token.
+        max_length: keep at most this many ids per sample (None: all).
+        on_error: ``"raise"`` or ``"skip"`` (see above).
+        overlong: ``"cut"`` or ``"refuse"`` (see above).
+        pad_id: the id ``instruction_collate`` pads with; None reads the tokenizer's pad token,
+            else the template's ``eos_token`` (padding is masked either way).
+        storage_options: passed to fsspec for a URL; never shown.
+        ids_field: Parquet only: read this column of token-id lists and its ``labels`` (or TRL's
+            ``assistant_masks`` / ``completion_mask``) column instead of tokenising rows
+            (:mod:`recipes.text.instruction_ids`); ``tokenizer`` may then be None (given, it bounds
+            the ids and names the pad id). ``max_length`` cuts them from the end.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike | None,
+        *,
+        template: ChatTemplate | str | os.PathLike | None = None,
+        completion_only: bool = True,
+        max_length: int | None = None,
+        on_error: str = "raise",
+        overlong: str = "cut",
+        pad_id: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+        ids_field: str | None = None,
+    ) -> None:
+        check_on_error(on_error)
+        if overlong not in OVERLONG:
+            raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        tokenizer = None if tokenizer is None and ids_field is not None else load_tokenizer(tokenizer)
+        self.template = load_template(template)
+        self.completion_only, self.max_length, self.on_error, self.overlong = completion_only, max_length, on_error, overlong
+        self._name = source_name(source)
+        self._pad_id = None if tokenizer is None else find_pad_id(tokenizer, pad_id)
+        self._pad_id = int(pad_id) if pad_id is not None else self._pad_id
+        eos = None if self.template is None else self.template.eos_token
+        if self._pad_id is None and eos is not None and tokenizer is not None:
+            self._pad_id = tokenizer.token_to_id(eos)
+        if ids_field is not None:
+            self._read_ids(source, ids_field, tokenizer, storage_options)
+            return
+        self._line_name, rows = read_records(source, storage_options)
+        encoder = LabelEncoder(tokenizer)
+        ids, learned, numbers, pending = [], [], [], []
+        for row in rows:
+            try:
+                sample = check_record(row.record, row.where)
+                pending.append((row, render_sample(sample, self.template, where=row.where, completion_only=completion_only)))
+            except DataError as error:
+                skip_or_raise(error, on_error)
+            if len(pending) == CHUNK_ROWS:
+                self._encode(pending, encoder, ids, learned, numbers)
+                pending = []
+        self._encode(pending, encoder, ids, learned, numbers)
+        self._set(ids, learned, numbers, token_dtype(tokenizer))
+
+    def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
+                  storage_options: dict[str, Any] | None) -> None:
+        """Ids and labels already made (:mod:`recipes.text.instruction_ids`), cut as text is."""
+        if not is_parquet(source):
+            raise ValueError(f"{self._name}: ids_field reads a Parquet column of token-id lists (or a "
+                             "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
+        vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+        self._line_name = "row"
+        ids, learned, numbers = read_instruction_ids(
+            parquet_entries(source, storage_options), ids_field, vocab_size=vocab, completion_only=self.completion_only,
+            on_error=self.on_error, storage_options=storage_options)
+        kept_ids, kept_learned, kept_numbers = [], [], []
+        for row_ids, mask, number in zip(ids, learned, numbers):
+            encoded = Encoded(row_ids.tolist(), mask, 0)
+            where = f"{self._name} row {number}"
+            try:
+                if self.completion_only and not mask.any():
+                    raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
+                row_ids, mask = self._cut(encoded, where)
+            except DataError as error:
+                skip_or_raise(error, self.on_error)
+                continue
+            kept_ids.append(np.asarray(row_ids, dtype=np.int64))
+            kept_learned.append(mask)
+            kept_numbers.append(number)
+        dtype = np.dtype(np.uint32) if tokenizer is None else token_dtype(tokenizer)
+        self._set(kept_ids, kept_learned, kept_numbers, dtype)
+
+    def _cut(self, encoded: Encoded, where: str) -> tuple[list[int], np.ndarray]:
+        """``encoded`` within ``max_length`` by the ``overlong`` rule, or the DataError that refuses it."""
+        if self.max_length is None or len(encoded.ids) <= self.max_length:
+            return encoded.ids, encoded.learned
+        if self.overlong == "refuse":
+            raise DataError(f"{where}: {len(encoded.ids)} tokens, over max_length={self.max_length} (overlong='refuse')",
+                            skip_hint=SKIP_HINT)
+        ids, mask = cut(encoded, self.max_length)
+        if self.completion_only and not mask.any():
+            raise DataError(f"{where}: the answer lies wholly past max_length={self.max_length} "
+                            f"({len(encoded.ids)} tokens); raise max_length", skip_hint=SKIP_HINT)
+        return ids, mask
+
+    def _set(self, ids: list[np.ndarray], learned: list[np.ndarray], numbers: list[int], dtype: np.dtype) -> None:
+        lengths = np.array([len(part) for part in ids], dtype=np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.concatenate(ids).astype(dtype) if ids else np.zeros(0, dtype=dtype)
+        self.tokens = TokenArray(flat, offsets)
+        self.learned = np.concatenate(learned) if learned else np.zeros(0, dtype=bool)  # aligned with tokens.ids
+        self.line_numbers = np.array(numbers, dtype=np.int64)
+        self.lengths = self.tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
+
+    def _encode(self, pending: list[tuple[Any, Rendered]], encoder: LabelEncoder, ids: list, learned: list,
+                numbers: list) -> None:
+        """Tokenise and label ``pending`` rows, cut them to ``max_length`` and keep the ones that pass."""
+        for (row, _), encoded in zip(pending, encoder([rendered for _, rendered in pending])):
+            try:
+                sample_ids, mask = self._cut(encoded, row.where)
+            except DataError as error:
+                skip_or_raise(error, self.on_error)
+                continue
+            ids.append(np.asarray(sample_ids, dtype=np.int64))
+            learned.append(np.asarray(mask, dtype=bool))
+            numbers.append(row.number)
+
+    @property
+    def pad_id(self) -> int:
+        """The id ``instruction_collate`` pads with; a ValueError says what to do if there is none."""
+        return require_pad_id(self._pad_id, f"InstructionDataset({self._name})")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self._name}")
+        start, end = self.tokens.offsets[index], self.tokens.offsets[index + 1]
+        ids = self.tokens.ids[start:end].astype(np.int64)
+        labels = np.where(self.learned[start:end], ids, IGNORE_INDEX)
+        return {"input_ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels), "index": index}
+
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: ``"chat.jsonl line 18"`` (Parquet: row)."""
+        return f"{self._name} {self._line_name} {self.line_numbers[index]}"
+
+    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.mixing)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        return {"collate": "instruction_collate", "pad_id": self._pad_id}
+
+
+def instruction_collate(
+    batch: list[dict[str, Any] | None],
+    *,
+    pad_id: int = 0,
+    pad_to_multiple_of: int | None = None,
+    padding_side: str = "right",
+) -> dict[str, torch.Tensor]:
+    """Pad instruction items into one batch; ``text_loader`` uses it for an :class:`InstructionDataset`.
+
+    Returns:
+        ``input_ids`` int64 [B,T] (padded with ``pad_id``), ``attention_mask`` int64 [B,T] (1 = real
+        token), ``labels`` int64 [B,T] (-100 on padding too, so a model's shifted loss skips it),
+        ``lengths`` int64 [B] and ``index`` int64 [B]. T is the longest sample, rounded up to
+        ``pad_to_multiple_of``. ``None`` items (skipped) are dropped; other item keys are batched
+        as :func:`recipes.core.batching.extra_columns` does.
+    """
+    batch = drop_skipped(batch)
+    options = {"pad_to_multiple_of": pad_to_multiple_of, "padding_side": padding_side}
+    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **options)
+    labels, _, _ = pad_batch([item["labels"] for item in batch], pad_id=IGNORE_INDEX, **options)
+    index = torch.from_numpy(np.array([item["index"] for item in batch], dtype=np.int64))
+    out = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "lengths": lengths, "index": index}
+    return out | extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
