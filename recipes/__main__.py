@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
         "copy", help="copy a domain's folder into your project, to edit as your own", formatter_class=formatter,
         description=_wrap("Copy the installed recipes/DOMAIN/ folder (its .py files, demo.py included) to "
         "DEST/DOMAIN/, creating DEST. The copy's imports of its own domain (from recipes.DOMAIN.x import ...) "
-        "are rewritten to the copy (from DOMAIN.x import ...); only import statements change, never docstrings, "
-        "comments or strings. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
+        "are rewritten to the copy (from DOMAIN.x import ...), and so are the usage examples in its docstrings; "
+        "comments and other strings stay as written. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
         "keep using the installed package. An existing DEST/DOMAIN is never overwritten. Print the files and "
         "lines copied, the recipes.core modules the copy imports, and how to import it."),
     )

@@ -19,7 +19,7 @@ HELP = {
     "bench": ["num_workers", "prefetch_factor", "pin_memory", "data-wait", "Python dict", "5%"],
     "check": ["exit status: 0", "1 problems found", "Decode every image", "--json"],
     "show": ["draw_bounding_boxes", "padding", "Evaluation mode"],
-    "copy": ["DEST/DOMAIN/", "never overwritten", "only import statements change", "recipes.core modules"],
+    "copy": ["DEST/DOMAIN/", "never overwritten", "usage examples in its docstrings", "recipes.core modules"],
 }
 
 

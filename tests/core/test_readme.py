@@ -117,7 +117,8 @@ def test_the_copy_commands_run_as_written_and_every_copy_imports(tmp_path):
         elif needs := re.match(r"it needs ([\w.]+): (.*)$", line):
             printed[folder][needs.group(1)] = needs.group(2)
     assert printed == _needs_table(text)
-    project = clone / "my_project"
+    assert sorted(p.name for p in clone.iterdir()) == ["recipes"]  # nothing written inside the clone
+    project = tmp_path / "my_project"  # ../my_project: beside the clone
     packages = sorted(p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py")
                       if p.parent.name not in ("core", "cli"))
     assert sorted(printed) == packages and sorted(p.name for p in project.iterdir()) == packages
