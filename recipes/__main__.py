@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="run every domain's recipe (or one) on the bundled fixtures", formatter_class=formatter,
         description=_wrap("Build each domain's dataset and loader on the bundled fixtures (generated into a temporary "
         "folder when the package is installed from a wheel) and print the dataset size, the keys, shapes and "
-        "dtypes of one batch, and the throughput of one epoch."),
+        "dtypes of one batch, and how long one epoch took (in the main process or with worker start-up "
+        "included: a few samples time start-up, not throughput, which `recipes bench` measures)."),
     )
     demo.add_argument("domain", nargs="?", choices=DOMAINS, metavar="DOMAIN",
                       help=f"only this domain ({', '.join(DOMAINS)}); default: all")
