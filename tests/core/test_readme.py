@@ -1,4 +1,5 @@
-"""The README's code blocks run as written, from the repository root, on the fixtures."""
+"""The README's code blocks run as written, from the repository root, on the fixtures; so do the copy
+commands of docs/copying.md, and its table of what each copy imports matches what they print."""
 
 import os
 import re
@@ -50,17 +51,17 @@ def test_every_install_line_installs_this_project_or_a_named_dependency():
 
 
 def _needs_table(text: str) -> dict[str, dict[str, str]]:
-    """The README's table of what each copy imports: folder -> {package: "module, module"}."""
-    section = re.search(r"## Copy a recipe(.*?)\n## ", text, flags=re.S).group(1)
+    """docs/copying.md's table of what each copy imports: folder -> {package: "module, module"}."""
+    section = text
     rows = re.findall(r"^\| `(\w+)/` \| (.*) \|$", section, flags=re.M)
     return {folder: dict(re.findall(r"`([\w.]+)`: ([\w, ]+)", needs)) for folder, needs in rows}
 
 
 @pytest.mark.slow
 def test_the_copy_commands_run_as_written_and_every_copy_imports(tmp_path):
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    (commands,) = re.findall(r"## Copy a recipe.*?```bash\n(.*?)```", text, flags=re.S)
-    clone = tmp_path / "clone"  # a fresh clone's root, as the README's commands expect
+    text = (ROOT / "docs" / "copying.md").read_text(encoding="utf-8")
+    (commands,) = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    clone = tmp_path / "clone"  # a fresh clone's root, as the commands expect
     clone.mkdir()
     (clone / "recipes").symlink_to(ROOT / "recipes", target_is_directory=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, as if installed
