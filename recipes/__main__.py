@@ -12,6 +12,7 @@ The commands live in ``recipes/cli/`` (one module each); this file only parses a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 import warnings
@@ -88,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="run every domain's recipe (or one) on the bundled fixtures", formatter_class=formatter,
         description=_wrap("Build each domain's dataset and loader on the bundled fixtures (generated into a temporary "
         "folder when the package is installed from a wheel) and print the dataset size, the keys, shapes and "
-        "dtypes of one batch, and the throughput of one epoch."),
+        "dtypes of one batch, and how long one epoch took (in the main process or with worker start-up "
+        "included: a few samples time start-up, not throughput, which `recipes bench` measures)."),
     )
     demo.add_argument("domain", nargs="?", choices=DOMAINS, metavar="DOMAIN",
                       help=f"only this domain ({', '.join(DOMAINS)}); default: all")
@@ -163,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
         "copy", help="copy a domain's folder into your project, to edit as your own", formatter_class=formatter,
         description=_wrap("Copy the installed recipes/DOMAIN/ folder (its .py files, demo.py included) to "
         "DEST/DOMAIN/, creating DEST. The copy's imports of its own domain (from recipes.DOMAIN.x import ...) "
-        "are rewritten to the copy (from DOMAIN.x import ...); only import statements change, never docstrings, "
-        "comments or strings. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
+        "are rewritten to the copy (from DOMAIN.x import ...), and so are the usage examples in its docstrings; "
+        "comments and other strings stay as written. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
         "keep using the installed package. An existing DEST/DOMAIN is never overwritten. Print the files and "
         "lines copied, the recipes.core modules the copy imports, and how to import it."),
     )
@@ -175,7 +177,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``recipes ...``; returns the exit status (argparse exits 2 on bad arguments)."""
+    """Run ``recipes ...``; returns the exit status (argparse exits 2 on bad arguments).
+
+    A reader that stops early (``recipes demo | head -3``) ends the command quietly with exit
+    status 0, as Unix tools do: what it wanted was printed.
+    """
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, where it can still be answered, not at exit
+        return status
+    except BrokenPipeError:
+        # Python's documented answer (library/signal.html, "Note on SIGPIPE"): stdout to devnull, so the
+        # interpreter's own flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -187,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return copy.run(args)
+        except BrokenPipeError:
+            raise
         except (OSError, ValueError) as error:  # DEST/DOMAIN exists, DEST is a file, a file the copy cannot rewrite
             parser.exit(2, f"recipes copy: error: {error}\n")
     if args.command == "check" and args.domain == "cache":
@@ -194,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return check_cache.run(args)
+        except BrokenPipeError:
+            raise
         except OSError as error:
             parser.exit(2, f"recipes check: error: {error}\n")
     from recipes.cli.datasets import DataOptions
@@ -221,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning(args.command)  # one line each, in the CLI's terms
             return command.run(args, options)
+    except BrokenPipeError:
+        raise
     except (ValueError, OSError, SampleError) as error:  # bad data (DataError is a ValueError), bad options, a failing sample
         bad_data = isinstance(error, DataError) and args.command != "check"
         hint = f" (recipes check {args.domain} {args.path} lists every problem)" if bad_data else ""

@@ -3,7 +3,7 @@
 One module per command, each with a ``run(args)`` that the argparse entry point in
 ``recipes/__main__.py`` calls:
 
-- ``demo``: every domain's recipe on the bundled fixtures: size, one batch, throughput.
+- ``demo``: every domain's recipe on the bundled fixtures: size, one batch, one epoch's time.
 - ``bench``: sweep DataLoader settings on your own data through the recipe's loader
   (:func:`recipes.core.tuning.tune_loader`) and print the recommended ``loader_kwargs``.
 - ``check``: validate a dataset without training on it (``check_files`` decodes every image

@@ -113,12 +113,13 @@ def summarize_images(
         report.summary["modes"] = counts(info.mode for info in good)
         widths = np.array([info.width for info in good])
         heights = np.array([info.height for info in good])
+        # one key orders them, the area, shown beside each size: 80x80 is larger than 96x64
         areas = widths * heights
-        small, large, middle = int(areas.argmin()), int(areas.argmax()), int(np.argsort(areas)[len(areas) // 2])
-        report.summary["sizes"] = (
-            f"smallest {widths[small]}x{heights[small]}, median {widths[middle]}x{heights[middle]}, "
-            f"largest {widths[large]}x{heights[large]} (WxH)"
-        )
+        order = np.argsort(areas, kind="stable")
+        picked = {"smallest": order[0], "median": order[len(order) // 2], "largest": order[-1]}
+        report.summary["sizes by area"] = ", ".join(
+            f"{name} {widths[i]}x{heights[i]} ({areas[i]:,} px)" for name, i in picked.items()
+        ) + " (WxH)"
     for info in infos:
         report.files.append({key: value for key, value in info._asdict().items() if value not in ("", None)})
         if info.error is not None:

@@ -8,8 +8,9 @@ A domain's files import each other, so the unit to copy is the folder: ``recipes
 copy's imports of its own domain (``from recipes.detection.coco_files import ...``) are rewritten
 to the copy (``from detection.coco_files import ...``); those of ``recipes.core``, and
 multimodal's of ``recipes.text`` and ``recipes.vision``, keep using the installed package.
-Only import statements change: each is found in the syntax tree and its module name edited at
-the token's position, so docstrings, comments and strings stay as written.
+Import statements change, found in the syntax tree and edited at the token's position, and so
+do the usage examples in docstrings (``from recipes.detection import`` there reads
+``from detection import``), so that they run against the copy; comments and other strings stay.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +47,8 @@ def rewrite_imports(source: str, domain: str, name: str = "<source>") -> str:
     wherever they appear (functions included); text outside import statements is left alone.
     ``import recipes.<domain>.x`` without ``as`` binds the name ``recipes``, which the copy
     cannot keep, so it raises ``ValueError`` naming ``name`` and the line, as does
-    ``from recipes import <domain>``.
+    ``from recipes import <domain>``. Docstrings' examples (``from recipes.<domain> import``,
+    ``import recipes.<domain>.x as y``) are rewritten alike; comments and other strings are not.
     """
     prefix = f"recipes.{domain}"
     lines = source.splitlines(keepends=True)
@@ -80,7 +83,25 @@ def rewrite_imports(source: str, domain: str, name: str = "<source>") -> str:
                     cut_after(alias.lineno, alias.col_offset, skip=0)
     for row, start, end in sorted(cuts, reverse=True):  # right to left: earlier columns stay valid
         lines[row - 1] = lines[row - 1][:start] + lines[row - 1][end:]
+    _rewrite_docstrings(lines, ast.parse(source, filename=name), domain, skip={row for row, _, _ in cuts})
     return "".join(lines)
+
+
+def _rewrite_docstrings(lines: list[str], tree: ast.Module, domain: str, skip: set[int]) -> None:
+    """Point the import examples in docstrings at the copy, in place: a copied docstring's usage
+    example then runs against the copy, not the installed package. Rows in ``skip`` hold a rewritten
+    import statement (a docstring sharing its line is left alone)."""
+    example = re.compile(rf"(?<![\w.])(from|import) recipes\.{re.escape(domain)}(?=[\s.])")
+    owners = [node for node in ast.walk(tree)
+              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    for owner in owners:
+        first = owner.body[0] if owner.body else None
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):
+            continue
+        for row in range(first.lineno, first.end_lineno + 1):
+            if row not in skip:
+                lines[row - 1] = example.sub(rf"\1 {domain}", lines[row - 1])
 
 
 def installed_imports(source: str, domain: str) -> dict[str, set[str]]:

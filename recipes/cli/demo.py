@@ -4,7 +4,8 @@
     python -m recipes demo text       # one
 
 For each domain it prints the dataset size, the structure of one batch (keys, shapes, dtypes)
-and the loader's throughput over one epoch. It works from a wheel install in any directory:
+and how long one epoch took, with what made up the time (a rate on a few
+fixture samples would measure start-up, not throughput: ``recipes bench`` measures that). It works from a wheel install in any directory:
 without the repository's ``fixtures/`` folder the fixtures are generated once into a temporary
 directory. Each domain's ``recipes/<domain>/demo.py`` defines ``build(fixtures) -> (dataset, loader)``.
 """
@@ -67,12 +68,18 @@ def run_demo(domains: Sequence[str]) -> int:
         print("  one batch:")
         for line in describe(first):
             print(f"    {line}")
-        print(f"  one epoch: {batches} batches, {samples} samples in {seconds:.2f}s "
-              f"({batches / seconds:.1f} batches/s, {samples / seconds:.0f} samples/s, worker start-up included)")
+        print(f"  one epoch: {batches} batches, {samples} samples in {seconds:.2f}s, {_where(loader.num_workers)}")
         if samples < len(dataset) and (loader.drop_last or getattr(loader.batch_sampler, "drop_last", False)):
             print(f"  ({len(dataset) - samples} of {len(dataset)} samples left out: training drops incomplete "
                   "batches; pass drop_last=False to the preset, or train=False, to keep them)")
     return 0
+
+
+def _where(workers: int) -> str:
+    """Where one epoch's time went, in words that hold for this loader."""
+    if workers == 0:
+        return "in the main process (num_workers=0)"
+    return f"with {workers} worker process{'es' if workers > 1 else ''}, start-up included"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -477,3 +477,13 @@ def test_a_coco_file_with_several_problems_the_dataset_names_the_first_and_the_c
     report = check(DataOptions("detection", path, image_root=root), workers=1, progress=False)
     assert [problem.where for problem in report.problems] == [where for where, _ in expected[2:]]
     assert _dataset_error(root, path, "msgspec", monkeypatch).reason == _said(report.problems[0])
+
+
+def test_image_sizes_are_ordered_by_one_stated_key_the_area(tmp_path):
+    # 200x20 is the widest and 80x80 the tallest, yet by area 200x20 is the smallest and 80x80 the largest
+    for name, size in {"a.png": (96, 64), "b.png": (80, 80), "c.png": (200, 20)}.items():
+        (tmp_path / "one").mkdir(exist_ok=True)
+        Image.new("RGB", size).save(tmp_path / "one" / name)
+    report = check(DataOptions("vision", tmp_path), workers=1, progress=False)
+    assert report.summary["sizes by area"] == (
+        "smallest 200x20 (4,000 px), median 96x64 (6,144 px), largest 80x80 (6,400 px) (WxH)")

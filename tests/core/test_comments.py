@@ -4,7 +4,7 @@
 - No comment (read with tokenize) or docstring (read with ast) under recipes/ tells history in
   words that are never right there: "stop N", "session", "used to", "earlier version",
   "no longer", "previously". History belongs in commit messages and benchmarks/README.md.
-- README.md and benchmarks/README.md date their figures by release or commit, never by "stop N",
+- README.md, benchmarks/README.md and docs/ date their figures by release or commit, never by "stop N",
   a "session" or "the lent machine".
 """
 
@@ -20,7 +20,8 @@ import recipes
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 ROOT = PACKAGE.parent
-READMES = ("README.md", "benchmarks/README.md")
+READMES = ("README.md", "benchmarks/README.md",
+           *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")))
 MAX_MODULE_DOCSTRING_LINES = 25
 # \s+ rather than a space: a phrase may wrap onto the next line of a docstring or comment block
 HISTORY = re.compile(

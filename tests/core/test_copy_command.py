@@ -1,5 +1,5 @@
-"""`recipes copy DOMAIN DEST`: import statements of the copied domain are the only text it changes,
-an existing copy is never overwritten, an unknown domain lists the four."""
+"""`recipes copy DOMAIN DEST`: import statements of the copied domain and the docstrings' import examples
+are the only text it changes, an existing copy is never overwritten, an unknown domain lists the four."""
 
 import pytest
 
@@ -22,19 +22,28 @@ EXAMPLE = "from recipes.detection.coco import CocoDataset"
 
 
 def late():
+    """Or ``import recipes.detection.coco as coco``; not ``recipes.detection`` in prose."""
     if True:
         from recipes.detection import loader
     x = 1; from recipes.detection.evaluate import evaluate
     return "é", loader, evaluate
 '''
 
-EXPECTED = SOURCE.replace("import recipes.detection.coco_index as", "import detection.coco_index as").replace(
-    "from recipes.detection.coco_files import (", "from detection.coco_files import (").replace(
-    "        from recipes.detection import loader", "        from detection import loader").replace(
-    "x = 1; from recipes.detection.evaluate", "x = 1; from detection.evaluate")
+REWRITTEN = {  # before -> after: the import statements, and the import examples in docstrings
+    '"""Use it as ``from recipes.detection import': '"""Use it as ``from detection import',
+    "Or ``import recipes.detection.coco as": "Or ``import detection.coco as",
+    "import recipes.detection.coco_index as": "import detection.coco_index as",
+    "from recipes.detection.coco_files import (": "from detection.coco_files import (",
+    "        from recipes.detection import loader": "        from detection import loader",
+    "x = 1; from recipes.detection.evaluate": "x = 1; from detection.evaluate",
+}
+EXPECTED = SOURCE
+for before, after in REWRITTEN.items():
+    assert SOURCE.count(before) == 1, before
+    EXPECTED = EXPECTED.replace(before, after)
 
 
-def test_only_import_statements_of_the_copied_domain_change():
+def test_only_imports_and_docstring_examples_of_the_copied_domain_change():
     assert rewrite_imports(SOURCE, "detection") == EXPECTED
     assert rewrite_imports(SOURCE, "multimodal") == SOURCE  # another domain's imports stay installed
 
@@ -63,7 +72,7 @@ def test_copy_prints_files_lines_needs_and_refuses_to_overwrite(tmp_path, capsys
     assert out[0].startswith("text/ (") and out[0].endswith(f"lines) -> {dest / 'text'}"), out
     assert out[1].startswith("it needs recipes.core: ") and "tokens" in out[1].split(": ")[1].split(", ")
     assert out[2] == (f"import it with {dest} as the working directory or on sys.path: "
-                      "from text import StreamingTextDataset, TokenizedTextDataset")
+                      "from text import InstructionDataset, StreamingTextDataset, TokenizedTextDataset")
     copied = sorted(p.name for p in (dest / "text").iterdir())
     assert "__init__.py" in copied and "demo.py" in copied and "__pycache__" not in copied
     assert "from text.tokenized import" in (dest / "text" / "__init__.py").read_text()
