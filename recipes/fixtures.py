@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from recipes.fixtures_audio import write_audio
 from recipes.fixtures_coco import blob_mask, mask_box, polygon, polygon_area, rle_counts, rle_string
 from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-exported, importable from here too)
     COCO_CASES,
@@ -35,7 +36,7 @@ from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-export
 )
 
 FIXTURES_VERSION = "1"
-GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py"))  # the cache key hashes them all
+GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in ("fixtures.py", "fixtures_coco.py", "fixtures_hostile.py", "fixtures_audio.py"))  # the cache key hashes them all
 JPEG_KW = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
 PNG_KW = {"compress_level": 9, "optimize": False}
 
@@ -74,6 +75,7 @@ def generate(out_dir: str | Path) -> Path:
     _write_detection(out / "detection")
     _write_multimodal(out / "multimodal")
     _write_hostile(out / "hostile")
+    write_audio(out / "audio")
     _write(out / "README.md", README)
     _write(out / "VERSION", FIXTURES_VERSION + "\n")  # last: its presence marks a complete tree
     return out
