@@ -22,11 +22,11 @@ import recipes
 import recipes.core
 
 PACKAGE = Path(recipes.__file__).resolve().parent
-DOMAINS = ("vision", "text", "detection", "multimodal")
+DOMAINS = ("vision", "text", "detection", "multimodal", "audio")
 # what each domain may import besides recipes.core and itself
-COMPOSES = {"vision": set(), "text": set(), "detection": set(), "multimodal": {"vision", "text"}}
+COMPOSES = {"vision": set(), "text": set(), "detection": set(), "multimodal": {"vision", "text"}, "audio": set()}
 # test ids must not name a domain (tests/conftest.py): each is named by what it loads
-NICKNAMES = {"vision": "images", "text": "tokens", "detection": "boxes", "multimodal": "captions"}
+NICKNAMES = {"vision": "images", "text": "tokens", "detection": "boxes", "multimodal": "captions", "audio": "clips"}
 MAX_PARAMETERS = 8
 MAX_POSITIONAL = 3
 
@@ -120,6 +120,8 @@ NOT_LOADED = {
     "vision": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
     "text": ["pycocotools", "fsspec", "recipes.core.images", "recipes.vision", "recipes.detection"],
     "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
+    "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.images", "recipes.core.streams",
+              "recipes.text", "recipes.vision"],
 }
 
 
