@@ -193,8 +193,9 @@ def hostile_audio(good_flac: Path) -> dict[str, bytes | str]:
         "bad_channels.wav": _pcm16_wav(tenth, 8000, channels=200),
         "unsupported.wav": _pcm16_wav(tenth, 8000, format_tag=0x7A7A),
     }
-    good_row = _jsonl([{"audio": "../speech/clips/s1.wav", "text": "hot water"}]).encode()
-    bad_text = good_row + b'{"audio": "../speech/clips/s6.flac", "text": "y\xffes"}\n'
+    # paths relative to the audio fixtures' root (audio_root=fixtures/audio)
+    good_row = _jsonl([{"audio": "speech/clips/s1.wav", "text": "hot water"}]).encode()
+    bad_text = good_row + b'{"audio": "speech/clips/s6.flac", "text": "y\xffes"}\n'
     return {**clips, "bad_transcript.jsonl": bad_text, "README.md": HOSTILE_AUDIO_README}
 
 
