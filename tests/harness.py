@@ -358,7 +358,7 @@ def check_kept_batches_intact(loader: Any, keep: str, images: Callable[[Any], to
 
 # -- a domain folder is the unit to copy ------------------------------------------------------------
 
-DOMAINS = ("vision", "text", "detection", "multimodal")
+DOMAINS = ("vision", "text", "detection", "multimodal", "audio")
 COMPOSES = {"multimodal": ("vision", "text")}  # the only domain that may import others: their composition
 
 
