@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
 from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, NamedCollate, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs, stream_loader
 from recipes.core.packing import packed_in_workers
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.samplers import SeededBatchSampler
@@ -195,7 +195,8 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
         right, T the longest clip rounded up to ``pad_to_multiple_of``; ``audio_lengths`` int64
         [B]; ``attention_mask`` int64 [B, T] (1 = real sample); ``labels`` int64 [B] with labels;
         ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
-        transcripts (CTC and seq2seq losses take both); ``text`` list[str]; ``index`` int64 [B].
+        transcripts (CTC and seq2seq losses take both); ``text`` list[str]; ``index`` int64 [B]
+        (``key`` list[str] from a stream).
 
     Raises:
         ValueError: clips with different channel counts; the message says which and the fix.
@@ -228,6 +229,8 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
         out["text"] = [item["text"] for item in items]
     if items and "index" in items[0]:
         out["index"] = torch.tensor([item["index"] for item in items], dtype=torch.int64)
+    if items and "key" in items[0]:
+        out["key"] = [item["key"] for item in items]
     return out
 
 
@@ -251,7 +254,8 @@ def audio_loader(
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
 
     Args:
-        dataset: an audio dataset, or a ``MixedDataset`` of them.
+        dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
+            is batched by ``batch_size`` as it comes (:func:`recipes.core.loader.stream_loader`).
         batch_size: clips per batch; with ``max_seconds`` an upper bound, or None.
         max_seconds: a budget per batch, ``len(batch) * longest <= max_seconds`` (the audio
             ``max_tokens``: what the padded batch holds); a single longer clip is its own batch.
@@ -265,6 +269,11 @@ def audio_loader(
     if collate_fn is None:
         pad_id = getattr(dataset, "pad_id", None)
         collate_fn = audio_collate if pad_id is None else partial(audio_collate, pad_id=pad_id)
+    if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
+        if max_seconds is not None:
+            raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
+        options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
+        return stream_loader(dataset, packed_in_workers(collate_fn), batch_size, **options, **overrides)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
     lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
