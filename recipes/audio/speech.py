@@ -28,6 +28,7 @@ import torch
 from torch.utils.data import Dataset
 
 from recipes.audio.decoding import MAX_SECONDS, decode, probe
+from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import resolve_under
 from recipes.core.storage import read_bytes, shown
@@ -99,14 +100,16 @@ class SpeechDataset(Dataset):
             texts.append(text)
             seconds.append(info.duration)
             where.append(place)
-        self._refs, self.texts, self.places = refs, texts, np.asarray(where, dtype=np.int64)
+        # numpy-backed where the rows are paths: forked workers share them instead of copying them
+        self._refs = StringArray(refs) if all(isinstance(ref, str) for ref in refs) else refs
+        self.texts, self.places = StringArray(texts), np.asarray(where, dtype=np.int64)
         self.durations = np.asarray(seconds, dtype=np.float64)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
             from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
-            self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), texts)
+            self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), texts)  # the list, read once
             self._pad_id = find_pad_id(tokenizer)
 
     @property

@@ -49,6 +49,7 @@ def test_collate_pads_with_zeros_and_reports_lengths_and_mask(dataset):
         assert torch.equal(batch["audio"][row, :length], audio[0])
         assert not batch["audio"][row, length:].any()
         assert batch["attention_mask"][row].tolist() == [1] * length + [0] * (max(lengths) - length)
+    assert batch["attention_mask"].dtype == torch.int32  # as Hugging Face's feature extractors give it
 
 
 def test_collate_pads_to_a_multiple_drops_skipped_and_keeps_stereo(folder):
