@@ -48,3 +48,12 @@ def test_a_padded_batch_gives_each_clips_own_frames(clips):
         assert alone.shape[-1] == int(frames[row])
         inner = alone.shape[-1] - 3  # the last centred frames see the padding instead of the zero pad
         assert torch.allclose(features[row, :, :inner], alone[:, :inner], atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_log_mel_on_the_gpu_equals_the_cpu_result(clips):
+    log_mel = LogMel(16000, 400, 160, 80)
+    batch = audio_collate([{"audio": clip[None]} for clip in clips])["audio"]
+    on_cpu = log_mel(batch)
+    on_gpu = log_mel.to("cuda")(batch.to("cuda")).cpu()
+    assert on_gpu.shape == on_cpu.shape and torch.allclose(on_gpu, on_cpu, atol=1e-3)

@@ -4,6 +4,7 @@ same clips (TorchCodec's own decode) and transcripts (the tokenizer's own ids); 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer
@@ -111,3 +112,14 @@ def test_missing_transcripts_bad_clips_and_long_clips_are_named(speech, tmp_path
     assert "m.jsonl line 1: the transcript 'text' is missing" in messages[0]
     assert "m.jsonl line 2 (clips/nothing.wav): cannot read audio" in messages[1]
     assert "m.jsonl line 3 (clips/s2.mp3): 1.58 s is over max_seconds=1" in messages[2]
+
+
+def test_manifests_mix_and_batch_by_their_laid_out_durations(speech, tokenizer):
+    from recipes.core import MixedDataset
+
+    nemo, plain = SpeechDataset(speech / "manifest.jsonl", tokenizer), SpeechDataset(speech / "plain.jsonl", tokenizer)
+    mixed = MixedDataset([nemo, plain], weights=[1, 1])
+    assert np.array_equal(mixed.durations, np.concatenate([nemo.durations, plain.durations]))
+    batches = list(audio_loader(mixed, 4, seed=0, num_workers=0))
+    assert len(batches) == 4 and sorted(i for b in batches for i in b["index"].tolist()) == list(range(16))
+    assert all(b["input_ids"].shape[0] == 4 for b in batches)
