@@ -71,10 +71,11 @@ def hf_loader(folder: Path, manifest: Path, batch_size: int):
     import datasets
 
     rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
-    table = datasets.Dataset.from_dict({"audio": [str(folder / r["audio"]) for r in rows], "text": [r["text"] for r in rows]})
+    columns = {"audio": [str(folder / r["audio"]) for r in rows], "text": [r["text"] for r in rows]}
+    table = datasets.Dataset.from_dict(columns)
     table = table.cast_column("audio", datasets.Audio(sampling_rate=RATE))
-    return torch.utils.data.DataLoader(table, batch_size=batch_size, shuffle=True, num_workers=2, collate_fn=pad_collate,
-                                       persistent_workers=True, drop_last=True)
+    return torch.utils.data.DataLoader(table, batch_size=batch_size, shuffle=True, num_workers=2,
+                                       collate_fn=pad_collate, persistent_workers=True, drop_last=True)
 
 
 def lhotse_cuts(folder: Path, manifest: Path):
@@ -82,8 +83,10 @@ def lhotse_cuts(folder: Path, manifest: Path):
 
     rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
     recordings = [Recording.from_file(folder / r["audio"], recording_id=f"r{k}") for k, r in enumerate(rows)]
-    supervisions = [SupervisionSegment(id=f"s{k}", recording_id=f"r{k}", start=0.0, duration=rec.duration, text=r["text"])
-                    for k, (r, rec) in enumerate(zip(rows, recordings))]
+    supervisions = [
+        SupervisionSegment(id=f"s{k}", recording_id=f"r{k}", start=0.0, duration=rec.duration, text=r["text"])
+        for k, (r, rec) in enumerate(zip(rows, recordings))
+    ]
     return CutSet.from_manifests(recordings=RecordingSet.from_recordings(recordings),
                                  supervisions=SupervisionSet.from_segments(supervisions))
 
@@ -94,7 +97,8 @@ def lhotse_loader(cuts, budget: float):
 
     sampler = DynamicBucketingSampler(cuts, max_duration=budget, shuffle=True, drop_last=True, seed=0)
     dataset = K2SpeechRecognitionDataset(input_strategy=AudioSamples())
-    return torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=None, num_workers=2, persistent_workers=True)
+    return torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=None, num_workers=2,
+                                       persistent_workers=True)
 
 
 def lengths_of(batch: dict) -> tuple[int, int]:
@@ -161,7 +165,8 @@ def main() -> None:
               f"{dataset.durations.max():.1f} s, budget {args.budget:g} s a batch")
         ours = recipes_loader(dataset, args.budget)
         batch_size = max(1, round(len(dataset) / len(ours.batch_sampler)))
-        loaders = {"recipes audio_loader": ours, f"HF datasets Audio, batch {batch_size}": hf_loader(folder, manifest, batch_size)}
+        loaders = {"recipes audio_loader": ours,
+                   f"HF datasets Audio, batch {batch_size}": hf_loader(folder, manifest, batch_size)}
         try:
             loaders["Lhotse DynamicBucketingSampler"] = lhotse_loader(lhotse_cuts(folder, manifest), args.budget)
         except ImportError:
@@ -175,7 +180,7 @@ def main() -> None:
         for name, runs in results.items():
             rate = statistics.median(clips / seconds for seconds, clips, _, _ in runs)
             waste = statistics.median(1 - real / padded for _, _, real, padded in runs)
-            batches = len(loaders[name]) if hasattr(loaders[name], "__len__") and name.startswith(("recipes", "HF")) else None
+            batches = len(loaders[name]) if name.startswith(("recipes", "HF")) else None  # Lhotse's has no len
             per_batch = f"{runs[0][1] / batches:.1f}" if batches else "-"
             base = rate if base is None else base
             print(f"| {name} | {rate:.0f} ({rate / base:.2f}x ours) | {waste:.1%} | {per_batch} |")

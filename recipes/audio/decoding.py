@@ -29,8 +29,10 @@ MAX_SAMPLE_RATE = 768_000  # the highest rate studio converters use; above it a 
 MIN_SAMPLE_RATE = 1_000
 MAX_CHANNELS = 64  # third-order ambisonics use 16, a 22.2 layout 24
 # How far a decoded length may stray from the header's duration: MP3 and Vorbis headers count
-# encoder delay and padding (tens of milliseconds), Opus its pre-skip.
+# encoder delay and padding (tens of milliseconds), Opus its pre-skip; a VBR MP3 without a Xing
+# header has a duration FFmpeg estimates from its first frames' bit rate, hence the relative part.
 DURATION_TOLERANCE = 0.25
+DURATION_RELATIVE_TOLERANCE = 0.1
 _CORE_PREFIX = re.compile(r"^\w+, \S+:\d+, ")  # "SingleStreamDecoder, /path/File.cpp:41, " before the reason
 
 
@@ -94,7 +96,8 @@ def decode(
         max_seconds: refuse a file that decodes to more (at most this much plus
             :data:`DURATION_TOLERANCE` is ever decoded).
         expected: the header's duration from the index; a decode further from it than
-            :data:`DURATION_TOLERANCE` is refused (a file changed or broken since).
+            :data:`DURATION_TOLERANCE` seconds or :data:`DURATION_RELATIVE_TOLERANCE` of it, whichever
+            is more, is refused (a file changed or broken since).
     """
     remix = None if num_channels in (None, 1) else num_channels
     decoder = _open(source, name, sample_rate=sample_rate, num_channels=remix)
@@ -108,8 +111,10 @@ def decode(
     audio = samples.data
     seconds = audio.shape[-1] / sample_rate
     if seconds > max_seconds:
-        raise DataError(f"{name}: decodes to more than max_seconds={max_seconds:g} ({info.duration:.2f} s in its header)")
-    if expected is not None and abs(seconds - expected) > DURATION_TOLERANCE:
+        raise DataError(f"{name}: decodes to more than max_seconds={max_seconds:g} "
+                        f"({info.duration:.2f} s in its header)")
+    if expected is not None and abs(seconds - expected) > max(DURATION_TOLERANCE,
+                                                               DURATION_RELATIVE_TOLERANCE * expected):
         raise DataError(f"{name}: decodes to {seconds:.3f} s, its header said {expected:.3f} s when indexed")
     if audio.shape[-1] == 0:
         raise DataError(f"{name}: holds no samples")

@@ -62,7 +62,8 @@ def expand_shards(urls: str | os.PathLike | Sequence[str | os.PathLike],
         else:
             shards = [pattern]
     if not shards:
-        raise ValueError(f"no tar shards found for {shown(urls) if isinstance(urls, (str, os.PathLike)) else 'an empty list'}")
+        where = shown(urls) if isinstance(urls, (str, os.PathLike)) else "an empty list"
+        raise ValueError(f"no tar shards found for {where}")
     return shards
 
 

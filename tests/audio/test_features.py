@@ -19,7 +19,8 @@ def clips(fixtures: Path):
 
 
 @pytest.mark.parametrize("htk", [False, True], ids=["slaney", "htk"])
-@pytest.mark.parametrize(("rate", "n_fft", "hop", "mels"), [(16000, 400, 160, 80), (16000, 512, 128, 64), (8000, 256, 80, 40)])
+@pytest.mark.parametrize(("rate", "n_fft", "hop", "mels"),
+                         [(16000, 400, 160, 80), (16000, 512, 128, 64), (8000, 256, 80, 40)])
 def test_log_mel_equals_the_log_of_librosas_mel_power(clips, htk, rate, n_fft, hop, mels):
     log_mel = LogMel(rate, n_fft, hop, mels, htk=htk)
     for clip in clips:

@@ -76,7 +76,8 @@ def test_dict_items_carry_transcripts_ids_and_index():
 
 
 def _padding(batches) -> float:
-    return sum(int((1 - b["attention_mask"]).sum()) for b in batches) / sum(b["attention_mask"].numel() for b in batches)
+    padded = sum(int((1 - b["attention_mask"]).sum()) for b in batches)
+    return padded / sum(b["attention_mask"].numel() for b in batches)
 
 
 def test_training_batches_group_similar_durations_and_pad_less_than_a_shuffle(many):

@@ -86,7 +86,8 @@ def test_a_transcript_that_is_not_utf8_is_named_by_line_or_skipped(fixtures):
     hostile = fixtures / "audio" / "hostile" / "bad_transcript.jsonl"
     with pytest.raises(DataError, match=r"bad_transcript\.jsonl line 2: not UTF-8"):
         SpeechDataset(hostile, audio_root=fixtures / "audio")
-    dataset, messages = with_skip_warnings(lambda: SpeechDataset(hostile, audio_root=fixtures / "audio", on_error="skip"))
+    dataset, messages = with_skip_warnings(
+        lambda: SpeechDataset(hostile, audio_root=fixtures / "audio", on_error="skip"))
     assert len(dataset) == 1 and dataset[0]["text"] == "hot water" and len(messages) == 1
 
 
@@ -104,7 +105,8 @@ def test_paths_that_leave_the_audio_root_are_refused(speech, tmp_path):
 
 def test_missing_transcripts_bad_clips_and_long_clips_are_named(speech, tmp_path):
     manifest = tmp_path / "m.jsonl"
-    rows = [{"audio": "clips/s0.flac"}, {"audio": "clips/nothing.wav", "text": "x"}, {"audio": "clips/s2.mp3", "text": "y"}]
+    rows = [{"audio": "clips/s0.flac"}, {"audio": "clips/nothing.wav", "text": "x"},
+            {"audio": "clips/s2.mp3", "text": "y"}]
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     dataset, messages = with_skip_warnings(
         lambda: SpeechDataset(manifest, audio_root=speech, max_seconds=1.0, on_error="skip"))
