@@ -228,7 +228,8 @@ def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, li
 
         name, table = shown(source), pq.read_table(os.fspath(source), memory_map=True)
     else:
-        name, table = f"{type(source).__name__}", source.data.table  # datasets.Dataset's public Arrow table
+        # the rows as the dataset shows them (after select, shuffle or filter), as one Arrow table
+        name, table = f"{type(source).__name__}", source.with_format("arrow")[:]
     missing = [field for field in (audio_field, text_field) if field not in table.column_names]
     if missing:
         raise ValueError(f"{name}: no column {missing}; its columns are {table.column_names}")

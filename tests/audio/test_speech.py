@@ -54,8 +54,10 @@ def test_parquet_with_audio_structs_and_a_hub_dataset_give_the_same_items(speech
     pq.write_table(table, tmp_path / "train.parquet")
     _check_items(SpeechDataset(tmp_path / "train.parquet", tokenizer), speech, tokenizer)
     datasets = pytest.importorskip("datasets")
-    hub = datasets.Dataset(table)
+    hub = datasets.Dataset(table).cast_column("audio", datasets.Audio())
     _check_items(SpeechDataset(hub, tokenizer), speech, tokenizer)
+    picked = SpeechDataset(hub.select([5, 2]), tokenizer)  # an index mapping: rows as the dataset shows them
+    assert [picked[i]["text"] for i in range(2)] == [rows[5]["text"], rows[2]["text"]]
 
 
 def test_truncation_keeps_the_special_tokens(speech, tokenizer):
