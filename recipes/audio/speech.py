@@ -227,6 +227,10 @@ def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, li
         import pyarrow.parquet as pq
 
         name, table = shown(source), pq.read_table(os.fspath(source), memory_map=True)
+    elif not hasattr(source, "with_format"):
+        raise ValueError(f"SpeechDataset reads a .jsonl, .csv or .parquet path or a datasets.Dataset, not a "
+                         f"{type(source).__name__}; read a list of Parquet files with "
+                         "datasets.load_dataset('parquet', data_files=[...])")
     else:
         # the rows as the dataset shows them (after select, shuffle or filter), as one Arrow table
         name, table = f"{type(source).__name__}", source.with_format("arrow")[:]

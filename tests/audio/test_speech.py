@@ -93,6 +93,13 @@ def test_a_transcript_that_is_not_utf8_is_named_by_line_or_skipped(fixtures):
     assert len(dataset) == 1 and dataset[0]["text"] == "hot water" and len(messages) == 1
 
 
+def test_an_unknown_source_or_suffix_says_what_is_read(speech):
+    with pytest.raises(ValueError, match=r"or a datasets\.Dataset, not a list"):
+        SpeechDataset([speech / "manifest.jsonl"])
+    with pytest.raises(ValueError, match=r"SpeechDataset reads \.jsonl, \.csv, \.parquet"):
+        SpeechDataset(speech / "README.md")
+
+
 def test_paths_that_leave_the_audio_root_are_refused(speech, tmp_path):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"audio": "../escape.wav", "text": "x"}) + "\n", encoding="utf-8")
