@@ -18,20 +18,23 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from recipes.text.corpus_files import TEXT_FORMATS
+from recipes.domains import DOMAINS, REGISTRY
 
-DOMAINS = ("vision", "text", "detection", "multimodal")
 STEP_MS = 50.0  # recipes bench's simulated training step: data-wait means something only beside a step
 
-PATHS = f"""\
-PATH by DOMAIN:
-  vision      an image folder: PATH/<class>/**/<image>
-  text        a file: {" / ".join(TEXT_FORMATS)} (a .txt holds a line a sample)
-  detection   a COCO instances .json; images under --image-root
-              (default: the images/ folder next to it, else its own folder)
-  multimodal  a caption manifest: .jsonl / .csv / .tsv rows of image + caption(s),
-              or a COCO captions .json; images under --image-root (default: its folder)
-text and multimodal read --tokenizer (default: a tokenizer.json next to PATH)."""
+
+
+def _paths_help() -> str:
+    """The help's ``PATH by DOMAIN`` table, from each domain's ``paths`` (recipes/domains.py)."""
+    lines = ["PATH by DOMAIN:"]
+    for entry in REGISTRY:
+        first, *more = entry.paths.split("\n")
+        lines += [f"  {entry.name:<11} {first}", *(" " * 14 + line for line in more)]
+    tokenized = " and ".join(entry.name for entry in REGISTRY if "tokenizer" in entry.reads)
+    return "\n".join([*lines, f"{tokenized} read --tokenizer (default: a tokenizer.json next to PATH)."])
+
+
+PATHS = _paths_help()
 
 
 def _local_path(value: str) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-DOMAINS = ("vision", "text", "detection", "multimodal", "audio")
+from recipes.domains import DOMAINS
 TESTS = Path(__file__).resolve().parent
 
 

@@ -33,6 +33,8 @@ from typing import Any
 import pytest
 import torch
 
+from recipes.domains import DOMAINS, REGISTRY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # -- torchrun --------------------------------------------------------------------------------------
@@ -358,8 +360,7 @@ def check_kept_batches_intact(loader: Any, keep: str, images: Callable[[Any], to
 
 # -- a domain folder is the unit to copy ------------------------------------------------------------
 
-DOMAINS = ("vision", "text", "detection", "multimodal", "audio")
-COMPOSES = {"multimodal": ("vision", "text")}  # the only domain that may import others: their composition
+COMPOSES = {entry.name: entry.composes for entry in REGISTRY}  # what each may import besides itself: its composition
 
 
 def assert_domain_imports(path: Path) -> None:

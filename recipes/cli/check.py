@@ -30,7 +30,11 @@ def check(options: DataOptions, *, workers: int | None = None, progress: bool = 
     if options.domain == "vision":
         return check_image_folder(options.path, workers=workers, progress=progress)
     if options.domain == "detection":
-        return check_coco(options.path, options.coco_image_root(), workers=workers, progress=progress)
+        from recipes.detection.demo import image_root
+
+        return check_coco(options.path, image_root(options), workers=workers, progress=progress)
+    if options.domain not in ("text", "multimodal"):
+        raise ValueError(f"recipes check has no checks for {options.domain} files (recipes/cli/check.py)")
     tokenizer = _optional_tokenizer(options)
     if options.domain == "text":
         return check_rows(options.path, tokenizer, text_field=options.text_field,

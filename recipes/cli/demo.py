@@ -14,15 +14,14 @@ from __future__ import annotations
 import argparse
 import re
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from recipes.core.nested import leaves, samples_in
+from recipes.domains import DOMAINS, domain
 
-DOMAINS = ("vision", "text", "detection", "multimodal")
 
 
 def describe(batch: Any) -> list[str]:
@@ -47,25 +46,15 @@ def describe(batch: Any) -> list[str]:
     return lines
 
 
-def demo_builders() -> dict[str, Callable[[Path], tuple[Any, Any]]]:
-    """Each domain's ``build(fixtures) -> (dataset, loader)``, from ``recipes/<domain>/demo.py``."""
-    from recipes.detection.demo import build as detection
-    from recipes.multimodal.demo import build as multimodal
-    from recipes.text.demo import build as text
-    from recipes.vision.demo import build as vision
-
-    return {"vision": vision, "text": text, "detection": detection, "multimodal": multimodal}
-
-
 def run_demo(domains: Sequence[str]) -> int:
     """Build and run each domain's demo loader for one epoch; print what it gave."""
     from recipes.fixtures import fixtures_dir
 
     root = fixtures_dir()
     print(f"fixtures: {root}")
-    for domain in domains:
-        print(f"\n== {domain} ==")
-        dataset, loader = demo_builders()[domain](root)
+    for name in domains:
+        print(f"\n== {name} ==")
+        dataset, loader = domain(name).load("demo")(root)  # recipes/<domain>/demo.py's build
         start = time.perf_counter()
         batches = samples = 0
         first = None

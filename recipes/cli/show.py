@@ -35,6 +35,7 @@ from recipes.cli.datasets import DataOptions, make_loader, open_dataset
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
+from recipes.core.nested import samples_in
 
 PADDING = 2  # pixels between grid tiles (make_grid's padding)
 MAX_CAPTION_LINES = 4
@@ -189,21 +190,18 @@ def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices:
     if domain == "detection":
         names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
         return render_boxes(batch, dataset.categories, names)
+    if domain != "multimodal":
+        raise ValueError(f"recipes show has no picture for {domain} batches (recipes/cli/show.py)")
     from recipes.core.tokens import load_tokenizer
 
     names = sample_names(dataset, [int(i) for i in batch["index"]])
     return render_captions(batch, load_tokenizer(options.tokenizer_path()), names)
 
 
-def drawn_count(domain: str, batch: Any) -> int:
-    """Samples in ``batch``."""
-    return len(batch[1]) if domain in ("vision", "detection") else len(batch["index"])
-
-
 def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
     """What the picture shows (domain, mode, batch size, samples drawn), then what was left out and why;
     ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""
-    drawn = drawn_count(domain, batch)
+    drawn = samples_in(batch)
     mode = "training batch (shuffled, augmented, seed 0)" if train else "evaluation batch (dataset order)"
     shown = [f"{domain}: the first {mode} of {type(dataset).__name__}, {len(dataset)} samples; "
              f"batch size {batch_size}, {drawn} drawn"]
@@ -259,7 +257,7 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
     # training batches are all full, so they hold len(batch sampler) x batch size samples
     kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
     batch = next(iter(loader))
-    if options.domain == "vision" and drawn_count(options.domain, batch) < len(indices):  # some skipped: name the rest
+    if options.domain == "vision" and samples_in(batch) < len(indices):  # some skipped: name the rest
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each was warned about once already
             indices = [index for index in indices if dataset[index] is not None]

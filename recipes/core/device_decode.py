@@ -4,8 +4,8 @@
     for images, labels in DevicePrefetcher(loader, "cuda"):   # decoded, cropped, resized there
 
 Why: libjpeg-turbo costs a loader worker about one core per ~600 images/s, and a GPU node has
-8-12 cores per GPU. A dataset with :class:`DeviceDecodable`'s two methods gives its
-:class:`ImagePlan`; per sample, a worker reads the file, checks its header and draws the crop box
+8-12 cores per GPU. A dataset with the two methods of :class:`recipes.core.protocols.DeviceDecodable`
+gives its :class:`ImagePlan`; per sample, a worker reads the file, checks its header and draws the crop box
 and flip from the sample's seed, exactly as the worker path does (the transform's ``draw_box``
 and ``torch.rand``), then ships the bytes and those numbers, an :class:`ImageParams`.
 :class:`recipes.core.device.DevicePrefetcher` decodes the batch in one call (nvJPEG on CUDA) and
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -39,6 +39,7 @@ from recipes.core.batching import stack_images
 from recipes.core.errors import check_on_error
 from recipes.core.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.images import decode_image
+from recipes.core.protocols import DeviceDecodable, DrawsEpochs, check_hooks
 
 DECODE_CHOICES = ("worker", "device")
 
@@ -238,21 +239,6 @@ def encode_image(
     return EncodedImage(None, None, source, on_error, pixels=dense)
 
 
-@runtime_checkable
-class DeviceDecodable(Protocol):
-    """What a map-style dataset has for ``decode="device"`` (:class:`DeviceDecodeDataset` calls them).
-
-    ``device_plan()`` is called once, at the loader: an :class:`ImagePlan` of the dataset's
-    transform (its ``ValueError`` for one it cannot read), or whatever ``encoded_item`` routes by
-    (a mixture: its sources' plans). ``encoded_item(index, plan)`` is ``self[index]`` with the
-    image as :func:`encode_image` gives it (or the worker path's image, where the worker decodes).
-    """
-
-    def device_plan(self) -> Any: ...
-
-    def encoded_item(self, index: int, plan: Any) -> Any: ...
-
-
 def device_plan(dataset: Dataset) -> Any:
     """``dataset.device_plan()``, the plan its ``encoded_item`` takes.
 
@@ -263,10 +249,10 @@ def device_plan(dataset: Dataset) -> Any:
     name = type(dataset).__name__
     if isinstance(dataset, IterableDataset):
         raise ValueError(f"decode='device' needs a map-style dataset; {name} is iterable: use decode='worker'")
-    if not isinstance(dataset, DeviceDecodable):
+    if not isinstance(check_hooks(dataset), DeviceDecodable):
         raise ValueError(
             f"decode='device' needs a map-style dataset with encoded_item and device_plan "
-            f"(recipes.core.device_decode.DeviceDecodable); {name} has none: use decode='worker'"
+            f"(recipes.core.protocols.DeviceDecodable); {name} has none: use decode='worker'"
         )
     return dataset.device_plan()
 
@@ -278,7 +264,7 @@ class DeviceDecodeDataset(Dataset):
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset, self.plan = dataset, device_plan(dataset)
-        self.epoch_indices = getattr(dataset, "epoch_indices", None)  # what build_loader's sampler reads
+        self.epoch_indices = dataset.epoch_indices if isinstance(dataset, DrawsEpochs) else None  # the sampler's draws
 
     def __len__(self) -> int:
         return len(self.dataset)

@@ -29,6 +29,8 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from recipes.core.protocols import Described
+
 ON_ERROR_CHOICES = ("raise", "skip")
 # A failing batch's message names at most this many of its samples' files (and every index).
 DESCRIBED_PER_BATCH = 8
@@ -91,9 +93,8 @@ class SampleError(RuntimeError):
 def describe_sample(dataset: Any, index: int) -> str:
     """``"dataset index 17 (root/cat/3.jpg)"``: the index, and ``dataset.describe(index)`` where the
     dataset has that method (a file, ``"labeled.jsonl line 18"``, ``"instances.json image id 42"``)."""
-    describe = getattr(dataset, "describe", None)
     try:
-        return f"dataset index {index}" + ("" if describe is None else f" ({describe(index)})")
+        return f"dataset index {index}" + (f" ({dataset.describe(index)})" if isinstance(dataset, Described) else "")
     except Exception:  # the description must not replace the error it describes
         return f"dataset index {index}"
 
@@ -121,11 +122,10 @@ def describe_batch(samples: Sequence[Any]) -> str:
             if ids and len(ids) == len(samples) and None not in ids:
                 return f"a batch of {len(samples)} samples ({field}: {', '.join(map(str, ids))})"
         return f"a batch of {len(samples)} samples"
-    describe = getattr(samples.dataset, "describe", None)
     where = ""
-    if describe is not None:
+    if isinstance(samples.dataset, Described):
         try:
-            places = [str(describe(index)) for index in indices[:DESCRIBED_PER_BATCH]]
+            places = [str(samples.dataset.describe(index)) for index in indices[:DESCRIBED_PER_BATCH]]
             more = len(indices) - len(places)
             where = f" ({', '.join(places)}{f' and {more} more' if more > 0 else ''})"
         except Exception:  # the description must not replace the error it describes

@@ -124,6 +124,8 @@ def decode_image(
     # one-frame size would not bound; PIL decodes the first frame only.)
     size = header_size(data)
     deep = size is not None and size[2] == "PNG" and data[24:25] == b"\x10"  # IHDR bit depth 16
+    if size is not None:
+        check_pixels(size[0], size[1], source, max_pixels)  # before PIL, which may not read a crafted header
     native = size is not None and not deep and not orientation_needs_pil(data, size[2])
     if native and 0 < size[0] * size[1] <= max_pixels and (draft_size is None or not _may_draft(size, draft_size)):
         decoded = _decode_with_torchcodec(data, size[2], source, strict=strict)
@@ -163,15 +165,19 @@ def open_image(data: bytes, *, source: str = "<bytes>", max_pixels: int = MAX_PI
         raise DataError(f"{source}: not an image file (unknown format, {len(data)} bytes)") from None
     except (OSError, ValueError, SyntaxError) as error:
         raise DataError(f"{source}: corrupt image header ({error})") from None
-    width, height = image.size
+    check_pixels(*image.size, source, max_pixels)
+    if 0 in image.size:
+        raise DataError(f"{source}: image has zero size ({image.size[0]}x{image.size[1]})")
+    return image
+
+
+def check_pixels(width: int, height: int, source: str, max_pixels: int = MAX_PIXELS) -> None:
+    """Refuse a header that claims more than ``max_pixels``: a decompression bomb."""
     if width * height > max_pixels:
         raise DataError(
             f"{source}: refused as a decompression bomb: header claims {width}x{height} = "
             f"{width * height:,} pixels, over the limit of {max_pixels:,}"
         )
-    if width == 0 or height == 0:
-        raise DataError(f"{source}: image has zero size ({width}x{height})")
-    return image
 
 
 def image_size(path: str | os.PathLike) -> tuple[int, int]:

@@ -30,7 +30,8 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
-from recipes.core.plans import Shuffle, draws_of
+from recipes.core.plans import Plan, Shuffle, draws_of
+from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -173,7 +174,7 @@ def build_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    plan: Shuffle | None = None,
+    plan: Plan | None = None,
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
     """A loader preset for any dataset of yours, composed as the domain presets compose theirs.
@@ -221,16 +222,18 @@ def stream_loader(
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
     than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
-    mixture of streams, whose sources' passes run on across epochs) is refused without them.
+    mixture of streams, whose sources' passes run on across epochs) is refused without them, and
+    a hook of the wrong shape is a ``TypeError`` naming it (:func:`recipes.core.protocols.check_hooks`).
     """
-    if stateful and not hasattr(dataset, "state_dict"):
+    check_hooks(dataset)
+    if stateful and not isinstance(dataset, Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
             "orders and shards itself, so only it can say where it stands"
         )
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
-    reason = getattr(dataset, "needs_persistent_workers", None)
+    reason = dataset.needs_persistent_workers if isinstance(dataset, NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
     loader = (ResumableLoader if stateful else RecipeLoader)(
@@ -305,7 +308,7 @@ class ResumableLoader(StatefulDataLoader):
             return  # taken before the first pass: nothing to restore
         if not all(isinstance(state, dict) for state in states):
             raise ValueError(f"{owner} state: a worker's dataset_state is not a dict")
-        if not hasattr(self.dataset, "load_state_dict") or not (
+        if not isinstance(self.dataset, Resumable) or not (
             ended or all(state.get("position") in (None, "end") for state in states)
         ):
             raise ValueError(

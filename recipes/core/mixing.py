@@ -34,6 +34,7 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 
 from recipes.core.draws import EpochDraws
 from recipes.core.errors import describe_sample
+from recipes.core.protocols import Mixable, PerSampleFields, RankPlaced, Resumable, ShardLimited, check_hooks
 from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys
 from recipes.core.streams import ResumableStream
@@ -76,8 +77,7 @@ class MixedDataset(Dataset):
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.draws = _shares(self.samples_per_epoch, self.weights)  # per epoch, per source
         self.per_sample_fields = tuple(
-            name for name in getattr(self.datasets[0], "per_sample_fields", ())
-            if all(name in getattr(dataset, "per_sample_fields", ()) for dataset in self.datasets)
+            name for name in _fields(self.datasets[0]) if all(name in _fields(dataset) for dataset in self.datasets)
         )
         for name in self.per_sample_fields:  # laid end to end, as the indices are
             setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
@@ -110,7 +110,7 @@ class MixedDataset(Dataset):
         return f"source {source}, {describe_sample(self.datasets[source], local)}"
 
     def device_plan(self) -> list[Any]:
-        """``decode="device"``'s plan (:class:`recipes.core.device_decode.DeviceDecodable`): each
+        """``decode="device"``'s plan (:class:`recipes.core.protocols.DeviceDecodable`): each
         source's own, which :meth:`encoded_item` routes by; a source without one is refused."""
         from recipes.core.device_decode import device_plan  # imported where used: only decode="device" needs it
 
@@ -168,7 +168,7 @@ class MixedStream(ResumableStream):
         self.streams = list(streams)
         self.weights = _check_weights(self.streams, weights)
         _check_compatible(self.streams, iterable=True)
-        placements = {(getattr(s, "rank", 0), getattr(s, "world_size", 1)) for s in self.streams}
+        placements = {(s.rank, s.world_size) if isinstance(s, RankPlaced) else (0, 1) for s in self.streams}
         if len(placements) > 1:
             raise ValueError(f"the streams were built for different ranks (rank, world size): {sorted(placements)}")
         rank, world_size = placements.pop()
@@ -185,7 +185,7 @@ class MixedStream(ResumableStream):
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that every stream can feed."""
-        return min(stream.max_workers() for stream in self.streams if hasattr(stream, "max_workers"))
+        return min(stream.max_workers() for stream in self.streams if isinstance(stream, ShardLimited))
 
     def state_dict(self) -> dict[str, Any]:
         """The mixture's seed, epoch and draws taken, and each source's own stream state."""
@@ -295,10 +295,11 @@ def _shares(total: int, weights: list[float]) -> list[int]:
 def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
     """Refuse sources whose items could not share a batch or a label space, saying why."""
     for dataset in datasets:
+        check_hooks(dataset)
         if isinstance(dataset, IterableDataset) != iterable:
             use = "MixedStream" if not iterable else "MixedDataset"
             raise ValueError(f"{type(dataset).__name__} cannot be mixed here: use recipes.core.{use}")
-        if iterable and not hasattr(dataset, "state_dict"):
+        if iterable and not isinstance(dataset, Resumable):
             raise ValueError(f"{type(dataset).__name__} has no state_dict: a mixture of streams resumes through them")
     contracts = [contract for contract in map(_contract, datasets) if contract is not None]
     collates = sorted({str(contract.get("collate")) for contract in contracts})
@@ -316,8 +317,12 @@ def _contract(dataset: Dataset) -> dict[str, Any] | None:
     """A dataset's ``batch_contract()`` (through Subsets), None for one that has none."""
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
-    contract = getattr(dataset, "batch_contract", None)
-    return None if contract is None else contract()
+    return dataset.batch_contract() if isinstance(dataset, Mixable) else None
+
+
+def _fields(dataset: Dataset) -> Sequence[str]:
+    """A dataset's ``per_sample_fields``, none for one that has none."""
+    return dataset.per_sample_fields if isinstance(dataset, PerSampleFields) else ()
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -3,6 +3,7 @@
     GroupedBatchSampler(len(dataset), 32, seed=0, plan=ByGroup(aspect_ratio_groups(ratios)))
     GroupedBatchSampler(len(dataset), None, seed=0, plan=TokenBudget(dataset.lengths, 8192))
 
+- :class:`Plan`: the base a plan of yours subclasses; it defines :meth:`Plan.arrange`.
 - :class:`Shuffle`: a random order cut into batches (the default).
 - :class:`ByGroup`: one small int per sample (portrait/landscape); a batch never mixes two
   groups, as in torchvision's detection reference, and no sample is repeated to fill one.
@@ -22,6 +23,7 @@ the sampler does the rest: epochs, ranks, seeds and resume. Evaluation only cuts
 
 from __future__ import annotations
 
+import abc
 import copy
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,6 +32,7 @@ import numpy as np
 import torch
 
 from recipes.core.permutation import Permutation
+from recipes.core.protocols import DrawsEpochs, check_hooks
 from recipes.core.seeding import sample_seeds
 
 # Half-width of the noise on log(length): samples within about 10% of each other's length can
@@ -65,15 +68,30 @@ class CutBatches(Sequence):
         return positions if self.order is None else self.order[positions]
 
 
-class Shuffle:
-    """Each epoch a random order, cut into batches of ``batch_size``."""
+class Plan(abc.ABC):
+    """How a window of an epoch's places becomes batches: a subclass defines :meth:`arrange`.
+
+    The sampler asks two fast paths first, each None here: :meth:`stretches` (the epoch's
+    batches straight from the keyed order, for a plan whose batches are plain cuts of it) and
+    :meth:`count` (a window's number of batches without arranging it). A class that defines
+    ``arrange`` or ``cut`` and not a fast path does not inherit its parent's, which would
+    describe the parent's batches: its own ``arrange`` makes every epoch and counts it.
+    """
 
     window = DEFAULT_WINDOW
+    _FAST_PATHS = ("stretches", "count")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "arrange" in vars(cls) or "cut" in vars(cls):
+            for name in cls._FAST_PATHS:
+                if name not in vars(cls):
+                    setattr(cls, name, getattr(Plan, name))
 
     def __init__(self, *, draws: Draws | None = None) -> None:
         self.draws = draws
 
-    def drawing(self, draws: Draws | None) -> Shuffle:
+    def drawing(self, draws: Draws | None) -> Plan:
         """A copy of this plan that draws each epoch's indices with ``draws``."""
         plan = copy.copy(self)
         plan.draws = draws
@@ -84,26 +102,27 @@ class Shuffle:
         if batch_size is None:
             raise ValueError("give batch_size, or a TokenBudget plan")
 
+    @abc.abstractmethod
+    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
+                drop_last: bool) -> list[np.ndarray]:
+        """A window's batches (of places in ``order``; ``index`` holds the sample at each place),
+        before :class:`Windows` shuffles their order; ``generator`` draws anything random."""
+
     def stretches(self, permutation: Permutation, batch_size: int | None,
                   drop_last: bool) -> Sequence[np.ndarray] | None:
-        """The epoch's batches as consecutive stretches of a keyed ``permutation``, each computed when
-        asked for (O(1) memory); None for a plan that must see the whole order first."""
-        return CutBatches(permutation, 0, len(permutation), batch_size, drop_last)
+        """Fast path: the epoch's batches as consecutive stretches of a keyed ``permutation``, each
+        computed when asked for (O(1) memory); None: :meth:`arrange` the order window by window."""
+        return None
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        """Fast path: how many batches :meth:`arrange` makes of a window of ``size`` places whose
+        samples ``index()`` gives; None: arrange it to know."""
+        return None
 
     def ordered(self, lo: int, hi: int, batch_size: int | None, drop_last: bool) -> Sequence[np.ndarray]:
         """Evaluation: samples ``lo .. hi - 1`` in order, cut into batches."""
         return CutBatches(None, lo, hi, batch_size, drop_last)
-
-    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
-                drop_last: bool) -> list[np.ndarray]:
-        """A window's batches (of places in ``order``), before :class:`Windows` shuffles their order."""
-        return self.cut(order, index, batch_size, drop_last)
-
-    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
-              drop_last: bool) -> int | None:
-        """How many batches :meth:`arrange` makes of a window of ``size`` places whose samples
-        ``index()`` gives; None: arrange it to know."""
-        return size // batch_size if drop_last else -(-size // batch_size)
 
     def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
         """Consecutive batches of ``run``; ``index`` is the sample at each of its places."""
@@ -118,11 +137,29 @@ class Shuffle:
         return ""
 
 
-class ByGroup(Shuffle):
-    """A batch never mixes two groups: ``groups`` holds one small int per sample."""
+def _cut_count(size: int, batch_size: int, drop_last: bool) -> int:
+    """Batches of ``batch_size`` in ``size`` places: the last partial one kept unless ``drop_last``."""
+    return size // batch_size if drop_last else -(-size // batch_size)
 
-    def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
-        return None  # batches form from the whole order
+
+class Shuffle(Plan):
+    """Each epoch a random order, cut into batches of ``batch_size``."""
+
+    def arrange(self, order: np.ndarray, index: np.ndarray, generator: torch.Generator, batch_size: int | None,
+                drop_last: bool) -> list[np.ndarray]:
+        return self.cut(order, index, batch_size, drop_last)
+
+    def stretches(self, permutation: Permutation, batch_size: int | None,
+                  drop_last: bool) -> Sequence[np.ndarray] | None:
+        return CutBatches(permutation, 0, len(permutation), batch_size, drop_last)
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        return _cut_count(size, batch_size, drop_last)
+
+
+class ByGroup(Plan):
+    """A batch never mixes two groups: ``groups`` holds one small int per sample."""
 
     def __init__(self, groups: Any, *, window: int = DEFAULT_WINDOW, draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
@@ -153,14 +190,11 @@ class ByGroup(Shuffle):
         return f"{len(np.unique(self.groups))} groups"
 
 
-class ByLength(Shuffle):
+class ByLength(Plan):
     """Batches of similar lengths: ``lengths`` holds one int per sample (see module doc).
 
     ``noise=0`` sorts exactly (least padding, least shuffling; equal lengths stay in random order).
     """
-
-    def stretches(self, permutation: Permutation, batch_size: int | None, drop_last: bool) -> None:
-        return None  # batches form from the whole order
 
     def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, window: int = DEFAULT_WINDOW,
                  draws: Draws | None = None) -> None:
@@ -183,6 +217,10 @@ class ByLength(Shuffle):
         # stable sort, longest first: with no noise, equal lengths keep their random order
         sort = np.argsort(-key, kind="stable")
         return self.cut(order[sort], index[sort], batch_size, drop_last)
+
+    def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
+              drop_last: bool) -> int | None:
+        return _cut_count(size, batch_size, drop_last)  # sorting moves places, cutting is by count
 
     def _trim(self, order: np.ndarray, index: np.ndarray, batch_size: int | None,
               drop_last: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +290,7 @@ class Windows(Sequence):
     one window this is the whole epoch ordered at once.
     """
 
-    def __init__(self, plan: Shuffle, order: Permutation | np.ndarray, *, draws: Sequence[int] | None, window: int,
+    def __init__(self, plan: Plan, order: Permutation | np.ndarray, *, draws: Sequence[int] | None, window: int,
                  generator: torch.Generator, key: int, batch_size: int | None, drop_last: bool) -> None:
         self.plan, self.order, self.draws = plan, order, draws
         self.window, self.key, self.batch_size, self.drop_last = window, key, batch_size, drop_last
@@ -315,5 +353,9 @@ def _check_per_sample(values: np.ndarray, name: str, num_samples: int) -> None:
 
 
 def draws_of(dataset: Any) -> Draws | None:
-    """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once."""
-    return getattr(dataset, "epoch_indices", None)
+    """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once.
+
+    Every map-style preset asks this first, so it also holds the dataset's hooks to their
+    protocols (:func:`recipes.core.protocols.check_hooks`: a ``TypeError`` naming a wrong one)."""
+    check_hooks(dataset)
+    return dataset.epoch_indices if isinstance(dataset, DrawsEpochs) else None

@@ -31,8 +31,9 @@ import torch
 from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.draws import EpochDraws
 from recipes.core.permutation import Permutation
-from recipes.core.plans import Shuffle, Windows
+from recipes.core.plans import Plan, Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
 from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 
@@ -67,7 +68,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         shuffle: bool = True,
         drop_last: bool = False,
         seed: int | None = None,
-        plan: Shuffle | None = None,
+        plan: Plan | None = None,
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
@@ -205,7 +206,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
             draws = None
             if self.plan.draws is not None and self.shuffle:
                 draws = self.plan.draws(self.seed, epoch)
-                if self.order != "keyed" and hasattr(draws, "drawn_by_randperm"):
+                if self.order != "keyed" and isinstance(draws, EpochDraws):
                     draws = draws.drawn_by_randperm()  # a mixture's draws as that state's run drew them
             batches = self._shuffled_batches(epoch, draws) if self.shuffle else self._ordered_batches()
             self._cache = (epoch, draws, batches)

@@ -137,18 +137,13 @@ class CocoDataset(Dataset):
         return self.index.ground_truth()
 
     def __getitem__(self, index: int) -> tuple[tv_tensors.Image, dict[str, Any]] | None:
+        """``(image, target)`` of :meth:`load_image` and :meth:`load_target`, through ``transforms``."""
         index = index + len(self) if index < 0 else index
-        height, width = int(self.index.heights[index]), int(self.index.widths[index])  # IndexError past the end
-        source = f"{shown(self.ann_file)}, image {self.index.image_ids[index]}"
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} is out of range for {len(self)} images")
         try:
-            path = self._path(self.index.file_names[index], source)
-            try:
-                image = read_image(path, contiguous=False, strict=self.strict_decode)  # the decoder's layout: no copy
-            except DataError as error:  # it names the file; add which image of the annotations
-                raise DataError(f"{source}: {error}") from None
-            if tuple(image.shape[-2:]) != (height, width):
-                raise DataError(self._size_mismatch(path, index, image.shape[-1], image.shape[-2]))
-            target = self._target(index, height, width, source)
+            image = self.load_image(index)
+            target = self.load_target(index)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what Image(image) does, minus its checks
@@ -161,18 +156,25 @@ class CocoDataset(Dataset):
         """Where sample ``index`` comes from, for messages: ``"instances.json image id 42 (000042.jpg)"``."""
         return f"{shown(self.ann_file)} image id {self.index.image_ids[index]} ({self.index.file_names[index]})"
 
-    def _path(self, name: str, source: str) -> str:
-        # The root was resolved once; a one-component name that is not a symlink stays inside it
-        # (COCO's flat folders: one lstat). Otherwise follow links with os.path.realpath, cheaper
-        # than pathlib's resolve(); what lands outside gets resolve_under's verdict.
-        path = self._real_root + name
-        if "/" not in name and os.sep not in name and not os.path.islink(path):
-            return path
-        path = os.path.realpath(path)
-        return path if path.startswith(self._real_root) else resolve_under(self.image_root, name, source=source)
+    def load_image(self, index: int) -> torch.Tensor:
+        """Image ``index`` as uint8 [3,H,W], before ``transforms``: its ``file_name`` under
+        ``image_root``, decoded, its size checked against the annotations. Override it to read
+        images another way (an archive, a database); a :class:`DataError` it raises follows ``on_error``."""
+        source = self._source(index)
+        path = self._path(self.index.file_names[index], source)
+        try:
+            image = read_image(path, contiguous=False, strict=self.strict_decode)  # the decoder's layout: no copy
+        except DataError as error:  # it names the file; add which image of the annotations
+            raise DataError(f"{source}: {error}") from None
+        if tuple(image.shape[-2:]) != (int(self.index.heights[index]), int(self.index.widths[index])):
+            raise DataError(self._size_mismatch(path, index, image.shape[-1], image.shape[-2]))
+        return image
 
-    def _target(self, index: int, height: int, width: int, source: str) -> dict[str, Any]:
+    def load_target(self, index: int) -> dict[str, Any]:
+        """Image ``index``'s target, before ``transforms`` (keys in the module docstring). Override it
+        to add keys or build another target; a :class:`DataError` it raises follows ``on_error``."""
         ix = self.index
+        height, width = int(ix.heights[index]), int(ix.widths[index])
         rows = ix.item_rows_of(index)
         labels = ix.labels if self.contiguous_labels else ix.category_ids
         target = {
@@ -185,9 +187,23 @@ class CocoDataset(Dataset):
             "iscrowd": torch.from_numpy(ix.iscrowd[rows]),
         }
         if self.masks:
-            masks = decode_masks(ix.segments_of(rows), height, width, source=source, ann_ids=ix.ann_ids[rows].tolist())
+            masks = decode_masks(ix.segments_of(rows), height, width, source=self._source(index),
+                                 ann_ids=ix.ann_ids[rows].tolist())
             target["masks"] = tv_tensors.Mask(torch.from_numpy(masks))
         return target
+
+    def _source(self, index: int) -> str:
+        return f"{shown(self.ann_file)}, image {self.index.image_ids[index]}"
+
+    def _path(self, name: str, source: str) -> str:
+        # The root was resolved once; a one-component name that is not a symlink stays inside it
+        # (COCO's flat folders: one lstat). Otherwise follow links with os.path.realpath, cheaper
+        # than pathlib's resolve(); what lands outside gets resolve_under's verdict.
+        path = self._real_root + name
+        if "/" not in name and os.sep not in name and not os.path.islink(path):
+            return path
+        path = os.path.realpath(path)
+        return path if path.startswith(self._real_root) else resolve_under(self.image_root, name, source=source)
 
     def _size_mismatch(self, path: str | Path, index: int, got_width: int, got_height: int) -> str:
         """Say what is wrong, and whether the annotations were drawn on an EXIF-rotated photo's

@@ -1,4 +1,5 @@
-"""``python -m recipes demo detection``: the COCO fixture through CocoDataset and detection_loader."""
+"""The domain as the command line runs it: ``recipes demo detection`` (the COCO fixture through
+CocoDataset and detection_loader) and the annotations ``recipes bench/show detection PATH`` open."""
 
 from __future__ import annotations
 
@@ -20,3 +21,20 @@ def build(fixtures: Path) -> tuple[CocoDataset, Any]:
     )
     # drop_last=False: the fixture is tiny and a demo should show every image
     return dataset, detection_loader(dataset, 4, train=True, device="cpu", seed=0, drop_last=False)
+
+
+def open_path(options: Any, *, train: bool) -> CocoDataset:
+    """The COCO annotations at ``options.path`` (the CLI's ``DataOptions``) over their images
+    (:func:`image_root`): a random flip if ``train``, else the images as the files hold them;
+    crowd regions kept when ``options.include_crowd``."""
+    transforms = v2.RandomHorizontalFlip() if train else None
+    return CocoDataset(image_root(options), options.path, transforms=transforms, include_crowd=options.include_crowd,
+                       on_error=options.on_error)
+
+
+def image_root(options: Any) -> Path:
+    """``--image-root``, else ``images/`` next to the annotation file, else its folder."""
+    if options.image_root is not None:
+        return Path(options.image_root).expanduser()
+    beside = Path(options.path).parent / "images"
+    return beside if beside.is_dir() else Path(options.path).parent

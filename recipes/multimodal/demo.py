@@ -1,4 +1,5 @@
-"""``python -m recipes demo multimodal``: COCO-style captions on the bundled fixture images.
+"""The domain as the command line runs it: ``recipes demo multimodal`` (COCO-style captions on the
+bundled fixture images) and the manifest ``recipes bench/show multimodal PATH`` open.
 
     from recipes.multimodal.demo import build
     dataset, loader = build(fixtures_dir())
@@ -7,6 +8,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
@@ -22,3 +24,19 @@ def build(fixtures: Path) -> tuple[ImageTextDataset, DataLoader]:
         fixtures / "multimodal" / "captions.json", fixtures / "text" / "tokenizer.json", transform=transform
     )
     return dataset, multimodal_loader(dataset, 4, device="cpu", seed=0, num_workers=0)
+
+
+def open_path(options: Any, *, train: bool) -> ImageTextDataset:
+    """The caption manifest or Parquet file at ``options.path`` (the CLI's ``DataOptions``): random
+    crops, flips and a random caption if ``train``, else a resize, centre crop and the first caption."""
+    size = options.size
+    if train:
+        transform = v2.Compose([v2.RandomResizedCrop(size, scale=(0.5, 1.0), antialias=True), v2.RandomHorizontalFlip()])
+    else:
+        transform = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
+    return ImageTextDataset(
+        options.path, options.tokenizer_path(), image_root=options.image_root, transform=transform,
+        max_length=77 if options.max_length is None else options.max_length,
+        captions="random" if train else "first", image_field=options.image_field, caption_field=options.caption_field,
+        on_error=options.on_error,
+    )

@@ -53,6 +53,7 @@ from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.plans import Shuffle, draws_of
+from recipes.core.protocols import ShardLimited
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
 from recipes.core.storage import is_url, parent, shown
@@ -304,7 +305,7 @@ def multimodal_loader(
     collate = packed_in_workers(functools.partial(multimodal_collate, pad_id=getattr(dataset, "pad_id", 0)))
     if isinstance(dataset, IterableDataset) and decode == "worker":
         workers = overrides.pop("num_workers", None)
-        if workers is None and hasattr(dataset, "max_workers"):
+        if workers is None and isinstance(dataset, ShardLimited):
             # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
             workers = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
         options = {"train": train, "device": device, "seed": seed, "stateful": stateful, "num_workers": workers}

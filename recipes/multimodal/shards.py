@@ -7,21 +7,19 @@
     for epoch in range(epochs):
         for batch in loader: ...                                       # the epoch advances by itself
 
-The format open_clip and LAION use when a dataset outgrows one machine (see
-:mod:`recipes.multimodal.tar_shards`; :mod:`recipes.multimodal.shard_writer` writes it from a manifest).
-Shards are local paths or fsspec URLs (``s3://``, ``gs://``, ``https://``), read as one
-sequential stream each that survives transient faults (:mod:`recipes.core.storage`). Members are
-read in order from the stream, never extracted to disk (:func:`recipes.multimodal.tar_shards.read_samples`:
-unsafe names refused, links never followed, oversized members refused before they are read).
+The format open_clip and LAION use when a dataset outgrows one machine (:mod:`recipes.multimodal.tar_shards`;
+:mod:`recipes.multimodal.shard_writer` writes it from a manifest). Shards are local paths or fsspec
+URLs (``s3://``, ``gs://``, ``https://``), each read as one sequential stream that survives transient
+faults (:mod:`recipes.core.storage`), members in order, never extracted to disk (unsafe names
+refused, links never followed, oversized members refused before they are read).
 
 Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
 is dealt round-robin to ``world_size x num_workers`` reader slots, so every sample is read once
-per epoch; fewer shards than slots is an error that says how to fix it. Ranks with unequal
-shares stop at the same step under a training ``multimodal_loader``
-(:class:`recipes.core.streams.EqualSteps`), as DDP needs. Each sample's transform and random
-caption are seeded by ``(seed, epoch, key)``, so they do not depend on the worker that read it.
-Each pass advances the epoch of the copy iterated (persistent workers keep theirs); with
-non-persistent workers, call ``set_epoch(epoch)`` before each pass.
+per epoch; fewer shards than slots is an error that says how to fix it. Ranks with unequal shares
+stop at the same step under a training ``multimodal_loader`` (:class:`recipes.core.streams.EqualSteps`),
+as DDP needs. Each sample's transform and random caption are seeded by ``(seed, epoch, key)``, not
+by the worker that read it. Each pass advances the epoch of the copy iterated (persistent workers
+keep theirs); with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
 
 Why a tar walk of its own and not the webdataset package: benchmarks/README.md (streams).
 """

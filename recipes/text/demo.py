@@ -1,4 +1,5 @@
-"""``python -m recipes demo text``: the labelled JSONL fixture, tokenised, in length-grouped batches.
+"""The domain as the command line runs it: ``recipes demo text`` (the labelled JSONL fixture,
+tokenised, in length-grouped batches) and the file ``recipes bench/show text PATH`` open.
 
     from recipes.text.demo import build
     dataset, loader = build(fixtures_dir())
@@ -7,6 +8,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from torch.utils.data import DataLoader
 
@@ -20,3 +22,12 @@ def build(fixtures: Path) -> tuple[TokenizedTextDataset, DataLoader]:
         fixtures / "text" / "labeled.jsonl", fixtures / "text" / "tokenizer.json", label_field="label", max_length=128
     )
     return dataset, text_loader(dataset, 16, device="cpu", seed=0, num_workers=0)
+
+
+def open_path(options: Any, *, train: bool) -> TokenizedTextDataset:
+    """The text file at ``options.path`` (the CLI's ``DataOptions``), read with its tokenizer,
+    fields, ``max_length`` and ``on_error``; ``train`` changes nothing here (the loader shuffles)."""
+    return TokenizedTextDataset(
+        options.path, options.tokenizer_path(), text_field=options.text_field,
+        label_field=options.label_field, max_length=options.max_length, on_error=options.on_error,
+    )

@@ -1,4 +1,5 @@
-"""``python -m recipes demo vision``: the fixture image folder through the training preset.
+"""The domain as the command line runs it: ``recipes demo vision`` (the fixture image folder
+through the training preset) and the folder ``recipes bench/show vision PATH`` open.
 
     from recipes.vision.demo import build
     dataset, loader = build(fixtures_dir())
@@ -7,10 +8,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from torch.utils.data import DataLoader
 
-from recipes.vision import ImageFolderDataset, train_transform, vision_loader
+from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
 
 
 def build(fixtures: Path) -> tuple[ImageFolderDataset, DataLoader]:
@@ -19,3 +21,11 @@ def build(fixtures: Path) -> tuple[ImageFolderDataset, DataLoader]:
     CPU loader of batches of 4 (training drops the last 2 images)."""
     dataset = ImageFolderDataset(fixtures / "vision", train_transform(64))
     return dataset, vision_loader(dataset, 4, device="cpu", seed=0, num_workers=0)
+
+
+def open_path(options: Any, *, train: bool) -> ImageFolderDataset:
+    """The image folder at ``options.path`` (the CLI's ``DataOptions``): training crops and flips
+    of ``options.size`` if ``train``, else the evaluation resize and centre crop."""
+    size = options.size
+    transform = train_transform(size) if train else eval_transform(size, resize_size=round(size * 256 / 224))
+    return ImageFolderDataset(options.path, transform, on_error=options.on_error)

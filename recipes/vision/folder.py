@@ -138,11 +138,23 @@ class ImageFolderDataset(Dataset):
         """ImageFolder's ``targets``: the class index of every sample (built on access)."""
         return self.labels.tolist()
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int] | None:
-        path = self.path(index)
+    def load_image(self, index: int) -> torch.Tensor:
+        """Sample ``index``'s image as uint8 [3,H,W] RGB, before the transform: its file, decoded.
+        Override it to read images another way (an archive, a database); a :class:`DataError` it
+        raises follows ``on_error``. ``decode="device"`` then decodes this subclass in the workers."""
+        # contiguous=False: the decoder's HWC memory is what the uint8 resize reads fastest
+        return read_image(self.path(index), draft_size=self.draft_size, contiguous=False, strict=self.strict_decode)
+
+    def load_target(self, index: int) -> Any:
+        """Sample ``index``'s target: its class index. Override it for another target (a value
+        read from a table, a set of labels); the collate must then batch what it returns."""
+        return int(self.labels[index])
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, Any] | None:
+        """``(image, target)`` of :meth:`load_image` (through the transform) and :meth:`load_target`."""
         try:
-            # contiguous=False: the decoder's HWC memory is what the uint8 resize reads fastest
-            image = read_image(path, draft_size=self.draft_size, contiguous=False, strict=self.strict_decode)
+            image = self.load_image(index)
+            target = self.load_target(index)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what tv_tensors.Image() does, minus its checks
@@ -153,18 +165,20 @@ class ImageFolderDataset(Dataset):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
             # pin its whole source): image_collate then copies each image in one run
             image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
-        return image, int(self.labels[index])
+        return image, target
 
     def device_plan(self) -> ImagePlan:
         """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
         return ImagePlan(self.transform)
 
-    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, int] | None:
+    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, Any] | None:
         """``decode="device"``'s item, its image an :class:`EncodedImage`: the file's bytes and crop/flip
         parameters drawn as ``self[index]`` would draw them, or, for a file the device cannot decode,
-        ``self[index]``'s pixels. Under ``strict_decode`` it is ``self[index]`` itself."""
-        if self.strict_decode:
-            return self[index]  # only libjpeg on the CPU reports corrupt data, so the worker decodes
+        ``self[index]``'s pixels. Under ``strict_decode``, or with :meth:`load_image` overridden, it is
+        ``self[index]`` itself."""
+        if self.strict_decode or type(self).load_image is not ImageFolderDataset.load_image:
+            # only libjpeg on the CPU reports corrupt data, and only the worker runs an overridden load_image
+            return self[index]
         path = self.path(index)
         try:
             data = read_file(path)
@@ -173,9 +187,10 @@ class ImageFolderDataset(Dataset):
                 image = encode_image(
                     data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size
                 )
+            target = self.load_target(index)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
-        return image, int(self.labels[index])
+        return image, target
 
     def __repr__(self) -> str:
         return (

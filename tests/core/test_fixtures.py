@@ -17,6 +17,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from recipes import fixtures
+from recipes.domains import DOMAINS
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures"
 IMAGES, WORDS, BOXES, PAIRS, HOSTILE = (
@@ -211,7 +212,7 @@ def test_hostile_cases_are_each_broken_one_way() -> None:
 def test_fixtures_dir_is_usable() -> None:
     root = fixtures.fixtures_dir()
     assert (root / "VERSION").read_text().strip() == fixtures.FIXTURES_VERSION
-    assert all((root / d).is_dir() for d in ("vision", "text", "detection", "multimodal"))
+    assert all((root / d).is_dir() for d in DOMAINS)
 
 
 def test_cached_copy_is_generated_once_and_atomically(tmp_path: Path) -> None:
@@ -225,7 +226,7 @@ def test_cached_copy_is_generated_once_and_atomically(tmp_path: Path) -> None:
 
 def test_cache_key_hashes_every_module_of_the_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loaded = {Path(module.__file__).resolve() for name, module in sys.modules.items()
-              if name == "recipes.fixtures" or name.startswith("recipes.fixtures_")}
+              if name in ("recipes.fixtures", "recipes.domains") or name.startswith("recipes.fixtures_")}
     assert loaded == {path.resolve() for path in fixtures.GENERATOR_FILES}
     copies = [Path(shutil.copy(path, tmp_path / path.name)) for path in fixtures.GENERATOR_FILES]
     monkeypatch.setattr(fixtures, "GENERATOR_FILES", tuple(copies))

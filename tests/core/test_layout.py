@@ -20,13 +20,13 @@ from torch.utils.data import Dataset
 
 import recipes
 import recipes.core
+from recipes.domains import DOMAINS, REGISTRY
 
 PACKAGE = Path(recipes.__file__).resolve().parent
-DOMAINS = ("vision", "text", "detection", "multimodal", "audio")
 # what each domain may import besides recipes.core and itself
-COMPOSES = {"vision": set(), "text": set(), "detection": set(), "multimodal": {"vision", "text"}, "audio": set()}
+COMPOSES = {entry.name: set(entry.composes) for entry in REGISTRY}
 # test ids must not name a domain (tests/conftest.py): each is named by what it loads
-NICKNAMES = {"vision": "images", "text": "tokens", "detection": "boxes", "multimodal": "captions", "audio": "clips"}
+NICKNAMES = {entry.name: entry.nickname for entry in REGISTRY}
 MAX_PARAMETERS = 8
 MAX_POSITIONAL = 3
 

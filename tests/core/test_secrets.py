@@ -27,6 +27,7 @@ import pytest
 from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
+from recipes.domains import DOMAINS
 from recipes.core import image_size, load_tokenizer, read_image, resolve_under
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
@@ -36,7 +37,7 @@ from tests.servers import FaultyHTTPServer, s3_server, upload
 
 PASSWORD, TOKEN, KEY, SECRET = "pa55w0rd", "TOKEN123", "FAKEKEYID42", "FAKESECRET42"
 SECRETS = (PASSWORD, TOKEN, KEY, SECRET)
-MODULES = ("core", "vision", "text", "detection", "multimodal")  # recipes.<name>.__all__ is the public API
+MODULES = ("core", *DOMAINS)  # recipes.<name>.__all__ is the public API
 
 
 @dataclass

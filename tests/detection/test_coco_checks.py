@@ -164,8 +164,10 @@ def test_both_parsers_read_a_file_the_same_or_refuse_it_in_the_same_words(fixtur
                 outcomes.append(str(error))
     fast, slow = outcomes
     if isinstance(fast, str) or isinstance(slow, str):
-        if "not valid JSON" in str(slow) and not isinstance(fast, str):
-            return  # bytes that are not UTF-8 in a key the schema skips unread: only the standard library sees them
+        if "not valid JSON" in str(slow) and "not valid JSON" not in str(fast):
+            # bytes the standard library cannot read (not UTF-8, an integer over Python's 4300 digits) in a
+            # key the schema skips unread: only it sees them, and msgspec reads on (or refuses the file later)
+            return
         assert fast == slow
         return
     for name, column in fast.items():

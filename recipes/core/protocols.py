@@ -1,0 +1,210 @@
+"""The hooks the core reads from a dataset, each written once as a ``typing.Protocol``.
+
+    class Lines(Dataset):
+        def describe(self, index: int) -> str:       # Described: errors name the line
+            return f"{self.path} line {index + 1}"
+
+    check_hooks(Lines())       # a TypeError naming the hook if one has the wrong signature
+
+A dataset implements the hooks it needs, and none is required: the core asks with
+``isinstance(dataset, Protocol)`` and does without the hook when it is absent. Every hook the core
+reads is named here once, never as a string at the call site. :func:`check_hooks` holds the hooks
+a dataset does declare to their shapes (the presets and the mixtures call it), so
+``def describe(self)`` fails where the loader is built, not in the middle of an error message.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Described(Protocol):
+    """``describe(index) -> str``: where sample ``index`` comes from (a file, ``"a.jsonl line 18"``).
+
+    Called by :func:`recipes.core.errors.describe_sample` / ``describe_batch`` when a sample, a
+    transform or a collate fails. Without it errors name the dataset index only.
+    """
+
+    def describe(self, index: int) -> str: ...
+
+
+@runtime_checkable
+class Mixable(Protocol):
+    """``batch_contract() -> dict``: what sources mixed with this one must share
+    (``{"collate": "text_collate", "pad_id": 0}``, ``classes``...).
+
+    Called by :class:`recipes.core.mixing.MixedDataset` / ``MixedStream``, which refuse sources
+    whose contracts differ and answer those names as their first source does. Without it a
+    mixture cannot tell that two sources' batches or labels disagree, nor answer ``pad_id``.
+    """
+
+    def batch_contract(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class PerSampleFields(Protocol):
+    """``per_sample_fields``: names of arrays with one entry per sample (``("lengths",)``).
+
+    Read by :class:`recipes.core.mixing.MixedDataset`, which lays those arrays end to end, so
+    a plan (``ByLength(mixed.lengths)``) reads a mixture as it reads one source. Without it a
+    mixture has no such array and its preset cannot group by it.
+    """
+
+    per_sample_fields: Sequence[str]
+
+
+@runtime_checkable
+class DrawsEpochs(Protocol):
+    """``epoch_indices(seed, epoch) -> Sequence[int]``: the indices one epoch draws, when the
+    dataset decides them itself (a mixture's weighted draws).
+
+    Read by :func:`recipes.core.plans.draws_of`, which every preset asks; the sampler calls it once
+    an epoch. Without it an epoch shows each index once, which ignores a mixture's weights.
+    """
+
+    def epoch_indices(self, seed: int, epoch: int) -> Sequence[int]: ...
+
+
+@runtime_checkable
+class DeviceDecodable(Protocol):
+    """What a map-style dataset has for ``decode="device"`` (:class:`recipes.core.device_decode.DeviceDecodeDataset`
+    calls them).
+
+    ``device_plan()`` is called once, at the loader: an ``ImagePlan`` of the dataset's
+    transform (its ``ValueError`` for one it cannot read), or whatever ``encoded_item`` routes by
+    (a mixture: its sources' plans). ``encoded_item(index, plan)`` is ``self[index]`` with the
+    image as ``encode_image`` gives it (or the worker path's image, where the worker decodes).
+    Without them ``decode="device"`` is refused with a ``ValueError`` that says to use ``"worker"``.
+    """
+
+    def device_plan(self) -> Any: ...
+
+    def encoded_item(self, index: int, plan: Any) -> Any: ...
+
+
+@runtime_checkable
+class NeedsPersistentWorkers(Protocol):
+    """``needs_persistent_workers``: why a stream's DataLoader workers must outlive an epoch
+    (a string; empty or None when they need not).
+
+    Read by :func:`recipes.core.loader.stream_loader`, which refuses workers that restart each
+    epoch. Without it a stream whose state lives in its workers (a mixture of streams) starts
+    over every epoch and repeats the same items.
+    """
+
+    needs_persistent_workers: str | None
+
+
+@runtime_checkable
+class ShardLimited(Protocol):
+    """``max_workers() -> int``: the most DataLoader workers per rank the stream can feed
+    (each reads whole shards).
+
+    Called by the stream presets (``multimodal_loader``) and by :class:`recipes.core.mixing.MixedStream`.
+    Without it the preset starts as many workers as the CPUs allow, and the stream refuses those
+    left without a shard.
+    """
+
+    def max_workers(self) -> int: ...
+
+
+@runtime_checkable
+class RankPlaced(Protocol):
+    """``rank``, ``world_size``: the rank a self-sharding stream reads for, of how many
+    (:class:`recipes.core.streams.ResumableStream` sets them).
+
+    Read by :class:`recipes.core.mixing.MixedStream`, which refuses streams built for different
+    ranks. Without them a stream counts as rank 0 of 1, and mixing it with streams built for
+    rank 3 of 8 is refused.
+    """
+
+    rank: int
+    world_size: int
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """``state_dict()`` / ``load_state_dict(state)``: where a stream stands, and resuming there.
+
+    Called by :func:`recipes.core.loader.stream_loader` (``stateful=True``), by
+    :class:`recipes.core.loader.ResumableLoader` and by :class:`recipes.core.mixing.MixedStream`.
+    Without them a stream cannot be resumed: ``stateful=True`` and mixing it are refused.
+    """
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+HOOKS = (Described, Mixable, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
+         RankPlaced, Resumable)
+
+
+def _shapes() -> dict[str, tuple[type, list[str] | None]]:
+    """Each hook's name -> its protocol and, for a method, the parameters after ``self`` (None: an attribute)."""
+    shapes: dict[str, tuple[type, list[str] | None]] = {}
+    for protocol in HOOKS:
+        for name, value in vars(protocol).items():
+            if inspect.isfunction(value) and not name.startswith("_"):
+                shapes[name] = (protocol, list(inspect.signature(value).parameters)[1:])
+        for name in vars(protocol).get("__annotations__", {}):
+            shapes[name] = (protocol, None)
+    return shapes
+
+
+SHAPES = _shapes()
+
+
+def check_hooks(dataset: Any) -> Any:
+    """``dataset`` itself, once each hook it declares has the shape its protocol gives.
+
+    Raises:
+        TypeError: a method hook that is not callable or does not take the arguments the
+            protocol gives, ``per_sample_fields`` that is not a sequence of the dataset's attribute
+            names, ``needs_persistent_workers`` that is not a string, ``rank`` or ``world_size``
+            that is not an int; the message names the hook.
+    """
+    owner = type(dataset).__name__
+    for name, (protocol, parameters) in SHAPES.items():
+        value = getattr(dataset, name, None)  # name: a hook of SHAPES
+        if value is None:
+            continue
+        if parameters is not None:
+            _check_method(f"{owner}.{name}", protocol, f"{name}({', '.join(parameters)})", value, len(parameters))
+        elif name == "per_sample_fields":
+            _check_fields(dataset, owner, value)
+        elif name == "needs_persistent_workers" and not isinstance(value, str):
+            raise TypeError(f"{owner}.{name} must be a string saying why ({protocol.__name__}), got {value!r}")
+        elif protocol is RankPlaced and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise TypeError(f"{owner}.{name} must be an int ({protocol.__name__}), got {value!r}")
+    return dataset
+
+
+def _check_method(where: str, protocol: type, shape: str, value: Any, arguments: int) -> None:
+    if not callable(value):
+        raise TypeError(f"{where} must be a method {shape} ({protocol.__name__}), got {type(value).__name__}")
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    try:
+        signature.bind(*[None] * arguments)
+    except TypeError:
+        raise TypeError(
+            f"{where}{signature} does not take the arguments the core passes: define it as {shape} "
+            f"(recipes.core.protocols.{protocol.__name__})"
+        ) from None
+
+
+def _check_fields(dataset: Any, owner: str, fields: Any) -> None:
+    if isinstance(fields, str) or not isinstance(fields, Sequence) or not all(isinstance(f, str) for f in fields):
+        raise TypeError(
+            f"{owner}.per_sample_fields must be a tuple of attribute names (PerSampleFields), got {fields!r}"
+        )
+    missing = [name for name in fields if not hasattr(dataset, name)]
+    if missing:
+        raise TypeError(f"{owner}.per_sample_fields names {missing}, which {owner} does not have (PerSampleFields)")

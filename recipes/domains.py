@@ -1,0 +1,133 @@
+"""The domains, registered in one place: the CLI, the demo, the fixtures and the tests read this.
+
+    from recipes.domains import DOMAINS, domain
+    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio")
+    domain("text").load("loader") # recipes.text.text_loader, imported now
+
+An entry names its domain's pieces as ``"module:attribute"``, imported only when one is asked
+for, so ``recipes --help`` imports no domain and no torch. The core never reads this file: it
+learns what a dataset needs from its hooks (``recipes.core.protocols``). Adding a domain means
+its folder, one entry here, its fixture writer and its tests: docs/adding-a-domain.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+# the fields of an entry that name a piece to import, and what each must be
+PIECES = {
+    "loader": "the preset, <domain>_loader(dataset, batch_size, *, train, device, seed, **overrides)",
+    "demo": "build(fixtures) -> (dataset, loader), what `recipes demo` runs",
+    "opens": "open_path(options, *, train) -> Dataset, how bench and show open PATH",
+    "fixtures": "write_<domain>(folder), which writes its tiny fixtures",
+}
+OPTIONS = ("tokenizer", "image_root")  # the CLI's file options an entry may read
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain: its name (the folder ``recipes/<name>/``, the CLI's DOMAIN, ``pytest -k name``)
+    and its pieces (see ``PIECES``).
+
+    Args:
+        name: the folder and the word; no test outside ``tests/<name>/`` says it.
+        nickname: what tests elsewhere call its data (``"images"`` for vision).
+        paths: what PATH is for the CLI, one help line (a second one starts with a newline).
+        loader, demo, opens, fixtures: ``"module:attribute"`` of each piece.
+        composes: the domains it may import (multimodal composes vision and text); none else may.
+        reads: which of ``OPTIONS`` (``--tokenizer``, ``--image-root``) its datasets read.
+    """
+
+    name: str
+    nickname: str
+    paths: str
+    loader: str
+    demo: str
+    opens: str
+    fixtures: str
+    composes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.type == "str" and not (isinstance(value, str) and value):
+                raise ValueError(f"recipes/domains.py: the {self.name!r} entry has no {field.name}")
+        for piece in PIECES:
+            if ":" not in getattr(self, piece):
+                raise ValueError(
+                    f"recipes/domains.py: {self.name}.{piece} must be 'module:attribute' ({PIECES[piece]})"
+                )
+        unknown = set(self.reads) - set(OPTIONS)
+        if unknown:
+            raise ValueError(f"recipes/domains.py: {self.name}.reads names {sorted(unknown)}; choose from {OPTIONS}")
+
+    def load(self, piece: str) -> Any:
+        """The piece named by field ``piece`` (a key of ``PIECES``), imported now.
+
+        Raises:
+            LookupError: the module or the attribute does not exist; the message names the entry.
+                A module that exists but fails to import raises its own error.
+        """
+        if piece not in PIECES:
+            raise ValueError(f"piece must be one of {tuple(PIECES)}, got {piece!r}")
+        module, _, attribute = getattr(self, piece).partition(":")
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name is None or not (module == error.name or module.startswith(error.name + ".")):
+                raise  # a dependency of the module is missing, not the module: its own message says which
+            found = None
+        if not hasattr(found, attribute):
+            raise LookupError(
+                f"recipes/domains.py: {self.name}.{piece} = {getattr(self, piece)!r} does not exist; "
+                f"it names {PIECES[piece]}"
+            )
+        return getattr(found, attribute)
+
+
+REGISTRY = (
+    Domain(
+        "vision", "images", "an image folder: PATH/<class>/**/<image>",
+        loader="recipes.vision:vision_loader", demo="recipes.vision.demo:build",
+        opens="recipes.vision.demo:open_path", fixtures="recipes.fixtures:write_vision",
+    ),
+    Domain(
+        "text", "tokens", "a file: .txt / .jsonl / .csv / .parquet (a .txt holds a line a sample)",
+        loader="recipes.text:text_loader", demo="recipes.text.demo:build",
+        opens="recipes.text.demo:open_path", fixtures="recipes.fixtures:write_text", reads=("tokenizer",),
+    ),
+    Domain(
+        "detection", "boxes",
+        "a COCO instances .json; images under --image-root\n"
+        "(default: the images/ folder next to it, else its own folder)",
+        loader="recipes.detection:detection_loader", demo="recipes.detection.demo:build",
+        opens="recipes.detection.demo:open_path", fixtures="recipes.fixtures:write_detection", reads=("image_root",),
+    ),
+    Domain(
+        "multimodal", "captions",
+        "a caption manifest: .jsonl / .csv / .tsv rows of image + caption(s),\n"
+        "or a COCO captions .json; images under --image-root (default: its folder)",
+        loader="recipes.multimodal:multimodal_loader", demo="recipes.multimodal.demo:build",
+        opens="recipes.multimodal.demo:open_path", fixtures="recipes.fixtures:write_multimodal",
+        composes=("vision", "text"), reads=("tokenizer", "image_root"),
+    ),
+    Domain(
+        "audio", "clips",
+        "an audio folder: PATH/<class>/**/<clip>, or a speech manifest:\n"
+        ".jsonl (NeMo or audio + text) / .csv / .parquet; clips relative to its folder",
+        loader="recipes.audio:audio_loader", demo="recipes.audio.demo:build",
+        opens="recipes.audio.demo:open_path", fixtures="recipes.fixtures:write_audio", reads=("tokenizer",),
+    ),
+)
+DOMAINS = tuple(entry.name for entry in REGISTRY)
+
+
+def domain(name: str) -> Domain:
+    """The entry of domain ``name``; a ValueError lists the domains there are."""
+    for entry in REGISTRY:
+        if entry.name == name:
+            return entry
+    raise ValueError(f"domain must be one of {DOMAINS}, got {name!r}")

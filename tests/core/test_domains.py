@@ -1,0 +1,78 @@
+"""One registry of domains (recipes/domains.py) feeds the CLI, the demo, the fixtures and the tests.
+
+- Every folder of recipes/ that is a domain has an entry, and every entry's pieces exist.
+- An entry missing a piece fails loudly, naming the entry and the piece.
+- ``recipes --help`` reads the registry without importing a domain or torch.
+"""
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import recipes
+from recipes.cli.datasets import DataOptions, loader_function
+from recipes.domains import DOMAINS, PIECES, REGISTRY, Domain, domain
+
+PACKAGE = Path(recipes.__file__).resolve().parent
+NOT_DOMAINS = {"core", "cli", "__pycache__"}
+ENTRY = {"name": "sounds", "nickname": "clips", "paths": "a folder of clips", "loader": "recipes.core:build_loader",
+         "demo": "recipes.core:build_loader", "opens": "recipes.core:build_loader", "fixtures": "recipes.fixtures:generate"}
+
+
+def test_every_domain_folder_is_registered_and_every_entry_is_a_folder():
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")} - NOT_DOMAINS
+    assert folders == set(DOMAINS)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda entry: entry.nickname)
+def test_each_entry_names_pieces_that_exist(entry):
+    for piece in PIECES:
+        assert callable(entry.load(piece)), f"{entry.nickname}: {piece}"
+    package = __import__(f"recipes.{entry.name}", fromlist=["__all__"])
+    assert entry.load("loader") is getattr(package, f"{entry.name}_loader")  # CONVENTIONS rule 8
+    assert f"{entry.name}_loader" in package.__all__
+    assert loader_function(entry.name) is entry.load("loader")
+    assert list(inspect.signature(entry.load("opens")).parameters) == ["options", "train"]
+    assert set(entry.composes) <= set(DOMAINS) - {entry.name}
+
+
+def test_an_entry_missing_a_piece_fails_loudly():
+    with pytest.raises(TypeError, match="fixtures"):  # a field not given at all
+        Domain(**{key: value for key, value in ENTRY.items() if key != "fixtures"})
+    with pytest.raises(ValueError, match="the 'sounds' entry has no opens"):
+        Domain(**{**ENTRY, "opens": ""})
+    with pytest.raises(ValueError, match="sounds.demo must be 'module:attribute'"):
+        Domain(**{**ENTRY, "demo": "recipes.core.build_loader"})
+    with pytest.raises(ValueError, match=r"sounds.reads names \['tokenizers'\]"):
+        Domain(**{**ENTRY, "reads": ("tokenizers",)})
+    missing = Domain(**{**ENTRY, "loader": "recipes.core:sounds_loader"})
+    with pytest.raises(LookupError, match=r"recipes/domains.py: sounds.loader = 'recipes.core:sounds_loader' does not exist"):
+        missing.load("loader")
+    with pytest.raises(LookupError, match=r"sounds.opens = 'recipes.nowhere:open_path' does not exist"):
+        Domain(**{**ENTRY, "opens": "recipes.nowhere:open_path"}).load("opens")
+
+
+def test_an_unknown_domain_lists_the_registered_ones():
+    with pytest.raises(ValueError, match=r"domain must be one of \("):
+        domain("sounds")
+    with pytest.raises(ValueError, match=r"domain must be one of"):
+        DataOptions("sounds", Path("."))
+
+
+def test_the_cli_options_a_domain_reads_come_from_its_entry(tmp_path):
+    tokenized = [entry.name for entry in REGISTRY if "tokenizer" in entry.reads]
+    for name in DOMAINS:
+        message = DataOptions(name, tmp_path, tokenizer=tmp_path / "none.json").missing()
+        assert (message is not None) == (name in tokenized), name
+
+
+def test_help_reads_the_registry_without_importing_a_domain_or_torch():
+    probe = ("import sys; from recipes.__main__ import build_parser; build_parser().format_help(); "
+             "print(sorted(n for n in sys.modules if n == 'torch' or n.split('.')[:2] in "
+             f"[['recipes', d] for d in {DOMAINS!r}]))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=PACKAGE.parent)
+    assert result.stdout.strip() == "[]"
