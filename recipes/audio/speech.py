@@ -139,6 +139,10 @@ class SpeechDataset(Dataset):
         name = ref.get("path") if isinstance(ref, dict) else ref
         return f"{self.name} {self._unit} {place}" + (f" ({name})" if name else "")
 
+    def source(self, index: int) -> str | bytes:
+        """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``) or its bytes."""
+        return self._resolve(self._refs[index], int(self.places[index]))
+
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: manifest line (or row) and clip."""
         return self._describe(int(self.places[index]), self._refs[index])
@@ -153,8 +157,7 @@ class SpeechDataset(Dataset):
 
     def read_audio(self, index: int) -> torch.Tensor:
         """Sample ``index``'s clip, float32 ``[C, N]``; override to read from elsewhere."""
-        place, ref = int(self.places[index]), self._refs[index]
-        return decode(self._resolve(ref, place), self.describe(index), sample_rate=self.sample_rate,
+        return decode(self.source(index), self.describe(index), sample_rate=self.sample_rate,
                       num_channels=self.num_channels, max_seconds=self.max_seconds,
                       expected=float(self.durations[index]))
 
