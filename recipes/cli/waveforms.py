@@ -61,12 +61,12 @@ def waveform_band(clip: torch.Tensor, length: int, total: int) -> Image.Image:
     return band
 
 
-def spectrogram_band(log_mel: torch.Tensor, frames: int, floor: float, peak: float) -> Image.Image:
+def spectrogram_band(log_mel: torch.Tensor, frames: int, used: int, floor: float, peak: float) -> Image.Image:
     """``log_mel [N_MELS, F]`` (natural log of power) as a ``WIDTH`` x ``MEL_HEIGHT`` picture: the first
-    ``frames`` frames coloured from ``floor`` (black) to ``peak`` (pale yellow), the rest padding."""
+    ``frames`` frames coloured from ``floor`` (black) to ``peak`` (pale yellow) over the first ``used``
+    columns (the waveform's, so the two line up), the rest padding."""
     real = log_mel[:, :frames].flip(0).numpy()  # low bands at the bottom
     colours = colour_ramp((real - floor) / max(peak - floor, 1e-6))
-    used = max(1, round(WIDTH * frames / log_mel.shape[1]))
     picture = Image.new("RGB", (WIDTH, MEL_HEIGHT), PADDING_SHADE)
     picture.paste(Image.fromarray(colours).resize((used, MEL_HEIGHT), Image.Resampling.NEAREST), (0, 0))
     return picture
@@ -94,7 +94,8 @@ def render_clips(batch: dict, *, sample_rate: int, names: Sequence[str], caption
     for row, (name, caption) in enumerate(zip(names, captions)):
         length, top = int(lengths[row]), row * row_height
         canvas.paste(waveform_band(audio[row], length, total), (0, top))
-        canvas.paste(spectrogram_band(log_mel[row], frames[row], floor, peak), (0, top + WAVE_HEIGHT))
+        used = max(1, round(WIDTH * length / total))
+        canvas.paste(spectrogram_band(log_mel[row], frames[row], used, floor, peak), (0, top + WAVE_HEIGHT))
         padded = (total - length) / sample_rate
         heading = f"{name}   {length / sample_rate:.2f} s" + (f" + {padded:.2f} s padding" if padded else "")
         text = text_band([fit(heading, WIDTH - 4), *caption] + [""] * (lines - 1 - len(caption)), WIDTH)

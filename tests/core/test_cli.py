@@ -88,6 +88,7 @@ DATASETS = [
     pytest.param("text", "text/labeled.jsonl", ["--tokenizer", "text/tokenizer.json"], id="tokens"),
     pytest.param("detection", "detection/instances.json", [], id="boxes"),
     pytest.param("multimodal", "multimodal/manifest.jsonl", ["--tokenizer", "text/tokenizer.json"], id="captions"),
+    pytest.param("audio", "audio/speech/manifest.jsonl", [], id="clips"),
 ]
 COMMANDS = {"bench": ["--seconds", "1", "--device", "cpu"], "check": [], "show": ["-o", "{tmp}/x.png"]}
 
@@ -122,7 +123,7 @@ def test_a_missing_image_root_is_one_line_and_exit_status_2(command, domain, rel
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("tokens", "captions")])
+@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("tokens", "captions", "clips")])
 def test_a_missing_tokenizer_is_one_line_and_exit_status_2(command, domain, relative, options, fixtures, tmp_path, capsys):
     argv = _argv(command, domain, fixtures / relative, [], fixtures, tmp_path)
     err = _refused([*argv, "--tokenizer", str(tmp_path / "tokenizer.json")], capsys)
