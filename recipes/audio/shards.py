@@ -6,22 +6,21 @@
 
 A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
 ``.ogg``, ``.opus``) and its transcript, ``000042.txt`` or ``000042.json`` with ``"text"``.
-Shards are local paths or fsspec URLs, each read as one sequential stream from the byte where a
-pass resumes (:func:`recipes.core.storage.open_stream`), never extracted to disk: member names
-that climb out are refused, links passed over, members over :data:`MAX_MEMBER_BYTES` refused
-before they are read. Each epoch the shards (shuffled by ``(seed, epoch)`` with a
+Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, grouped into samples by
+:func:`recipes.core.tar_samples.read_samples`: one sequential stream from the byte where a pass
+resumes, never extracted to disk; member names that climb out are refused, links passed over,
+members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
+one extension or a key that comes back after other samples refused. Each epoch the shards (shuffled by ``(seed, epoch)`` with a
 ``shuffle_buffer``) are dealt round-robin to ``world_size x num_workers`` readers; a state holds
 each reader's shard and byte offset (:class:`recipes.core.streams.ResumableStream`), never data.
 """
 
 from __future__ import annotations
 
-import glob
 import itertools
 import json
 import os
 import random
-import re
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -30,48 +29,24 @@ import torch
 
 from recipes.audio.decoding import MAX_SECONDS, decode
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.paths import check_relative
 from recipes.core.seeding import epoch_generator, sample_seed
 from recipes.core.states import check_int
-from recipes.core.storage import basename, cleaned, glob_paths, has_glob, open_stream, shown
+from recipes.core.storage import basename, shown
 from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tar_stream import tar_members
+from recipes.core.tar_samples import expand_shards, read_samples
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
 # A member is read whole into memory, whatever its header claims: 256 MiB is 10 minutes of 48 kHz
 # stereo 32-bit WAV, MAX_SECONDS of the largest uncompressed clip there is reason to ship.
 MAX_MEMBER_BYTES = 256 * 2**20
-_BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
-
-
-def expand_shards(urls: str | os.PathLike | Sequence[str | os.PathLike],
-                  storage_options: dict[str, Any] | None = None) -> list[str]:
-    """Shard paths or URLs from a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob."""
-    if not isinstance(urls, (str, os.PathLike)):
-        shards = [os.fspath(url) for url in urls]
-    else:
-        pattern = os.fspath(urls)
-        match = _BRACES.search(pattern)
-        if os.path.isdir(pattern):
-            shards = sorted(glob.glob(os.path.join(glob.escape(pattern), "*.tar")))
-        elif match:
-            lo, hi, width = int(match[1]), int(match[2]), len(match[1])
-            shards = [pattern[: match.start()] + f"{n:0{width}d}" + pattern[match.end() :] for n in range(lo, hi + 1)]
-        elif has_glob(pattern):
-            shards = glob_paths(pattern, storage_options)
-        else:
-            shards = [pattern]
-    if not shards:
-        where = shown(urls) if isinstance(urls, (str, os.PathLike)) else "an empty list"
-        raise ValueError(f"no tar shards found for {where}")
-    return shards
 
 
 class AudioShards(ResumableStream):
     """Iterate ``{"audio" float32 [C, N], "text" str, "input_ids" int64 [L] (with a tokenizer), "key" str}``.
 
     Args:
-        urls: the shards (see :func:`expand_shards`).
+        urls: the shards: a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob
+            (:func:`recipes.core.tar_samples.expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
@@ -152,36 +127,12 @@ class AudioShards(ResumableStream):
             def rng_of_block(block: int) -> random.Random:
                 return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
-        samples = self._samples([self.shards[i] for i in order[slot::slots]], begin)
+        samples = read_samples([self.shards[i] for i in order[slot::slots]], begin, max_member_bytes=MAX_MEMBER_BYTES,
+                               storage_options=self.storage_options, on_error=self.on_error)
         for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
             items = (item for record in records if (item := self._item(*record)) is not None)
             # a resumed block: its first items were handed out before the state was saved
             yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
-
-    def _samples(self, shards: list[str], begin: Any) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
-        """``([shard position, byte offset], (shard, key, {extension: bytes}))`` per sample, from ``begin`` on."""
-        for position in range(begin[0], len(shards)):
-            shard = shards[position]
-            offset, name, key, files, first = begin[1] if position == begin[0] else 0, shown(shard), None, {}, 0
-            try:
-                with open_stream(shard, start=offset, storage_options=self.storage_options) as stream:
-                    for member in tar_members(stream, source=name):
-                        if not member.is_file:
-                            continue  # links and folders are never followed
-                        stem, extension = _member_key(member, name)
-                        if stem != key:
-                            if files:
-                                yield [position, first], (shard, key, files)
-                            key, files, first = stem, {}, offset + member.offset
-                        elif extension in files:
-                            raise DataError(f"{name}: key {stem!r} has two {extension!r} members")
-                        files[extension] = member.read()
-                if files:
-                    yield [position, first], (shard, key, files)
-            except DataError as error:
-                skip_or_raise(error, self.on_error)
-            except OSError as error:
-                skip_or_raise(DataError(f"{name}: cannot read tar shard ({cleaned(str(error))})"), self.on_error)
 
     def _item(self, shard: str, key: str, files: dict[str, bytes]) -> dict[str, Any] | None:
         """A sample's item, or None when it is skipped (a warning names the shard and key)."""
@@ -199,16 +150,6 @@ class AudioShards(ResumableStream):
         if self.encoder is not None:
             item["input_ids"] = torch.tensor(self.encoder([text])[0], dtype=torch.int64)
         return item
-
-
-def _member_key(member: Any, name: str) -> tuple[str, str]:
-    """``(key, lower-case extension)`` by WebDataset's rule (the key ends at the file name's first dot)."""
-    member_name = check_relative(member.name, source=f"{name}: member").removeprefix("./")
-    if member.size > MAX_MEMBER_BYTES:
-        raise DataError(f"{name}: member {member.name!r} holds {member.size:,} bytes, over {MAX_MEMBER_BYTES:,}")
-    folder, _, base = member_name.rpartition("/")
-    stem, _, extension = base.partition(".")
-    return (f"{folder}/{stem}" if folder else stem), extension.lower()
 
 
 def _transcript(files: dict[str, bytes], where: str) -> str:

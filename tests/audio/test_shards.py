@@ -125,3 +125,45 @@ def test_an_escaping_member_name_and_too_few_shards_are_refused(fixtures, tmp_pa
     loader = audio_loader(AudioShards(tmp_path / "escape.tar"), 2, num_workers=2)
     with pytest.raises(ValueError, match="1 shards cannot feed 2 readers"):
         list(loader)
+
+
+def test_compressed_shards_give_what_the_plain_ones_give_and_resume_exactly(shards, tmp_path):
+    import gzip
+    import lzma
+
+    for shard in sorted(shards.glob("*.tar")):
+        (tmp_path / f"{shard.name}.gz").write_bytes(gzip.compress(shard.read_bytes(), mtime=0))
+    plain = [(item["key"].split("/")[1], item["audio"]) for item in AudioShards(shards)]
+    zipped = [(item["key"].split("/")[1], item["audio"]) for item in AudioShards(sorted(map(str, tmp_path.glob("*.gz"))))]
+    assert [key for key, _ in zipped] == [key for key, _ in plain]
+    assert all(torch.equal(a, b) for (_, a), (_, b) in zip(zipped, plain))
+    (tmp_path / "one.tar.xz").write_bytes(lzma.compress(sorted(shards.glob("*.tar"))[0].read_bytes()))
+    assert len(list(AudioShards([str(tmp_path / "one.tar.xz")]))) == 4
+    gz = sorted(map(str, tmp_path.glob("*.gz")))
+    reference = [b["key"] for b in _make(gz, 0)]
+    for stop in (1, 3):
+        loader = _make(gz, 0)
+        taken = [batch["key"] for _, batch in zip(range(stop), loader)]
+        state = loader.state_dict()
+        resumed = _make(gz, 0)
+        resumed.load_state_dict(state)
+        assert taken + [batch["key"] for batch in resumed] == reference
+
+
+def test_a_key_with_two_clips_or_a_key_that_comes_back_is_refused(fixtures, tmp_path):
+    clip = (fixtures / "audio/speech/clips/s1.wav").read_bytes()
+    for name, members, reason, left in (
+        ("twice.tar", [("a.wav", clip), ("a.txt", b"hot"), ("a.wav", clip)], "key 'a' has two 'wav' members", []),
+        ("back.tar", [("a.wav", clip), ("a.txt", b"x"), ("b.wav", clip), ("b.txt", b"y"), ("a.json", b"{}")],
+         "key 'a' comes back", ["a", "b"]),
+    ):
+        with tarfile.open(tmp_path / name, "w") as tar:
+            for member, data in members:
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        with pytest.raises(DataError, match=reason):
+            list(AudioShards(str(tmp_path / name)))
+        items, messages = with_skip_warnings(lambda: list(AudioShards(str(tmp_path / name), on_error="skip")))
+        assert [reason in message for message in messages] == [True], messages
+        assert [item["key"] for item in items] == [f"{name}/{key}" for key in left]  # nothing doubled or overwritten
