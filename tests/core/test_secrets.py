@@ -29,6 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
 from recipes.core import image_size, load_tokenizer, read_image, resolve_under
+from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
 from recipes.text import StreamingTextDataset, TokenizeBatch, TokenizedTextDataset
@@ -80,6 +81,10 @@ def _pairs(w: Where, name: str, **options: Any) -> Any:
 
 def _shards(w: Where, name: str) -> Any:
     return ImageTextShards(w.url(name), w.tokenizer, storage_options=w.options)
+
+
+def _clips(w: Where, name: str) -> Any:
+    return AudioShards(w.url(name), storage_options=w.options)
 
 
 def _coco(w: Where, name: str, *, url_root: bool = False) -> Any:
@@ -143,6 +148,13 @@ CASES = [
     ("shards-state", "ImageTextShards", "http", lambda w: _shards(w, "x-{000..001}.tar")),
     ("shards-s3-nothing-matched", "ImageTextShards", "s3", lambda w: _shards(w, "none-*.tar")),
     ("shards-s3-404", "ImageTextShards", "s3", lambda w: _first(_shards(w, "gone-000.tar"))),
+    ("clip-shards-404", "AudioShards", "http", lambda w: _first(_clips(w, "gone-000.tar"))),
+    ("clip-shards-closed", "AudioShards", "closed", lambda w: _first(_clips(w, "x-000.tar"))),
+    ("clip-shards-bad-tar", "AudioShards", "http", lambda w: _first(_clips(w, "bad-000.tar"))),
+    ("clip-shards-nothing-matched", "AudioShards", "http", lambda w: _clips(w, "none/x-*.tar")),
+    ("clip-shards-state", "AudioShards", "http", lambda w: _clips(w, "x-{000..001}.tar")),
+    ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
+    ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
     ("expand-nothing-matched", "expand_shards", "http",
      lambda w: expand_shards(w.url("none/x-*.tar"), w.options)),
     ("writer-404", "write_shards", "http", lambda w: _write(w, "gone.parquet")),
