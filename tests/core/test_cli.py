@@ -48,11 +48,11 @@ def test_top_level_help_lists_the_five_commands(capsys):
 
 
 def test_unknown_domain_or_missing_output_is_refused_by_argparse(capsys):
-    for argv in (["check", "audio", "x"], ["show", "vision", "x"]):
+    for argv in (["check", "sounds", "x"], ["show", "vision", "x"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2
-    assert "invalid choice: 'audio'" in capsys.readouterr().err
+    assert "invalid choice: 'sounds'" in capsys.readouterr().err
 
 
 def test_console_script_points_at_main():
