@@ -291,9 +291,11 @@ def check_stream_ranks(ranks: list[list[list[dict]]], single: list[list[dict]]) 
         assert [s["id"] for s in epochs[0]] != [s["id"] for s in epochs[1]], f"rank {rank}: same order twice"
 
 
-def check_stream_train_ranks(ranks: list[list[list[list[dict]]]]) -> None:
+def check_stream_train_ranks(ranks: list[list[list[list[dict]]]], samples: int | None = None,
+                             fewer_than: int | None = None) -> None:
     """Training on a self-sharding stream: every epoch, every rank runs the same number of steps
-    (EqualSteps) and no sample reaches two ranks.
+    (EqualSteps) and no sample reaches two ranks; with ``samples``, fewer than ``fewer_than`` of
+    them are left out of an epoch.
 
     ``ranks[r]`` comes from :func:`sample_passes` over rank r's training loader.
     """
@@ -302,6 +304,8 @@ def check_stream_train_ranks(ranks: list[list[list[list[dict]]]]) -> None:
         assert len(set(steps)) == 1 and steps[0] > 0, f"epoch {epoch}: steps per rank {steps}"
         ids = [sample["id"] for passes in ranks for batch in passes[epoch] for sample in batch]
         assert len(ids) == len(set(ids)), f"epoch {epoch}: a sample reached two ranks"
+        if samples is not None:
+            assert samples - len(ids) < fewer_than, f"epoch {epoch}: {samples - len(ids)} of {samples} samples left out"
 
 
 def check_seeds_agree(reports: list[dict]) -> None:

@@ -181,6 +181,66 @@ class FaultyHTTPServer:
         return Handler
 
 
+class SilentServer:
+    """Accepts connections on 127.0.0.1 and never answers a byte, until ``answer_after``
+    connections have been held (then each later one is handed to ``then``, a
+    :class:`FaultyHTTPServer`, byte for byte). ``accepted`` counts the connections.
+
+        with SilentServer() as server:
+            server.url("x.txt")                     # every read of it waits for its timeout
+    """
+
+    def __init__(self, *, answer_after: int | None = None, then: FaultyHTTPServer | None = None) -> None:
+        self.answer_after, self.then, self.accepted = answer_after, then, 0
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:  # closed: the block ended
+                return
+            self.accepted += 1
+            if self.answer_after is not None and self.accepted > self.answer_after and self.then is not None:
+                threading.Thread(target=self._relay, args=(connection,), daemon=True).start()
+            else:
+                self._held.append(connection)  # held open, never answered
+
+    def _relay(self, connection: socket.socket) -> None:
+        host, port = self.then._server.server_address[:2]
+        with connection, socket.create_connection((host, port)) as upstream:
+            pipes = [threading.Thread(target=_pipe, args=pair, daemon=True)
+                     for pair in ((connection, upstream), (upstream, connection))]
+            for pipe in pipes:
+                pipe.start()
+            for pipe in pipes:
+                pipe.join()
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._socket.close()
+        for connection in self._held:
+            connection.close()
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
 MARKS = "/__mark__/"
 
 

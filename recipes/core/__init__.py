@@ -4,7 +4,9 @@
   ``samplers`` (:class:`GroupedBatchSampler`: epochs, ranks, resume), ``plans`` (how batches
   form: :class:`ByGroup`, :class:`ByLength`, :class:`TokenBudget`), ``seeding`` (per-sample
   seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
-  (:class:`MixedDataset`, :class:`MixedStream`), ``distributed``, ``tuning`` (``recipes bench``).
+  (:class:`MixedDataset`, :class:`MixedStream`), ``states`` and ``loader_states`` (what a saved
+  state belongs to, every field checked at load), ``orphans`` (workers end with their parent),
+  ``distributed``, ``tuning`` (``recipes bench``).
 - Hooks: ``protocols``, what the core reads from a dataset (:class:`Described`, :class:`Mixable`,
   :class:`DrawsEpochs`, ...), each a ``typing.Protocol``, and :func:`check_hooks`.
 - Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
@@ -12,7 +14,8 @@
   (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
   (tokenizers, truncation that keeps special tokens, padding), ``arrays`` (per-sample tables
-  workers share), ``storage`` (local paths and fsspec URLs, secrets never shown), ``disk_cache``,
+  workers share), ``storage`` (local paths and fsspec URLs, secrets never shown, retries logged)
+  and ``timeouts`` (a silent server is an error), ``disk_cache``,
   ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths`` (the
   bad-input policy, safe paths).
 

@@ -40,6 +40,7 @@ from recipes.core.errors import check_on_error
 from recipes.core.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.images import decode_image
 from recipes.core.protocols import DeviceDecodable, DrawsEpochs, check_hooks
+from recipes.core.states import source_of
 
 DECODE_CHOICES = ("worker", "device")
 
@@ -275,6 +276,10 @@ class DeviceDecodeDataset(Dataset):
     def describe(self, index: int) -> str:
         """The wrapped dataset's description of sample ``index``: its file (or line)."""
         return self.dataset.describe(index)
+
+    def state_source(self) -> str:
+        """The wrapped dataset's data, for loader states (:func:`recipes.core.states.source_of`)."""
+        return source_of(self.dataset)
 
 
 def with_decode(dataset: Dataset, decode: str) -> Dataset:

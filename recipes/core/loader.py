@@ -30,11 +30,14 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from recipes.core.distributed import EqualSteps, distributed_rank_and_size
 from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
+from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
+from recipes.core.orphans import exit_with_parent
 from recipes.core.plans import Plan, Shuffle, draws_of
 from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
+from recipes.core.trainers import check_built_for_ranks, shards_itself
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -59,9 +62,12 @@ def freeze_inherited_objects(worker_id: int, then: Callable[[int], Any] | None =
     worker that runs one grows by ~80 MB of copied interpreter heap (torch's modules, mostly),
     whatever the dataset (tests/detection/test_worker_memory.py, benchmarks/memory.py); the
     Python docs' ``gc.freeze`` entry describes the same fix (``freeze`` itself only splices the
-    collector's lists). Then ``then(worker_id)``, the user's own ``worker_init_fn``.
+    collector's lists). The worker also exits within seconds if the training process dies, even
+    in the middle of a read (:func:`recipes.core.orphans.exit_with_parent`). Then
+    ``then(worker_id)``, the user's own ``worker_init_fn``.
     """
     gc.freeze()
+    exit_with_parent()
     if then is not None:
         then(worker_id)
 
@@ -242,14 +248,17 @@ def stream_loader(
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
 
 
+@shards_itself  # Lightning and Accelerate take it without sharding it again (recipes.core.trainers)
 class RecipeLoader(DataLoader):
     """torch's ``DataLoader``, whose iterator leaves no reference cycle behind when it raises
     (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive."""
 
     def __iter__(self) -> ReleasingIterator:
+        check_built_for_ranks(self)
         return ReleasingIterator(super().__iter__())
 
 
+@shards_itself
 class ResumableLoader(StatefulDataLoader):
     """torchdata's ``StatefulDataLoader`` whose state also loads with another ``num_workers``.
 
@@ -271,49 +280,50 @@ class ResumableLoader(StatefulDataLoader):
             # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
             warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
             super().__init__(*args, **kwargs)
+        self._belongs_to: dict[str, Any] | None = None
 
     def __iter__(self) -> ReleasingIterator:
+        check_built_for_ranks(self)
         return ReleasingIterator(super().__iter__())
 
+    def belongs_to(self) -> dict[str, Any]:
+        """The samples, source and batching a state of this loader is a position in
+        (:func:`recipes.core.loader_states.loader_identity`), computed once."""
+        if self._belongs_to is None:
+            self._belongs_to = loader_identity(self)
+        return dict(self._belongs_to)
+
+    def state_dict(self) -> dict[str, Any]:
+        """torchdata's state, and ``belongs_to`` (:meth:`belongs_to`), so another loader refuses it."""
+        return {**super().state_dict(), BELONGS: self.belongs_to()}
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load ``state_dict`` (torchdata's layout); what is read here is checked, and the sampler's
-        or the stream's own ``load_state_dict`` checks its fields (a ValueError names the field)."""
-        owner = "ResumableLoader"
-        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("_snapshot", {}), dict):
+        """Load ``state_dict`` (torchdata's layout): every field is checked now
+        (:func:`recipes.core.loader_states.check_loader_state`), torchdata's own, the sampler's or
+        the stream's and ``belongs_to``; a ValueError names the field and changes nothing, so the
+        loader goes on as it was. The state's seed wins (a warning if ``seed=`` gave another)."""
+        checked = check_loader_state(self, state_dict)
+        other_workers = checked.saved_workers != self.num_workers
+        stream = not isinstance(self.batch_sampler, GroupedBatchSampler)
+        states, ended = checked.stream_states, checked.finished  # ended: every reader got to the end of its part
+        if stream and other_workers and not (ended or all(state.get("position") in (None, "end") for state in states)):
             raise ValueError(
-                f"{owner} state must be a dict (a StatefulDataLoader's state_dict()), got {type(state_dict).__name__}"
+                f"this stream's state was saved with num_workers={checked.saved_workers} in the middle of a pass; "
+                f"its workers read their own shards, so it resumes mid-pass only with "
+                f"num_workers={checked.saved_workers} (and the same world size), or from a state taken at the end "
+                "of a pass"
             )
-        main = state_dict.get("_snapshot", {}).get("_main_snapshot", state_dict)
-        if not isinstance(main, dict):
-            raise ValueError(f"{owner} state: _snapshot['_main_snapshot'] is a {type(main).__name__}, not a dict")
-        saved_workers = check_int(main.get("_num_workers", 0), "_num_workers", owner)
-        if saved_workers == self.num_workers:
-            super().load_state_dict(state_dict)
+        # checked whole: from here on nothing is refused
+        if not stream:
+            sampler_state = checked.sampler_state
+            if other_workers:  # torchdata's state of other workers is not used: the sampler's position is the whole
+                sampler_state = {**sampler_state, "yielded": sampler_state["yielded"] + checked.steps_since_snapshot}
+            self.batch_sampler.load_state_dict(sampler_state)  # it warns of a replaced seed, once
+        elif states and hasattr(self.dataset, "adopt_seed"):
+            self.dataset.adopt_seed(states[0])  # before the workers get their copies
+        if not other_workers:
+            super().load_state_dict(checked.torchdata)
             return
-        self.next_iter_state = None  # nothing of torchdata's own state is used: start fresh from ours
-        if isinstance(self.batch_sampler, GroupedBatchSampler):
-            sampler_state = main.get("_index_sampler_state")
-            if not isinstance(sampler_state, dict) or "yielded" not in sampler_state:
-                raise ValueError(
-                    f"{owner} state: _index_sampler_state = {str(sampler_state)[:80]} is not a sampler's state"
-                )
-            steps = check_int(state_dict.get("_steps_since_snapshot", 0), "_steps_since_snapshot", owner)
-            yielded = check_int(sampler_state["yielded"], "_index_sampler_state['yielded']", owner)
-            self.batch_sampler.load_state_dict({**sampler_state, "yielded": yielded + steps})
-            return
-        workers = state_dict.get("_snapshot", {}).get("_worker_snapshots", {}).values()
-        states = [state for state in [w["dataset_state"] for w in workers] or [state_dict.get("dataset_state")] if state]
-        ended = state_dict.get("_iterator_finished", False)  # every reader got to the end of its part
-        if not states:
-            return  # taken before the first pass: nothing to restore
-        if not all(isinstance(state, dict) for state in states):
-            raise ValueError(f"{owner} state: a worker's dataset_state is not a dict")
-        if not isinstance(self.dataset, Resumable) or not (
-            ended or all(state.get("position") in (None, "end") for state in states)
-        ):
-            raise ValueError(
-                f"this stream's state was saved with num_workers={saved_workers} in the middle of a pass; its "
-                f"workers read their own shards, so it resumes mid-pass only with num_workers={saved_workers} "
-                "(and the same world size), or from a state taken at the end of a pass"
-            )
-        self.dataset.load_state_dict({**states[0], "position": "end"} if ended else states[0])
+        super().load_state_dict({})  # torchdata's way to drop the running pass and keep no state of its own
+        if stream and states:  # none: taken before the first pass, nothing to restore
+            self.dataset.load_state_dict({**states[0], "position": "end"} if ended else states[0])

@@ -25,6 +25,7 @@ arrays its ``per_sample_fields`` names (``lengths``) are laid end to end.
 from __future__ import annotations
 
 import bisect
+import copy
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -36,7 +37,7 @@ from recipes.core.draws import EpochDraws
 from recipes.core.errors import describe_sample
 from recipes.core.protocols import Mixable, PerSampleFields, RankPlaced, Resumable, ShardLimited, check_hooks
 from recipes.core.seeding import sample_seed
-from recipes.core.states import CURSOR_FIELDS, check_int, check_keys
+from recipes.core.states import CURSOR_FIELDS, check_int, check_keys, check_source, sampled_digest
 from recipes.core.streams import ResumableStream
 
 
@@ -133,6 +134,11 @@ class MixedDataset(Dataset):
         parts = ", ".join(f"{type(d).__name__}({n}) x {w:g}" for d, n, w in zip(self.datasets, self.sizes, self.weights))
         return f"MixedDataset([{parts}], {self.samples_per_epoch} samples per epoch)"
 
+    def state_source(self) -> str:
+        """What a loader state names as this mixture's data: each source's own, the weights and
+        the samples per epoch (the draws change with each)."""
+        return _mixture_source(self.datasets, self.weights, self.samples_per_epoch)
+
 
 class MixedStream(ResumableStream):
     """Self-sharding streams of one domain mixed at ``weights`` (see the module docstring).
@@ -175,7 +181,7 @@ class MixedStream(ResumableStream):
         if samples_per_epoch < 1:
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.samples_per_epoch = int(samples_per_epoch)
-        super().__init__(seed, rank, world_size)  # no source: the sources' own states name their data
+        super().__init__(seed, rank, world_size, source=_mixture_source(self.streams, self.weights, samples_per_epoch))
         self._passes: list[Iterator[Any] | None] = [None] * len(self.streams)  # each source's running pass
         self._sources_epoch = 0  # the mixed epoch whose start the sources' own states stand at
         self._ran = False  # a pass began in this copy: the sources' running passes are here
@@ -195,7 +201,10 @@ class MixedStream(ResumableStream):
         """Resume from ``state``: every field, and each source's state, is checked first (a
         ValueError names it); a refused state leaves the mixture and its sources as they were."""
         owner = type(self).__name__
-        check_keys(state, (*CURSOR_FIELDS, "sources"), owner)
+        if isinstance(state, dict) and "source" in state:  # saved before states named their data: none
+            check_source({name: state[name] for name in (*CURSOR_FIELDS, "source") if name in state}, self._source,
+                         owner)
+        check_keys(state, (*CURSOR_FIELDS, "sources", *(["source"] if "source" in state else [])), owner)
         sources = state["sources"]
         if not isinstance(sources, list) or len(sources) != len(self.streams):
             count = len(sources) if isinstance(sources, list) else type(sources).__name__
@@ -215,6 +224,24 @@ class MixedStream(ResumableStream):
         self._passes = [None] * len(self.streams)  # resume each source from its state, not a running pass
         self._sources_epoch = int(state["epoch"]) + (state["position"] == "end")
         self._ran = False
+
+    def read_paths(self) -> list[Any]:
+        """The files or URLs the sources read."""
+        return [path for stream in self.streams if hasattr(stream, "read_paths") for path in stream.read_paths()]
+
+    def adopt_seed(self, state: dict[str, Any]) -> None:
+        """The mixture's seed and each source's, from a checked ``state`` (see ``ResumableStream``)."""
+        super().adopt_seed(state)
+        for stream, source_state in zip(self.streams, state["sources"]):
+            if hasattr(stream, "adopt_seed"):
+                stream.adopt_seed(source_state)
+
+    def detached(self) -> MixedStream:
+        """A copy whose state, and its sources', is its own (see ``ResumableStream.detached``)."""
+        copied = super().detached()
+        copied.streams = [stream.detached() if hasattr(stream, "detached") else copy.deepcopy(stream)
+                          for stream in self.streams]
+        return copied
 
     def _max_taken(self, slots: int) -> int:
         return -(-self.samples_per_epoch // slots)  # the largest share of the epoch's draws a reader takes
@@ -262,6 +289,16 @@ class MixedStream(ResumableStream):
 
 
 _END = object()
+
+
+def _mixture_source(sources: Sequence[Any], weights: list[float], samples_per_epoch: int) -> str:
+    """A mixture's data in a few words: its sources' (``state_source()``, else the type and size),
+    weights and samples per epoch; a long list is digested."""
+    names = [source.state_source() if hasattr(source, "state_source") else type(source).__name__
+             for source in sources]
+    if len(names) > 4:
+        names = [f"{len(names)} sources {sampled_digest(names)}"]
+    return f"mixture of [{'; '.join(names)}] at {[round(w, 6) for w in weights]}, {samples_per_epoch} per epoch"
 
 
 def _as_mixture_item(item: Any, index: int) -> Any:

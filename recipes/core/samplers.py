@@ -35,7 +35,7 @@ from recipes.core.draws import EpochDraws
 from recipes.core.permutation import Permutation
 from recipes.core.plans import Plan, Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
-from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
+from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_belongs, check_int, check_keys, warn_replaced_seed
 
 # How an epoch is drawn, newest first. "keyed": the order a keyed permutation computed on demand
 # (recipes.core.permutation), a mixture's draws too (recipes.core.draws), grouped and length plans
@@ -43,6 +43,8 @@ from recipes.core.states import EPOCH_RANGE, SEED_RANGE, check_int, check_keys
 # the epoch planned at once. "randperm": all by torch.randperm; states without "order" are these.
 ORDERS = ("keyed", "permutation", "randperm")
 _ORDER_KEY = (1 << 64) - 3  # the order's key lives apart from the samples' seeds and the epoch generator
+POSITION_FIELDS = ("seed", "epoch", "yielded", "world_size", "offset")  # a state's position, "order" since keyed
+IDENTITY_FIELDS = ("num_samples", "batch_size", "plan")  # what the position is in: refused when they differ
 
 
 class GroupedBatchSampler(Sampler[list[int]]):
@@ -79,13 +81,14 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.plan.check(self.num_samples, batch_size)
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        self.seed = shared_seed(seed)
+        self.seed, self._given_seed = shared_seed(seed), seed
         self.epoch = 0
         self.order = "keyed"  # how an epoch is drawn: ORDERS
         # (epoch, offset, yielded, world size) of a loaded state; (epoch, offset, yielded) of the running pass
         self._resume: tuple[int, int, int, int] | None = None
         self._position: tuple[int, int, int] | None = None
         self._cache: tuple[int, np.ndarray | None, list[np.ndarray]] | None = None  # an epoch's draws and batches
+        self._identity: dict[str, Any] | None = None
 
     # -- epochs and state ----------------------------------------------------------------------
 
@@ -108,7 +111,22 @@ class GroupedBatchSampler(Sampler[list[int]]):
         else:
             epoch, offset, yielded, world_size = self.epoch, 0, 0, self.world_size
         state = {"seed": self.seed, "epoch": epoch, "yielded": yielded, "world_size": world_size, "offset": offset}
-        return {**state, "order": self.order}
+        return {**state, "order": self.order, **self.identity()}
+
+    def identity(self) -> dict[str, Any]:
+        """What a state of this sampler is a position in: ``num_samples``, ``batch_size`` and
+        ``plan`` (the plan's repr, shuffled or in order, drop_last); the world size is not part of
+        it, since a state resumes on any. Computed once (a plan's repr may count its groups)."""
+        if self._identity is None:
+            order = "shuffled" if self.shuffle else "in order"
+            plan = f"{self.plan!r}, {order}{', drop_last' if self.drop_last else ''}"
+            self._identity = {"num_samples": self.num_samples, "batch_size": self.batch_size, "plan": plan}
+        return self._identity
+
+    def check_state(self, state: dict[str, Any]) -> tuple[int, bool]:
+        """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing;
+        else ``(batches of this rank's pass still to come, whether that is the whole pass)``."""
+        return self._checked(state, keep=False)[4:]
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Make the next pass continue from ``state`` (see :meth:`state_dict`), on this world size.
@@ -119,13 +137,32 @@ class GroupedBatchSampler(Sampler[list[int]]):
         of steps on every rank. The state of a pass taken after its last batch resumes nothing
         of it; taken after it ended, the next epoch. An evaluation pass resumes only on its
         own world size. Every field is checked first, against the epoch's own batches: a
-        ValueError names the field, its value and the allowed range, and changes nothing.
+        ValueError names the field, its value and the allowed range, and changes nothing. A state
+        of another dataset size, batch size or plan (:meth:`identity`) is refused; its seed
+        replaces this sampler's, with a warning if ``seed=`` gave another.
         """
+        epoch, offset, yielded, world_size, _, _ = self._checked(state, keep=True)
+        warn_replaced_seed("GroupedBatchSampler", self._given_seed, self.seed)
+        self._given_seed = None  # warned once: the state's seed is this sampler's now
+        self.epoch = epoch
+        self._resume = (epoch, offset, yielded, world_size)
+        self._position = None
+
+    def _checked(self, state: dict[str, Any], *, keep: bool) -> tuple[int, int, int, int, int, bool]:
+        """Check every field of ``state`` (see :meth:`load_state_dict`): ``(epoch, offset, yielded,
+        world_size, batches still to come, whether that is the whole pass)``. ``keep``: take its
+        seed and order; else this sampler is left as it was."""
         owner = "GroupedBatchSampler"
         # a state without "order" was saved before the keyed permutation: its run goes on as it began
         order = state.get("order", "randperm") if isinstance(state, dict) else None
-        fields = ("seed", "epoch", "yielded", "world_size", "offset")
-        check_keys(state, (*fields, "order") if "order" in state else fields, owner)
+        known = (*POSITION_FIELDS, "order", *IDENTITY_FIELDS)
+        saved_fields = [name for name in known if isinstance(state, dict) and name in state]
+        if not set(IDENTITY_FIELDS) & set(saved_fields):  # saved before states named their data
+            saved_fields = [*POSITION_FIELDS, *(["order"] if "order" in saved_fields else [])]
+        else:
+            saved_fields = list(known)
+        check_keys(state, saved_fields, owner)
+        check_belongs(state, self.identity(), owner, "this sampler")
         if order not in ORDERS:
             raise ValueError(f"{owner} state: order = {str(order)[:40]!r} is not one of {ORDERS}")
         seed = check_int(state["seed"], "seed", owner, *SEED_RANGE)
@@ -148,12 +185,15 @@ class GroupedBatchSampler(Sampler[list[int]]):
                 offset = check_int(state["offset"], "offset", owner, 0, 0)
                 per_rank = len(self._plan(epoch)[1])
             yielded = check_int(state["yielded"], "yielded", owner, 0, per_rank)
+            # where the next pass starts: (global offset, batches to skip), dealt anew on another world size
+            begin, skip = (offset, yielded) if world_size == self.world_size else (offset + yielded * world_size, 0)
+            remaining = len(self._rank_batches(epoch, begin)) - skip
         except ValueError:
             self.seed, self.order, self._cache = saved
             raise
-        self.epoch = epoch
-        self._resume = (epoch, offset, yielded, world_size)
-        self._position = None
+        if not keep:
+            self.seed, self.order, self._cache = saved
+        return epoch, offset, yielded, world_size, remaining, begin == 0 and skip == 0
 
     def __len__(self) -> int:
         epoch = self._resume[0] if self._resume is not None else self.epoch

@@ -26,6 +26,7 @@ import torch
 from torch.utils.data import Dataset, get_worker_info
 
 from recipes.core.errors import BatchSamples
+from recipes.core.states import source_of
 
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -131,6 +132,10 @@ class SeededDataset(Dataset):
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
+
+    def state_source(self) -> str:
+        """The wrapped dataset's data, for loader states (:func:`recipes.core.states.source_of`)."""
+        return source_of(self.dataset)
 
     def __len__(self) -> int:
         return len(self.dataset)

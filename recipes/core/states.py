@@ -11,8 +11,10 @@ refused state leaves them as they were.
 from __future__ import annotations
 
 import numbers
+import warnings
+import zlib
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what a seed may be: it is folded to 64 bits
 EPOCH_RANGE = (0, 2**63 - 1)
@@ -55,3 +57,71 @@ def check_source(state: Any, source: str | None, owner: str) -> dict[str, Any]:
             f"{owner} state: source = {str(state['source'])[:60]!r} is not this one's {source!r}: a state of other data"
         )
     return {name: value for name, value in state.items() if name != "source"}
+
+
+def check_belongs(state: dict[str, Any], mine: dict[str, Any], owner: str, what: str = "this one") -> None:
+    """Refuse a state saved for other data or another batching: each of ``mine``'s fields
+    (``num_samples``, ``source``, ``batch_size``, ``plan``) the state also holds must be equal. A
+    state without them (saved by version 0.1.0) is read as this one's. The ValueError names every
+    field that differs: ``saved with batch_size=16, this loader has 12``."""
+    differs = [
+        f"saved with {name}={_shown(state[name])}, {what} has {_shown(value)}"
+        for name, value in mine.items()
+        if name in state and state[name] != value
+    ]
+    if differs:
+        raise ValueError(
+            f"{owner} state: {'; '.join(differs)}: a state is a position in the batches of the data and batching it "
+            "was saved with; build the loader as it was saved, or start the run afresh"
+        )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def sampled_digest(values: Any, count: int = 4096) -> str:
+    """A cheap fingerprint of a long sequence (an array of lengths, a list of file names): crc32 of
+    its length and of ``count`` evenly spaced entries, 8 hex digits. O(count), whatever the length."""
+    total = len(values)
+    picks = range(total) if total <= count else (index * (total - 1) // (count - 1) for index in range(count))
+    crc = zlib.crc32(str(total).encode())
+    for index in picks:
+        crc = zlib.crc32(str(values[index]).encode() + b"\n", crc)
+    return f"{crc:08x}"
+
+
+def warn_replaced_seed(owner: str, given: int | None, saved: int) -> None:
+    """The state's seed wins: say so when the object was built with another explicit ``seed=``."""
+    if given is not None and int(given) != int(saved):
+        warnings.warn(
+            f"{owner}: the loaded state's seed {saved} replaces seed={given} given to this object: a resumed run "
+            "keeps the seed it began with (drop seed= or pass the saved one to silence this)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+class NamesItsData(Protocol):
+    """What a dataset or stream says its data is, for the loader states that hold a position in it.
+
+    :func:`source_of` calls it when a loader saves or loads a state; a dataset without it is named
+    by its type and size only, so a state of other data of that size is not refused.
+    """
+
+    def state_source(self) -> str:
+        """A few words that change when the data does (file names, sizes, a sampled digest),
+        cheap to compute (no full read) and the same on every rank and machine (no absolute paths)."""
+        ...
+
+
+def source_of(dataset: Any) -> str:
+    """``dataset.state_source()`` (:class:`NamesItsData`), else its type and size."""
+    if hasattr(dataset, "state_source"):
+        return dataset.state_source()
+    try:
+        size = f"{len(dataset)} samples"
+    except TypeError:  # a stream without a length
+        size = "no length"
+    return f"{type(dataset).__name__}, {size}"

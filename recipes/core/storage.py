@@ -7,8 +7,11 @@
 A read from object storage fails now and then: a 5xx answer, a reset connection, a body cut
 short. :func:`open_stream` hides those: on such a fault it opens the object again at the byte
 offset already read (an HTTP Range request underneath) and carries on, after a backoff that
-doubles, at most ``retries`` times in a row. A refusal (404, 403, S3's ``NoSuchBucket``) is final
-and fails at once. A stream therefore yields every byte exactly once or raises a
+doubles, at most ``retries`` times in a row. A server that sends no byte for a while is such a
+fault too: default connect and read timeouts (:mod:`recipes.core.timeouts`, overridable through
+``storage_options``) bound each request. Each retry is logged on the ``recipes`` logger (the
+URL without credentials, the byte offset, the reason, the attempt) and counted
+(:func:`retries_made`). A refusal (404, 403, S3's ``NoSuchBucket``) is final and fails at once. A stream therefore yields every byte exactly once or raises a
 :class:`DataError` naming the URL; credentials (``storage_options``, a URL's user:password or
 query string) never appear in a message.
 
@@ -20,15 +23,20 @@ from __future__ import annotations
 
 import glob
 import io
+import logging
 import os
 import re
+import threading
 import time
+from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from recipes.core.errors import DataError
+from recipes.core.timeouts import is_timeout, read_timeout, with_timeouts
 
 RETRIES = 5  # faults in a row before giving up; each success resets the count
 BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
@@ -43,6 +51,18 @@ TRANSIENT_CODES = frozenset({"RequestTimeout", "SlowDown", "Throttling", "Thrott
 # botocore's classes for a connection that failed or broke: every other botocore error is final
 BOTOCORE_TRANSIENT = frozenset({"HTTPClientError", "ConnectionError", "IncompleteReadError"})
 _URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+LOGGER = logging.getLogger(__name__)  # under "recipes": one retry a line
+_RETRIES: Counter[str] = Counter()  # retries made in this process, by URL as shown (retries_made)
+_RETRIES_LOCK = threading.Lock()
+
+
+def retries_made(paths: Iterable[str | os.PathLike] | None = None) -> int:
+    """How many reads this process retried after a transient fault: in all, or of ``paths``
+    (local paths count none). A DataLoader worker counts its own, and logs each one."""
+    with _RETRIES_LOCK:
+        if paths is None:
+            return sum(_RETRIES.values())
+        return sum(_RETRIES.get(name, 0) for name in {shown(path) for path in paths if is_url(path)})
 
 
 def is_url(path: Any) -> bool:
@@ -93,7 +113,7 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     import fsspec
 
     try:
-        return fsspec.core.url_to_fs(url, **(storage_options or {}))
+        return fsspec.core.url_to_fs(url, **with_timeouts(url, storage_options))
     except ImportError as error:
         scheme = urlsplit(url).scheme
         backend = BACKENDS.get(scheme)
@@ -116,7 +136,8 @@ def stream_size(
     if not is_url(path):
         return os.stat(path).st_size
     fs, inner = filesystem(path, storage_options)
-    return retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff)
+    timeout = read_timeout(path, storage_options)
+    return retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff, timeout=timeout)
 
 
 def open_stream(
@@ -140,7 +161,8 @@ def open_stream(
         file.seek(start)
         return file
     fs, inner = filesystem(path, storage_options)
-    reader = _ResumingReader(fs, inner, shown(path), start, size, retries, backoff)
+    reader = _ResumingReader(fs, inner, shown(path), start, size, (retries, backoff))
+    reader.timeout = read_timeout(path, storage_options)
     if size is None:
         reader.fetch_first()  # or FileNotFoundError
     return io.BufferedReader(reader, buffer_size=2**20)
@@ -175,17 +197,17 @@ def glob_sizes(pattern: str, storage_options: dict[str, Any] | None = None) -> t
         paths = sorted(glob.glob(os.path.expanduser(pattern)))
         return paths, [None] * len(paths)
     fs, inner = filesystem(pattern, storage_options)
-    scheme = pattern.split("://", 1)[0]
+    scheme, timeout = pattern.split("://", 1)[0], read_timeout(pattern, storage_options)
     folder, _, name = inner.rpartition("/")
     if not folder or has_glob(folder) or "**" in name:
         # a refused listing is a DataError naming the pattern
-        listed = list(retried(lambda: fs.glob(inner, detail=True), shown(pattern)).items())
+        listed = list(retried(lambda: fs.glob(inner, detail=True), shown(pattern), timeout=timeout).items())
     else:
         from fsspec.utils import glob_translate
 
         matches = re.compile(glob_translate(inner)).match
         try:
-            found = retried(lambda: fs.ls(folder, detail=True), shown(pattern))
+            found = retried(lambda: fs.ls(folder, detail=True), shown(pattern), timeout=timeout)
             listed = [(info["name"], info) for info in found if matches(info["name"])]
         except FileNotFoundError:  # no such folder: nothing matches, as for a glob
             listed = []
@@ -236,11 +258,10 @@ class _ResumingReader(io.RawIOBase):
     Parquet file's footer, then its row groups). Without a known size it asks one byte beyond
     each block, so that it learns where the object ends without a HEAD."""
 
-    def __init__(
-        self, fs: Any, path: str, name: str, start: int, size: int | None, retries: int, backoff: float
-    ) -> None:
+    def __init__(self, fs: Any, path: str, name: str, start: int, size: int | None, policy: tuple[int, float]) -> None:
         self.fs, self.path, self.name = fs, path, name
-        self.position, self.known_size, self.retries, self.backoff = start, size, retries, backoff
+        self.position, self.known_size, (self.retries, self.backoff) = start, size, policy
+        self.timeout: float | None = None  # the read timeout, for messages
         self.block, self.block_start = memoryview(b""), start
 
     @property
@@ -289,7 +310,7 @@ class _ResumingReader(io.RawIOBase):
             return False
         try:
             data = retried(lambda: self._get(start, asked), self.name, retries=self.retries, backoff=self.backoff,
-                           at=self._at)
+                           at=self._at, timeout=self.timeout)
         except FileNotFoundError as error:
             if missing_raises:
                 raise
@@ -322,7 +343,8 @@ class _ResumingReader(io.RawIOBase):
 
     def _attempt(self, action: Any) -> Any:
         try:
-            return retried(action, self.name, retries=self.retries, backoff=self.backoff, at=self._at)
+            return retried(action, self.name, retries=self.retries, backoff=self.backoff, at=self._at,
+                           timeout=self.timeout)
         except FileNotFoundError as error:
             raise DataError(str(error)) from None
 
@@ -342,9 +364,12 @@ def retried(
     backoff: float = BACKOFF_S,
     at: Any = lambda: "",
     after: Any = lambda: None,
+    timeout: float | None = None,
 ) -> Any:
     """``action()``, called again after each transient fault (``after()`` first), with a doubling
-    backoff, at most ``retries`` times in a row.
+    backoff, at most ``retries`` times in a row. Each retry is logged (``name``, ``at()``: where,
+    the reason, the attempt) and counted (:func:`retries_made`); ``timeout``: the read timeout
+    the requests ran under, for the message of one that got no byte.
 
     Raises:
         FileNotFoundError: the object does not exist.
@@ -359,18 +384,33 @@ def retried(
                 if isinstance(error, FileNotFoundError):
                     raise FileNotFoundError(f"{name} does not exist") from None
                 raise DataError(f"{name}: cannot read ({_reason(error)})") from None
-            after()
             faults += 1
             if faults > retries:
+                if is_timeout(error):
+                    within = f"in {timeout:g} s" if timeout is not None else "before the request timed out"
+                    raise DataError(
+                        f"no byte from {name} {within}, {faults} attempts{at()} ({_reason(error)}): the server "
+                        "accepts and does not answer; if it is only slow, raise the read timeout through "
+                        "storage_options (recipes.core.timeouts)"
+                    ) from None
                 raise DataError(f"{name}: read failed {faults} times in a row{at()} ({_reason(error)})") from None
-            time.sleep(backoff * 2 ** (faults - 1))
+            with _RETRIES_LOCK:
+                _RETRIES[name] += 1
+            wait = backoff * 2 ** (faults - 1)
+            LOGGER.warning("retrying %s%s after %.2g s (attempt %d of %d): %s", name, at(), wait, faults + 1, retries + 1,
+                           _reason(error))
+            after()
+            time.sleep(wait)
 
 
 def _reason(error: BaseException) -> str:
-    """``Type: message`` with every URL in the message shown without its credentials."""
+    """``Type: message`` with every URL in the message shown without its credentials; an error
+    with no message (fsspec's ``FSTimeoutError``) is told by the one it was raised from."""
     if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
         error = error.__cause__
-    return f"{type(error).__name__}: " + cleaned(str(error))
+    while not str(error) and error.__cause__ is not None:
+        error = error.__cause__
+    return f"{type(error).__name__}: " + (cleaned(str(error)) or "no message")
 
 
 def is_transient(error: BaseException) -> bool:

@@ -13,14 +13,25 @@ checks, each reader's position); a subclass says what a pass reads and yields.
 
 from __future__ import annotations
 
+import copy
 import random
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from torch.utils.data import IterableDataset, get_worker_info
 
 from recipes.core.distributed import resolve_rank, shared_seed
-from recipes.core.states import CURSOR_FIELDS, EPOCH_RANGE, SEED_RANGE, check_int, check_keys, check_source
+from recipes.core.storage import retries_made
+from recipes.core.states import (
+    CURSOR_FIELDS,
+    EPOCH_RANGE,
+    SEED_RANGE,
+    check_int,
+    check_keys,
+    check_source,
+    warn_replaced_seed,
+)
 
 
 def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
@@ -190,7 +201,7 @@ class ResumableStream(IterableDataset):
         # read here, in the main process: a spawned worker has no process group to ask
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.cursor = StreamCursor(shared_seed(seed))  # the epoch and position, for an exact resume
-        self._source = source
+        self._source, self._given_seed = source, seed
 
     @property
     def seed(self) -> int:
@@ -213,8 +224,40 @@ class ResumableStream(IterableDataset):
 
         Every field is checked first (a ValueError names its owner, the field, its value and the
         allowed range): a state of other data or a crafted one is refused, not read from the wrong place.
+        The state's seed wins, with a warning if ``seed=`` gave this stream another.
         """
         self._load_cursor(check_source(state, self._source, type(self).__name__))
+
+    def state_source(self) -> str:
+        """What this stream reads, in a few words (the ``source`` its states hold)."""
+        return self._source if self._source is not None else type(self).__name__
+
+    def read_paths(self) -> list[Any]:
+        """The files or URLs a pass reads (a subclass that reads any says which)."""
+        return []
+
+    def retries_made(self) -> int:
+        """Reads of this stream's data retried after a transient fault, in this process: a DataLoader
+        worker counts its own, and logs each retry on the ``recipes`` logger (:mod:`recipes.core.storage`)."""
+        return retries_made(self.read_paths())
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a replaced seed is the real load's to tell
+            self.detached().load_state_dict(state)
+
+    def adopt_seed(self, state: dict[str, Any]) -> None:
+        """Take the seed of a checked ``state`` now, with :func:`warn_replaced_seed`'s warning: a
+        loader calls it once in the main process, before its workers get copies of this stream."""
+        warn_replaced_seed(type(self).__name__, self._given_seed, state["seed"])
+        self.cursor.seed, self._given_seed = int(state["seed"]), None
+
+    def detached(self) -> ResumableStream:
+        """A shallow copy whose state is its own: what it loads leaves this stream as it is."""
+        copied = copy.copy(self)
+        copied.cursor = copy.copy(self.cursor)
+        return copied
 
     def _load_cursor(self, fields: dict[str, Any]) -> None:
         """Load the cursor's fields (:data:`CURSOR_FIELDS`), each checked, positions by :meth:`_check_position`."""
@@ -222,6 +265,8 @@ class ResumableStream(IterableDataset):
             fields, owner=type(self).__name__, world_size=self.world_size, check_position=self._check_position,
             max_taken=self._max_taken,
         )
+        given, self._given_seed = self._given_seed, None  # warned once: the state's seed is this stream's now
+        warn_replaced_seed(type(self).__name__, given, self.cursor.seed)
 
     def _max_taken(self, slots: int) -> int | None:
         """The most items a block of a pass read by ``slots`` readers holds; None: no bound."""

@@ -37,7 +37,8 @@ from torchvision import tv_tensors
 from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
 from recipes.core.paths import resolve_under
-from recipes.core.storage import is_url, shown
+from recipes.core.states import sampled_digest
+from recipes.core.storage import basename, is_url, shown
 from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
@@ -151,6 +152,12 @@ class CocoDataset(Dataset):
             with UserCode(lambda: describe_sample(self, index), what="transforms"):  # names the image id and file
                 image, target = self.transforms(image, target)
         return image, target
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: the annotation file's name, the image count and
+        digests of the image ids and file names (not the folders: moved data still resumes)."""
+        ids, files = sampled_digest(self.index.image_ids), sampled_digest(self.index.file_names)
+        return f"{basename(self.ann_file)}: {len(self)} images, ids and names {ids}{files}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"instances.json image id 42 (000042.jpg)"``."""

@@ -56,7 +56,8 @@ from recipes.core.plans import Shuffle, draws_of
 from recipes.core.protocols import ShardLimited
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
-from recipes.core.storage import is_url, parent, shown
+from recipes.core.states import sampled_digest
+from recipes.core.storage import basename, is_url, parent, shown
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
@@ -177,6 +178,12 @@ class ImageTextDataset(Dataset):
     def where(self, row: int) -> str:
         """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
         return f"{self._sources[self._source_of[row]]} {self._key_name} {self._keys[row]}"
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: the manifests' names, the sample count and a
+        digest of the image names (not the folders: moved data still resumes)."""
+        manifests = sampled_digest([basename(source) for source in self._sources])
+        return f"{len(self._sources)} manifests {manifests}: {len(self)} samples, images {sampled_digest(self.images)}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"train.jsonl line 12, image cat/1.jpg"``."""

@@ -128,6 +128,10 @@ class ImageTextShards(ResumableStream):
         super().__init__(seed, rank, world_size, source=source)
         self.pad_id = caption_pad_id(self.tokenizer)
 
+    def read_paths(self) -> list[Any]:
+        """The shards a pass reads (for :meth:`retries_made`)."""
+        return list(self.shards)
+
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}

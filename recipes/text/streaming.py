@@ -9,12 +9,12 @@
             ...                          # input_ids, attention_mask, lengths, index [, labels]
 
 Every DataLoader worker of every rank holds a copy of an IterableDataset; unless each copy reads
-its own part, every line is seen ``workers x ranks`` times. Here the files form one byte range cut
-into ``world_size x num_workers`` equal slices, and each (rank, worker) reads the lines that start
-in its slice: every line exactly once, nothing loaded whole, one huge file split as well as many
-shards. Slices are equal in bytes, not lines, so a training ``streaming_loader`` on several ranks
-stops them all at the same step (:class:`recipes.core.distributed.EqualSteps`). Build it after
-``init_process_group``, on every rank: rank 0 lists and sizes the files for all.
+its own part, every line is seen ``workers x ranks`` times. Here the lines are cut into ``world_size
+x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read
+of the files, on rank 0, at construction), and each (rank, worker) reads its own: every line once,
+nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
+(:class:`recipes.core.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
+batch_size`` lines an epoch. Build it after ``init_process_group``, on every rank.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
@@ -66,6 +66,7 @@ from recipes.core.tokens import (
     require_pad_id,
 )
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
+from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
 from recipes.text.parquet_ids import IdsColumn
 
@@ -180,7 +181,13 @@ class StreamingTextDataset(ResumableStream):
             listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
             self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
         else:
-            self.paths, self.sizes = shared_result(lambda: sized_files(self.paths, storage_options), rank, world_size)
+
+            def sized_and_counted() -> tuple[list[Any], list[int], LineIndex]:
+                files, sizes = sized_files(self.paths, storage_options)
+                return files, sizes, LineIndex.build(files, sizes, storage_options)
+
+            # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0
+            self.paths, self.sizes, self.lines = shared_result(sized_and_counted, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         if shuffle_buffer < 0:
@@ -194,6 +201,10 @@ class StreamingTextDataset(ResumableStream):
         # what a state names as its data: offsets into these many files of this size
         source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
         super().__init__(seed, rank, world_size, source=source)
+
+    def read_paths(self) -> list[Any]:
+        """The files or URLs a pass reads (for :meth:`retries_made`)."""
+        return list(self.paths)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
@@ -210,8 +221,8 @@ class StreamingTextDataset(ResumableStream):
     def _check_position(self, position: list[Any], slots: int) -> None:
         """Refuse a resume offset (bytes, or Parquet rows) outside this rank's share of the files, and
         a block index that many blocks could not have come before (each line or row is a byte at least)."""
-        owner, total, workers = type(self).__name__, sum(self.sizes), slots // self.world_size
-        low, high = self.rank * workers * total // slots, (self.rank + 1) * workers * total // slots
+        owner, workers = type(self).__name__, slots // self.world_size
+        low, high = self._share(self.rank * workers, slots)[0], self._share((self.rank + 1) * workers - 1, slots)[1]
         start = check_int(position[1], "position[1] (offset)", owner, low, high - 1)
         check_int(position[0], "position[0] (block)", owner, 0, (start - low) // self._max_taken(slots))
 
@@ -222,9 +233,8 @@ class StreamingTextDataset(ResumableStream):
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
         if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
-            total = sum(self.sizes)
-            check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__,
-                      slot * total // slots, (slot + 1) * total // slots - 1)
+            low, high = self._share(slot, slots)
+            check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__, low, high - 1)
         rng_of_block = None
         if self.shuffle_buffer > 1:
             seed = self.cursor.seed
@@ -241,11 +251,17 @@ class StreamingTextDataset(ResumableStream):
             # a resumed block: its first lines were taken, and are not tokenised again
             yield block, start, self._encode(chunk[skip if block == first_block else 0 :])
 
+    def _share(self, slot: int, slots: int) -> tuple[int, int]:
+        """Reader ``slot``'s byte range: Parquet rows cut in equal slices; lines, an equal share by count."""
+        if self.parquet:
+            total = sum(self.sizes)
+            return slot * total // slots, (slot + 1) * total // slots
+        return self.lines.share(slot, slots, self.paths, self.storage_options)
+
     def _lines(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, bool, bytes]]:
         """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot,
         or from ``begin`` on, a global offset where one of its lines starts."""
-        total = sum(self.sizes)
-        low, high = slot * total // slots, (slot + 1) * total // slots
+        low, high = self._share(slot, slots)
         base = 0
         for path, size in zip(self.paths, self.sizes):
             start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base

@@ -37,6 +37,7 @@ from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_p
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
+from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.tokens import (
     TruncatingEncoder,
@@ -243,6 +244,11 @@ class TokenizedTextDataset(Dataset):
         if self.labels is not None:
             item["label"] = int(self.labels[index])
         return item
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: the file's name, the sample count and a digest
+        of the token lengths (which the length plans batch by)."""
+        return f"{basename(self._name)}: {len(self)} samples, lengths {sampled_digest(self.lengths)}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""

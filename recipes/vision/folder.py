@@ -52,6 +52,7 @@ from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
 from recipes.core.plans import Shuffle, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
+from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
 
@@ -121,6 +122,12 @@ class ImageFolderDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: its file."""
         return self.path(index)
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: the counts and digests of the class and file
+        names under the root, not the root itself (a moved folder still resumes)."""
+        classes, files = sampled_digest(self.classes), sampled_digest(self.paths)
+        return f"{len(self)} images in {len(self.classes)} classes, names {classes}{files}"
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.mixing)."""

@@ -73,7 +73,8 @@ def test_a_billion_samples_on_a_thousand_ranks_plan_in_constant_memory():
     assert peak < 50 * 2**20, f"{peak / 2**20:.0f} MB"
     assert len(first) == 256 and len(set(first)) == 256 and all(0 <= i < BILLION for i in first)
     assert steps == BILLION // 256 // 1024
-    assert state == {"seed": 7, "epoch": 0, "yielded": 1, "world_size": 1024, "offset": 0, "order": "keyed"}
+    assert state == {"seed": 7, "epoch": 0, "yielded": 1, "world_size": 1024, "offset": 0, "order": "keyed",
+                     "num_samples": BILLION, "batch_size": 256, "plan": "Shuffle(), shuffled, drop_last"}
 
 
 def _global_batch(number, *, n=BILLION, batch_size=256, seed=7, epoch=0):
@@ -91,7 +92,7 @@ def test_resuming_a_billion_sample_epoch_on_another_world_size_deals_the_rest_an
     taken = [next(batches), next(batches)]
     assert taken == [_global_batch(5), _global_batch(5 + 1024)]
     state = saving.state_dict()
-    resumed = GroupedBatchSampler(BILLION, 256, shuffle=True, drop_last=True, seed=0, rank=7, world_size=512)
+    resumed = GroupedBatchSampler(BILLION, 256, shuffle=True, drop_last=True, seed=None, rank=7, world_size=512)
     resumed.load_state_dict(state)
     # 2 * 1024 global batches were taken; the 512 ranks share out the rest, rank 7 from 2048 + 7
     assert next(iter(resumed)) == _global_batch(2 * 1024 + 7)

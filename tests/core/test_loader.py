@@ -251,7 +251,7 @@ def test_torchdata_still_calls_the_deprecated_set_vital():
     [
         (lambda state: state.update(_steps_since_snapshot=-1), r"_steps_since_snapshot = -1 is not an integer"),
         (lambda state: state.update(_num_workers="x"), r"_num_workers = 'x' is not an integer"),
-        (lambda state: state.update(_index_sampler_state=None), r"_index_sampler_state = None is not a sampler's state"),
+        (lambda state: state.update(_index_sampler_state=None), r"_index_sampler_state = None is not a dict"),
         (lambda state: state["_index_sampler_state"].update(yielded=10**12), r"GroupedBatchSampler state: yielded"),
         (lambda state: state["_index_sampler_state"].pop("offset"), r"GroupedBatchSampler state: missing keys \['offset'\]"),
     ],

@@ -175,7 +175,8 @@ def assert_same_rest(got: list[dict[str, list]], expected: list[dict[str, list]]
                 assert mine[key] == value, f"batch {position}: {key}"
 
 
-SAVED = sorted(STATES.glob("*/*.pt"))  # d2ce733: before the keyed order; 32dcb14: before keyed draws and windows
+SAVED = sorted(STATES.glob("*/*.pt"))  # d2ce733: before the keyed order; 32dcb14: before keyed draws and
+# windows; 44e328e: states that name what they belong to (belongs_to)
 
 
 def test_every_commits_states_cover_every_case():

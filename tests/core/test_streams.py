@@ -118,7 +118,8 @@ def test_a_resumable_stream_resumes_mid_pass_exactly_and_refuses_other_data():
         state = stream.state_dict()
         assert set(state) == {"seed", "epoch", "slots", "position", "source"} and state["source"] == "30 numbers"
         resumed = Blocks(30, seed=0)
-        resumed.load_state_dict(state)
+        with pytest.warns(UserWarning, match=r"Blocks: the loaded state's seed 3 replaces seed=0"):
+            resumed.load_state_dict(state)
         assert taken + list(resumed) == first and resumed.seed == 3
         assert list(resumed) == second
     with pytest.raises(ValueError, match=r"Blocks state: source = '30 numbers' is not this one's '31 numbers'"):

@@ -1,0 +1,80 @@
+"""Where the k-th line of a list of text files starts, from one pass over them: equal shares by count.
+
+    index = LineIndex.build(paths, sizes)              # once per job (StreamingTextDataset: on rank 0)
+    low, high = index.share(slot, slots, paths)        # byte range of lines [slot*N//slots, (slot+1)*N//slots)
+
+A stream cut into equal *byte* ranges gives its readers unequal numbers of lines (long lines in one
+part, short in another), and a training loader on several ranks stops every rank when the first
+runs out (``recipes.core.distributed.EqualSteps``): the lines the others still held are never seen.
+Cut by line count instead, every reader holds the same number of lines, give or take one. The
+index keeps each file's line count and the byte offset of every ``STRIDE``-th line (8 bytes per
+``STRIDE`` lines); a share's first line is found from the nearest kept one, reading fewer than
+``STRIDE`` lines. Blank lines count as lines (the stream passes over them).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import numpy as np
+
+from recipes.core.storage import open_stream
+
+STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
+CHUNK = 1 << 20
+
+
+class LineIndex:
+    """Line counts and sparse line offsets of files read in order (see the module doc)."""
+
+    def __init__(self, counts: list[int], offsets: list[np.ndarray], sizes: list[int]) -> None:
+        self.counts, self.offsets, self.sizes = counts, offsets, sizes
+        self.first_line = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # global number of each file's first line
+        self.base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # global byte of each file's start
+
+    @property
+    def total(self) -> int:
+        return int(self.first_line[-1])
+
+    @classmethod
+    def build(cls, paths: list[Any], sizes: list[int], storage_options: dict[str, Any] | None = None) -> LineIndex:
+        """Read every file once, counting lines (a last line without a newline counts)."""
+        counts, offsets = [], []
+        for path, size in zip(paths, sizes):
+            kept, count, position = [], 0, 0
+            with open_stream(path, storage_options=storage_options, size=size) as file:
+                while chunk := file.read(CHUNK):
+                    # a line starts at the file's start and after each newline that is not the last byte
+                    starts = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + position + 1
+                    if position == 0:
+                        starts = np.concatenate([[0], starts])
+                    starts = starts[starts < size]
+                    wanted = (np.arange(count, count + len(starts)) % STRIDE) == 0
+                    kept.append(starts[wanted])
+                    count += len(starts)
+                    position += len(chunk)
+            counts.append(count)
+            offsets.append(np.concatenate(kept).astype(np.int64) if kept else np.zeros(0, dtype=np.int64))
+        return cls(counts, offsets, list(sizes))
+
+    def line_start(self, line: int, paths: list[Any], storage_options: dict[str, Any] | None = None) -> int:
+        """The global byte offset where global line ``line`` starts (the end of the files for the total)."""
+        if line >= self.total:
+            return int(self.base[-1])
+        file = bisect.bisect_right(self.first_line, line) - 1  # the last file starting at or before it: one with lines
+        local = line - int(self.first_line[file])
+        kept = local // STRIDE
+        offset, skip = int(self.offsets[file][kept]), local - kept * STRIDE
+        if skip:
+            with open_stream(paths[file], start=offset, storage_options=storage_options, size=self.sizes[file]) as f:
+                for _ in range(skip):
+                    offset += len(f.readline())
+        return int(self.base[file]) + offset
+
+    def share(self, slot: int, slots: int, paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[int, int]:
+        """``(low, high)``: the global byte range of reader ``slot``'s lines, an equal share by count."""
+        total = self.total
+        low = self.line_start(slot * total // slots, paths, storage_options)
+        high = self.line_start((slot + 1) * total // slots, paths, storage_options)
+        return low, high

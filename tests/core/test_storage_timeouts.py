@@ -1,0 +1,110 @@
+"""A silent server is an error in seconds to minutes, not a hang; retries are logged and counted;
+a loader's workers do not outlive a killed training process.
+
+A local socket server accepts connections and never answers (tests.servers.SilentServer): with
+the default timeouts a read of it is a DataError after 6 attempts of at most 30 s each (checked
+by arithmetic: a real run takes two minutes), and with a short read timeout in storage_options
+the test sees the same error in about a second.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import psutil
+import pytest
+
+from recipes.core import storage, timeouts
+from recipes.core.errors import DataError
+from recipes.core.storage import open_stream, retries_made
+from tests.servers import FaultyHTTPServer, SilentServer
+
+ROOT = Path(__file__).resolve().parents[2]
+SHORT = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(sock_read=0.5)}}
+
+
+def test_the_default_timeouts_make_a_silent_server_an_error_within_three_minutes():
+    attempts = storage.RETRIES + 1
+    backoffs = sum(storage.BACKOFF_S * 2**fault for fault in range(storage.RETRIES))
+    worst = attempts * (timeouts.CONNECT_TIMEOUT_S + timeouts.READ_TIMEOUT_S) + backoffs
+    assert worst < 180, f"{worst:.0f} s"
+    options = timeouts.with_timeouts("https://host/a.tar", {"client_kwargs": {"trust_env": True}})
+    chosen = options["client_kwargs"]["timeout"]
+    assert options["client_kwargs"]["trust_env"] is True  # the caller's other options stay
+    assert (chosen.sock_read, chosen.sock_connect, chosen.total) == (timeouts.READ_TIMEOUT_S,
+                                                                     timeouts.CONNECT_TIMEOUT_S, None)
+    assert timeouts.with_timeouts("https://host/a.tar", SHORT) == SHORT  # the caller's timeout wins
+    assert timeouts.read_timeout("https://host/a.tar", SHORT) == 0.5
+    s3 = timeouts.with_timeouts("s3://bucket/a.tar", {"config_kwargs": {"read_timeout": 5}})["config_kwargs"]
+    assert s3 == {"read_timeout": 5, "connect_timeout": timeouts.CONNECT_TIMEOUT_S}
+
+
+def test_a_server_that_never_answers_is_a_data_error_naming_the_url_the_timeout_and_the_attempts():
+    with SilentServer() as server:
+        url = server.url("shard-0.tar").replace("http://", "http://user:hunter2@") + "?sig=s3cr3t"
+        started = time.monotonic()
+        with pytest.raises(DataError) as refused:
+            open_stream(url, storage_options=SHORT, retries=2, backoff=0.01).read()
+        took = time.monotonic() - started
+    message = str(refused.value)
+    assert f"no byte from {server.url('shard-0.tar')} in 0.5 s, 3 attempts at byte 0" in message, message
+    assert "hunter2" not in message and "s3cr3t" not in message and refused.value.__cause__ is None
+    assert server.accepted == 3 and took < 10
+
+
+def test_a_read_that_gets_no_byte_is_retried_and_each_retry_is_logged_and_counted(tmp_path, caplog):
+    (tmp_path / "a.bin").write_bytes(bytes(range(256)) * 4)
+    caplog.set_level(logging.WARNING, logger="recipes")
+    with FaultyHTTPServer(tmp_path) as origin, SilentServer(answer_after=1, then=origin) as server:
+        url = server.url("a.bin")
+        before = retries_made([url])
+        with open_stream(url, storage_options=SHORT, retries=3, backoff=0.01, size=1024) as file:
+            assert file.read() == bytes(range(256)) * 4
+    assert retries_made([url]) - before == 1 and server.accepted == 2
+    [record] = [r for r in caplog.records if r.name.startswith("recipes")]
+    assert record.getMessage().startswith(f"retrying {url} at byte 0 after 0.01 s (attempt 2 of 4): ")
+    assert "Timeout on reading data from socket" in record.getMessage()
+
+
+@pytest.mark.slow
+def test_loader_workers_exit_within_seconds_of_the_training_process_being_killed_mid_read():
+    with SilentServer() as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        training = subprocess.Popen([sys.executable, "-m", "tests.core.hanging_loader", server.url("x.bin")],
+                                    stdout=subprocess.PIPE, env=env, text=True)
+        try:
+            workers = [psutil.Process(pid) for pid in json.loads(training.stdout.readline())]
+            deadline = time.monotonic() + 30
+            while server.accepted < 2 and time.monotonic() < deadline:  # both workers blocked in their read
+                time.sleep(0.05)
+            assert len(workers) == 2 and server.accepted >= 2
+            time.sleep(0.5)
+            training.send_signal(signal.SIGKILL)
+            training.wait(timeout=10)
+            killed = time.monotonic()
+            while any(_alive(worker) for worker in workers) and time.monotonic() - killed < 20:
+                time.sleep(0.1)
+            gone_after = time.monotonic() - killed
+        finally:
+            training.kill()
+            training.wait()
+            training.stdout.close()
+            for worker in workers:
+                if _alive(worker):
+                    worker.kill()
+    assert gone_after < 5, f"the workers outlived the training process by {gone_after:.1f} s"
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
