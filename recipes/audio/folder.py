@@ -30,6 +30,7 @@ from recipes.core.packing import packed_in_workers
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.samplers import SeededBatchSampler
 from recipes.core.seeding import SeededDataset
+from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
@@ -121,6 +122,12 @@ class AudioFolderDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: its file."""
         return self.path(index)
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: counts and digests of the class and file names
+        and of the header durations (which the duration plans batch by), not the root itself."""
+        names, seconds = sampled_digest(self.classes) + sampled_digest(self.paths), sampled_digest(self.durations)
+        return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.mixing)."""

@@ -31,7 +31,8 @@ from recipes.audio.decoding import MAX_SECONDS, decode, probe
 from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import resolve_under
-from recipes.core.storage import read_bytes, shown
+from recipes.core.states import sampled_digest
+from recipes.core.storage import basename, read_bytes, shown
 
 NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
 
@@ -146,6 +147,11 @@ class SpeechDataset(Dataset):
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: manifest line (or row) and clip."""
         return self._describe(int(self.places[index]), self._refs[index])
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: the manifest's file name, the clip count and a
+        digest of the header durations (which the duration plans batch by)."""
+        return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.mixing)."""

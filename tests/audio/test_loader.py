@@ -133,3 +133,21 @@ def make_loader(many):
 
 
 pytestmark = pytest.mark.filterwarnings(f"ignore:{SET_VITAL_WARNING}:UserWarning")
+
+
+def test_a_loader_state_names_its_clips_and_is_refused_by_other_clips(fixtures, tmp_path):
+    from recipes.audio import SpeechDataset
+
+    root = fixtures / "audio" / "folder"
+    loader = audio_loader(AudioFolderDataset(root), 2, device="cpu", seed=0, stateful=True, num_workers=0)
+    next(iter(loader))
+    state = loader.state_dict()
+    again = audio_loader(AudioFolderDataset(root), 2, device="cpu", seed=0, stateful=True, num_workers=0)
+    again.load_state_dict(state)  # the same clips: accepted
+    shutil.copytree(root, tmp_path / "other")
+    (tmp_path / "other" / "tone" / "t0_16k.mp3").rename(tmp_path / "other" / "tone" / "t9_16k.mp3")
+    other = audio_loader(AudioFolderDataset(tmp_path / "other"), 2, device="cpu", seed=0, stateful=True, num_workers=0)
+    with pytest.raises(ValueError, match="ResumableLoader state"):
+        other.load_state_dict(state)
+    manifest = SpeechDataset(fixtures / "audio" / "speech" / "manifest.jsonl")
+    assert manifest.state_source().startswith("manifest.jsonl: 8 clips, durations ")
