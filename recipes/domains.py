@@ -1,7 +1,7 @@
 """The domains, registered in one place: the CLI, the demo, the fixtures and the tests read this.
 
     from recipes.domains import DOMAINS, domain
-    DOMAINS                       # ("vision", "text", "detection", "multimodal")
+    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio")
     domain("text").load("loader") # recipes.text.text_loader, imported now
 
 An entry names its domain's pieces as ``"module:attribute"``, imported only when one is asked
@@ -113,6 +113,13 @@ REGISTRY = (
         loader="recipes.multimodal:multimodal_loader", demo="recipes.multimodal.demo:build",
         opens="recipes.multimodal.demo:open_path", fixtures="recipes.fixtures:write_multimodal",
         composes=("vision", "text"), reads=("tokenizer", "image_root"),
+    ),
+    Domain(
+        "audio", "clips",
+        "an audio folder: PATH/<class>/**/<clip>, or a speech manifest:\n"
+        ".jsonl (NeMo or audio + text) / .csv / .parquet; clips relative to its folder",
+        loader="recipes.audio:audio_loader", demo="recipes.audio.demo:build",
+        opens="recipes.audio.demo:open_path", fixtures="recipes.fixtures:write_audio", reads=("tokenizer",),
     ),
 )
 DOMAINS = tuple(entry.name for entry in REGISTRY)

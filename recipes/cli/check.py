@@ -3,12 +3,14 @@
     python -m recipes check vision data/train
     python -m recipes check detection instances_val2017.json --image-root val2017 --json
     python -m recipes check text train.jsonl --tokenizer tokenizer.json --max-length 512
+    python -m recipes check audio train_manifest.jsonl
 
 Prints a summary and every problem with its path and reason (``--json``: the same, machine
 readable, plus each image's size, mode and format). Exit status 0 when nothing is wrong, 1 when
 problems were found, 2 when PATH or an option is unusable (one line: a COCO image root that does
 not exist or holds none of the images is one error, not one per image). What is checked, per domain: :mod:`recipes.cli.check_files` (images, folder
-layout), :mod:`recipes.cli.check_coco` (COCO files) and :mod:`recipes.cli.check_data` (text rows, caption manifests);
+layout), :mod:`recipes.cli.check_coco` (COCO files), :mod:`recipes.cli.check_data` (text rows, caption manifests) and
+:mod:`recipes.cli.check_audio` (clips: headers against decoded lengths);
 ``recipes check cache DIR`` re-hashes a cache folder instead (:mod:`recipes.cli.check_cache`).
 """
 
@@ -29,6 +31,10 @@ def check(options: DataOptions, *, workers: int | None = None, progress: bool = 
     """Check the dataset ``options`` describe; returns the report (``report.clean`` if all is well)."""
     if options.domain == "vision":
         return check_image_folder(options.path, workers=workers, progress=progress)
+    if options.domain == "audio":
+        from recipes.cli.check_audio import check_audio  # here: TorchCodec loads only for audio
+
+        return check_audio(options.path, text_field=options.text_field, workers=workers, progress=progress)
     if options.domain == "detection":
         from recipes.detection.demo import image_root
 

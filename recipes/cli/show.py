@@ -4,6 +4,7 @@
     python -m recipes show detection instances.json -o boxes.png     # boxes + category names
     python -m recipes show multimodal captions.jsonl --tokenizer tok.json -o pairs.png
     python -m recipes show text train.jsonl -o tokens.png            # each row's tokens, padding grey
+    python -m recipes show audio train_manifest.jsonl -o clips.png   # waveforms, spectrograms, transcripts
 
 The batch is the first one the domain's own loader gives, in evaluation mode by default (dataset
 order, only the deterministic resize), so the picture shows what the files hold; ``--train``
@@ -179,6 +180,21 @@ def sample_names(dataset: Any, indices: Sequence[int]) -> list[str]:
     return names
 
 
+def render_audio(batch: dict[str, Any], dataset: Any, indices: Sequence[int]) -> Image.Image:
+    """Waveforms over spectrograms (:mod:`recipes.cli.waveforms`), each named by its file, with its
+    class or its transcript."""
+    from recipes.cli.waveforms import render_clips, transcript_lines  # here: TorchCodec loads only for audio
+
+    if "labels" in batch:  # a clip folder
+        names = sample_names(dataset, indices)
+        captions = [[f"{int(y)} {dataset.classes[int(y)]}"] for y in batch["labels"]]
+    else:  # a speech manifest: the line it came from, what is said
+        manifest = str(dataset.name)
+        names = [dataset.describe(int(index)).replace(manifest, os.path.basename(manifest), 1) for index in batch["index"]]
+        captions = [transcript_lines(text) for text in batch["text"]]
+    return render_clips(batch, sample_rate=dataset.sample_rate, names=names, captions=captions)
+
+
 def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int]) -> Image.Image:
     """The picture of ``batch`` for ``domain``; ``indices`` are the dataset indices the batch was drawn from."""
     if domain == "text":
@@ -190,6 +206,8 @@ def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices:
     if domain == "detection":
         names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
         return render_boxes(batch, dataset.categories, names)
+    if domain == "audio":
+        return render_audio(batch, dataset, indices)
     if domain != "multimodal":
         raise ValueError(f"recipes show has no picture for {domain} batches (recipes/cli/show.py)")
     from recipes.core.tokens import load_tokenizer
@@ -219,6 +237,8 @@ def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train
         lines.append("hatched: crowd regions (iscrowd=1), which a detector does not train on as boxes")
     if domain == "vision" and train:
         lines.append("each tile is a random crop and flip of the file named under it")
+    if domain == "audio":
+        lines.append("each clip: its waveform over its log-mel spectrogram, one time scale for all; grey: padding")
     if domain == "multimodal":
         which = "one drawn at random" if train else "the first"
         lines.append(f"each image over {which} of its captions ({len(dataset.caption_tokens)} captions in all)")
@@ -257,7 +277,7 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
     # training batches are all full, so they hold len(batch sampler) x batch size samples
     kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
     batch = next(iter(loader))
-    if options.domain == "vision" and samples_in(batch) < len(indices):  # some skipped: name the rest
+    if options.domain in ("vision", "audio") and samples_in(batch) < len(indices):  # some skipped: name the rest
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each was warned about once already
             indices = [index for index in indices if dataset[index] is not None]

@@ -26,11 +26,9 @@ Why a tar walk of its own and not the webdataset package: benchmarks/README.md (
 
 from __future__ import annotations
 
-import glob
 import itertools
 import os
 import random
-import re
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -44,39 +42,14 @@ from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_rai
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.states import check_int
-from recipes.core.storage import basename, filesystem, glob_paths, has_glob, is_url, shown
+from recipes.core.storage import basename, filesystem, is_url, shown
 from recipes.core.streams import ResumableStream, shuffled_blocks
+from recipes.core.tar_samples import expand_shards
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
-_BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
-
-
-def expand_shards(
-    paths: str | os.PathLike | Sequence[str | os.PathLike], storage_options: dict[str, Any] | None = None
-) -> list[str]:
-    """A list of shard paths or URLs from a list, a folder (its ``*.tar``), a glob or a
-    ``{000..099}`` range; a glob in a URL is listed through fsspec."""
-    if not isinstance(paths, (str, os.PathLike)):
-        shards = [os.fspath(path) for path in paths]
-    else:
-        pattern = os.fspath(paths)
-        match = _BRACES.search(pattern)
-        if os.path.isdir(pattern):
-            shards = sorted(glob.glob(os.path.join(glob.escape(pattern), "*.tar")))
-        elif match:
-            lo, hi, width = int(match[1]), int(match[2]), len(match[1])
-            shards = [pattern[: match.start()] + f"{n:0{width}d}" + pattern[match.end() :] for n in range(lo, hi + 1)]
-        elif has_glob(pattern):
-            shards = glob_paths(pattern, storage_options)
-        else:
-            shards = [pattern]
-    if not shards:
-        where = shown(paths) if isinstance(paths, (str, os.PathLike)) else "an empty list"
-        raise ValueError(f"no tar shards found for {where}")
-    return shards
 
 
 class ImageTextShards(ResumableStream):

@@ -50,11 +50,11 @@ def test_top_level_help_lists_the_five_commands(capsys):
 
 
 def test_unknown_domain_or_missing_output_is_refused_by_argparse(capsys):
-    for argv in (["check", "audio", "x"], ["show", "vision", "x"]):
+    for argv in (["check", "sounds", "x"], ["show", "vision", "x"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2
-    assert "invalid choice: 'audio'" in capsys.readouterr().err
+    assert "invalid choice: 'sounds'" in capsys.readouterr().err
 
 
 def test_console_script_points_at_main():
@@ -93,6 +93,7 @@ DATASETS = [
     pytest.param("text", "text/labeled.jsonl", ["--tokenizer", "text/tokenizer.json"], id="tokens"),
     pytest.param("detection", "detection/instances.json", [], id="boxes"),
     pytest.param("multimodal", "multimodal/manifest.jsonl", ["--tokenizer", "text/tokenizer.json"], id="captions"),
+    pytest.param("audio", "audio/speech/manifest.jsonl", [], id="clips"),
 ]
 COMMANDS = {"bench": ["--seconds", "1", "--device", "cpu"], "check": [], "show": ["-o", "{tmp}/x.png"]}
 
@@ -127,7 +128,7 @@ def test_a_missing_image_root_is_one_line_and_exit_status_2(command, domain, rel
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("tokens", "captions")])
+@pytest.mark.parametrize("domain, relative, options", [p for p in DATASETS if p.id in ("tokens", "captions", "clips")])
 def test_a_missing_tokenizer_is_one_line_and_exit_status_2(command, domain, relative, options, fixtures, tmp_path, capsys):
     argv = _argv(command, domain, fixtures / relative, [], fixtures, tmp_path)
     err = _refused([*argv, "--tokenizer", str(tmp_path / "tokenizer.json")], capsys)

@@ -5,6 +5,7 @@ import pytest
 
 from recipes.__main__ import main
 from recipes.cli.copy import installed_imports, rewrite_imports
+from recipes.domains import DOMAINS
 
 SOURCE = '''"""Use it as ``from recipes.detection import CocoDataset``."""
 
@@ -85,10 +86,10 @@ def test_copy_prints_files_lines_needs_and_refuses_to_overwrite(tmp_path, capsys
     assert (dest / "text" / "__init__.py").read_text() == "# mine\n"
 
 
-def test_copy_of_an_unknown_domain_lists_the_four(tmp_path, capsys):
+def test_copy_of_an_unknown_domain_lists_the_registered_ones(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["copy", "audio", str(tmp_path)])
+        main(["copy", "sounds", str(tmp_path)])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
-    assert "invalid choice: 'audio' (choose from 'vision', 'text', 'detection', 'multimodal')" in err
+    assert f"invalid choice: 'sounds' (choose from {', '.join(map(repr, DOMAINS))})" in err
     assert not any(tmp_path.iterdir())

@@ -120,6 +120,7 @@ NOT_LOADED = {
     "vision": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
     "text": ["pycocotools", "fsspec", "recipes.core.images", "recipes.vision", "recipes.detection"],
     "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
+    "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.images", "recipes.text", "recipes.vision"],
 }
 
 

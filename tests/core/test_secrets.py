@@ -29,9 +29,16 @@ from torch.utils.data import DataLoader, IterableDataset
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
 from recipes.core import image_size, load_tokenizer, read_image, resolve_under
+from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
-from recipes.text import StreamingTextDataset, TokenizeBatch, TokenizedTextDataset
+from recipes.text import (
+    InstructionDataset,
+    StreamingTextDataset,
+    TokenizeBatch,
+    TokenizedTextDataset,
+    TokenizeInstructions,
+)
 from recipes.vision import ImageFolderDataset
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
@@ -82,6 +89,10 @@ def _shards(w: Where, name: str) -> Any:
     return ImageTextShards(w.url(name), w.tokenizer, storage_options=w.options)
 
 
+def _clips(w: Where, name: str) -> Any:
+    return AudioShards(w.url(name), storage_options=w.options)
+
+
 def _coco(w: Where, name: str, *, url_root: bool = False) -> Any:
     return CocoDataset(w.url("images") if url_root else w.local, w.url(name), storage_options=w.options)
 
@@ -116,6 +127,11 @@ CASES = [
     ("tokenizer-url", "TokenizedTextDataset", "http",
      lambda w: TokenizedTextDataset(w.local / "rows.jsonl", w.url("t.json"))),
     ("ray-tokenizer-url", "TokenizeBatch", "http", lambda w: TokenizeBatch(w.url("t.json"))),
+    ("ray-chat-tokenizer-url", "TokenizeInstructions", "http", lambda w: TokenizeInstructions(w.url("t.json"))),
+    ("chats-404", "InstructionDataset", "http", lambda w: InstructionDataset(w.url("gone.jsonl"), w.tokenizer,
+                                                                          storage_options=w.options)),
+    ("chats-repr", "InstructionDataset", "http",
+     lambda w: InstructionDataset(w.url("rows.jsonl"), w.tokenizer, storage_options=w.options)),
     ("streaming-unsupported", "StreamingTextDataset", "http", lambda w: _stream(w, "t.xml")),
     ("streaming-404", "StreamingTextDataset", "http", lambda w: _stream(w, "gone.jsonl")),
     ("streaming-closed", "StreamingTextDataset", "closed", lambda w: _stream(w, "t.jsonl")),
@@ -143,6 +159,13 @@ CASES = [
     ("shards-state", "ImageTextShards", "http", lambda w: _shards(w, "x-{000..001}.tar")),
     ("shards-s3-nothing-matched", "ImageTextShards", "s3", lambda w: _shards(w, "none-*.tar")),
     ("shards-s3-404", "ImageTextShards", "s3", lambda w: _first(_shards(w, "gone-000.tar"))),
+    ("clip-shards-404", "AudioShards", "http", lambda w: _first(_clips(w, "gone-000.tar"))),
+    ("clip-shards-closed", "AudioShards", "closed", lambda w: _first(_clips(w, "x-000.tar"))),
+    ("clip-shards-bad-tar", "AudioShards", "http", lambda w: _first(_clips(w, "bad-000.tar"))),
+    ("clip-shards-nothing-matched", "AudioShards", "http", lambda w: _clips(w, "none/x-*.tar")),
+    ("clip-shards-state", "AudioShards", "http", lambda w: _clips(w, "x-{000..001}.tar")),
+    ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
+    ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
     ("expand-nothing-matched", "expand_shards", "http",
      lambda w: expand_shards(w.url("none/x-*.tar"), w.options)),
     ("writer-404", "write_shards", "http", lambda w: _write(w, "gone.parquet")),

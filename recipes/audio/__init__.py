@@ -1,0 +1,33 @@
+"""Speech and sound: an audio folder, duration-bucketed batches padded with lengths, the loader preset.
+
+    from recipes.audio import AudioFolderDataset, audio_loader
+
+    dataset = AudioFolderDataset("speech_commands/train", sample_rate=16000, clip_seconds=1.0)
+    loader = audio_loader(dataset, batch_size=128, device="cuda", seed=0)
+    for batch in loader:     # {"audio" float32 [B,T], "audio_lengths", "attention_mask", "labels"}
+        ...
+
+Decoding goes through TorchCodec's ``AudioDecoder`` (``decoding.py``); each file imports only
+``recipes.core`` and this folder, so the folder can be copied into a project that has
+``recipes`` installed.
+"""
+
+from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, probe
+from recipes.audio.features import LogMel
+from recipes.audio.folder import AUDIO_EXTENSIONS, AudioFolderDataset, audio_collate, audio_loader
+from recipes.audio.shards import AudioShards
+from recipes.audio.speech import SpeechDataset
+
+__all__ = [
+    "AudioShards",
+    "AUDIO_EXTENSIONS",
+    "MAX_SECONDS",
+    "LogMel",
+    "SpeechDataset",
+    "AudioFolderDataset",
+    "AudioInfo",
+    "audio_collate",
+    "audio_loader",
+    "decode",
+    "probe",
+]

@@ -1,0 +1,299 @@
+"""Sound classification from a folder per class (SpeechCommands, ESC-50), padding collate, loader preset.
+
+    dataset = AudioFolderDataset("esc50/train", sample_rate=16000, clip_seconds=5.0)
+    loader = audio_loader(dataset, batch_size=64, device="cuda", seed=0, stateful=True)
+    for batch in loader:      # {"audio" float32 [B,T], "audio_lengths", "attention_mask", "labels"}
+        features = LogMel(16000, 400, 160, 80).to("cuda")(batch["audio"].to("cuda"))
+
+``root/<class>/**/<file>`` gives the classes, their order and the samples' order of
+``torchvision.datasets.ImageFolder`` (same walk, case-insensitive extensions, nested folders),
+with audio extensions. Each file's header is read once at construction (:func:`probe`, no
+decode) for :attr:`durations`, which the loader batches by; items are decoded by TorchCodec.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset
+
+from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
+from recipes.core.arrays import StringArray
+from recipes.core.errors import DataError, NamedCollate, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs, stream_loader
+from recipes.core.packing import packed_in_workers
+from recipes.core.plans import ByLength, TokenBudget, draws_of
+from recipes.core.samplers import SeededBatchSampler
+from recipes.core.seeding import SeededDataset
+from recipes.core.states import sampled_digest
+from recipes.core.storage import shown
+
+AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
+MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.plans sort ints)
+
+
+class AudioFolderDataset(Dataset):
+    """``root/<class>/**/<audio file>`` -> ``(audio float32 [C, N], label int)``.
+
+    Args:
+        root: the folder holding one sub-folder per class (``~`` is expanded).
+        sample_rate: every clip is resampled to this rate.
+        clip_seconds: cut longer clips to this length (shorter ones stay whole: the collate pads
+            them and reports their lengths); None keeps every clip whole.
+        on_error: ``"raise"`` (a :class:`DataError` naming the file) or ``"skip"`` (warn, drop).
+            A file whose header cannot be read is handled at construction: raised, or left out
+            of the index with a warning.
+        num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
+        random_crop: with ``clip_seconds``, take a random window (training; seeded per sample by
+            the preset loader) or, False, the centre one (evaluation).
+        max_seconds: the per-sample limit that bounds memory (default :data:`MAX_SECONDS`,
+            10 minutes); a longer file is a DataError at construction (``"skip"``: left out).
+        extensions: file endings to include, case-insensitive (default :data:`AUDIO_EXTENSIONS`).
+        allow_empty: accept class folders without any audio file.
+
+    The index is numpy arrays (paths in a :class:`StringArray`, labels, durations), which forked
+    workers share instead of copying. :attr:`durations` holds each item's seconds from the
+    file headers, capped at ``clip_seconds``.
+    """
+
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        *,
+        sample_rate: int = 16000,
+        clip_seconds: float | None = None,
+        on_error: str = "raise",
+        num_channels: int | None = 1,
+        random_crop: bool = True,
+        max_seconds: float | None = None,
+        extensions: str | Sequence[str] | None = None,
+        allow_empty: bool = False,
+    ) -> None:
+        self.root = os.path.expanduser(os.fspath(root))
+        self.sample_rate = int(sample_rate)
+        self.on_error = check_on_error(on_error)
+        if clip_seconds is not None and not clip_seconds > 0:
+            raise ValueError(f"clip_seconds must be > 0 or None, got {clip_seconds!r}")
+        self.clip_seconds, self.num_channels, self.random_crop = clip_seconds, num_channels, random_crop
+        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        extensions = AUDIO_EXTENSIONS if extensions is None else extensions
+        self.extensions = tuple(e.lower() for e in ((extensions,) if isinstance(extensions, str) else extensions))
+        self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
+        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
+        self._prefix = os.path.join(self.root, "")
+        kept, seconds = self._index(relative)
+        self.paths = StringArray([relative[k] for k in kept])
+        self.labels = np.asarray(labels, dtype=np.int64)[kept]
+        self.header_durations = np.asarray(seconds, dtype=np.float64)
+        cap = np.inf if clip_seconds is None else clip_seconds
+        self.durations = np.minimum(self.header_durations, cap)
+
+    def _index(self, relative: list[str]) -> tuple[list[int], list[float]]:
+        """Read each file's header; a bad one is raised or, under ``"skip"``, left out."""
+        kept, seconds = [], []
+        for k, name in enumerate(relative):
+            path = self._prefix + name
+            try:
+                info = probe(path, path)
+                if info.duration > self.max_seconds:
+                    raise DataError(f"{path}: {info.duration:.2f} s is over max_seconds={self.max_seconds:g}; "
+                                    "raise max_seconds")
+            except DataError as error:
+                skip_or_raise(error, self.on_error)
+                continue
+            kept.append(k)
+            seconds.append(info.duration)
+        return kept, seconds
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def path(self, index: int) -> str:
+        """The file of sample ``index``, spelled as ImageFolder would spell it."""
+        return self._prefix + self.paths[index]
+
+    def describe(self, index: int) -> str:
+        """Where sample ``index`` comes from, for messages: its file."""
+        return self.path(index)
+
+    def state_source(self) -> str:
+        """What a loader state names as this data: counts and digests of the class and file names
+        and of the header durations (which the duration plans batch by), not the root itself."""
+        names, seconds = sampled_digest(self.classes) + sampled_digest(self.paths), sampled_digest(self.durations)
+        return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        return {"collate": "audio_collate", "classes": self.classes, "sample_rate": self.sample_rate,
+                "num_channels": self.num_channels}
+
+    @property
+    def samples(self) -> list[tuple[str, int]]:
+        """ImageFolder's ``samples``: ``(path, class_index)`` in dataset order (built on access)."""
+        return list(zip((self._prefix + p for p in self.paths), self.labels.tolist()))
+
+    @property
+    def targets(self) -> list[int]:
+        """The class index of every sample (built on access)."""
+        return self.labels.tolist()
+
+    def read_audio(self, index: int) -> torch.Tensor:
+        """Sample ``index``'s whole clip, float32 ``[C, N]``; override to read from elsewhere."""
+        path = self.path(index)
+        return decode(path, path, sample_rate=self.sample_rate, num_channels=self.num_channels,
+                      max_seconds=self.max_seconds, expected=float(self.header_durations[index]))
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int] | None:
+        try:
+            audio = self.read_audio(index)
+        except DataError as error:
+            return skip_or_raise(error, self.on_error)
+        if self.clip_seconds is not None:
+            audio = crop(audio, round(self.clip_seconds * self.sample_rate), random=self.random_crop)
+        return audio, int(self.labels[index])
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.root!r}, {len(self)} clips, {len(self.classes)} classes, "
+                f"sample_rate={self.sample_rate}, clip_seconds={self.clip_seconds})")
+
+
+def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
+    """ImageFolder's ``find_classes`` + ``make_dataset``, step for step, with the same order."""
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
+                                "folder per class (a local path)")
+    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    if not classes:
+        raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class>/<audio files>, "
+                                f"e.g. {root}/dog/001.wav")
+    prefix, relative, labels, empty = os.path.join(root, ""), [], [], []
+    for label, name in enumerate(classes):
+        count = len(labels)
+        for folder, _, files in sorted(os.walk(os.path.join(root, name), followlinks=True)):
+            for file in sorted(files):
+                path = os.path.join(folder, file)
+                if path.lower().endswith(extensions):
+                    relative.append(path[len(prefix) :])
+                    labels.append(label)
+        if len(labels) == count:
+            empty.append(name)
+    if empty and not allow_empty:
+        raise FileNotFoundError(f"no audio file in the class folders {', '.join(empty)} of {root!r} (extensions: "
+                                f"{', '.join(extensions)}); add files, remove the folders, or pass allow_empty=True")
+    return classes, relative, labels
+
+
+def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0) -> dict[str, Any]:
+    """Pad clips (and transcripts) into one batch, with their lengths.
+
+    Items are ``(audio, label)`` tuples (:class:`AudioFolderDataset`) or dicts with ``"audio"``
+    and any of ``"input_ids"``, ``"text"``, ``"label"``, ``"index"`` (``SpeechDataset``,
+    ``AudioShards``). ``None`` items (skipped) are dropped.
+
+    Returns:
+        ``audio`` float32 ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the
+        right, T the longest clip rounded up to ``pad_to_multiple_of``; ``audio_lengths`` int64
+        [B]; ``attention_mask`` int32 [B, T] (1 = real sample); ``labels`` int64 [B] with labels;
+        ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
+        transcripts (CTC and seq2seq losses take both); ``text`` list[str]; ``index`` int64 [B]
+        (``key`` list[str] from a stream).
+
+    Raises:
+        ValueError: clips with different channel counts; the message says which and the fix.
+    """
+    items = [{"audio": item[0], "label": item[1]} if isinstance(item, tuple) else item for item in drop_skipped(batch)]
+    clips = [item["audio"] for item in items]
+    channels = sorted({clip.shape[0] for clip in clips})
+    if len(channels) > 1:
+        raise ValueError(f"audio_collate: clips with {channels} channels in one batch; pass num_channels=1 (mono) "
+                         "or num_channels=2 to the dataset")
+    lengths = torch.tensor([clip.shape[-1] for clip in clips], dtype=torch.int64)
+    width = int(lengths.max()) if clips else 0
+    if pad_to_multiple_of:
+        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+    audio = torch.zeros(len(clips), channels[0] if channels else 1, width, dtype=torch.float32)
+    for row, clip in zip(audio, clips):
+        row[:, : clip.shape[-1]] = clip
+    out: dict[str, Any] = {
+        "audio": audio[:, 0] if audio.shape[1] == 1 else audio,
+        "audio_lengths": lengths,
+        # int32, as Hugging Face's audio feature extractors return it: a mask as long as the audio
+        # costs half the audio's bytes, where int64 would cost twice them (benchmarks/audio.py)
+        "attention_mask": (torch.arange(width) < lengths[:, None]).to(torch.int32),
+    }
+    if items and "label" in items[0]:
+        out["labels"] = torch.tensor([item["label"] for item in items], dtype=torch.int64)
+    if items and "input_ids" in items[0]:
+        from recipes.core.tokens import pad_batch  # here: classification batches need no tokenizers
+
+        out["input_ids"], _, out["lengths"] = pad_batch([item["input_ids"] for item in items], pad_id=pad_id)
+    if items and "text" in items[0]:
+        out["text"] = [item["text"] for item in items]
+    if items and "index" in items[0]:
+        out["index"] = torch.tensor([item["index"] for item in items], dtype=torch.int64)
+    if items and "key" in items[0]:
+        out["key"] = [item["key"] for item in items]
+    return out
+
+
+def audio_loader(
+    dataset: Dataset,
+    batch_size: int | None = None,
+    *,
+    max_seconds: float | None = None,
+    train: bool = True,
+    device: str | torch.device | None = None,
+    seed: int | None = None,
+    stateful: bool = False,
+    **overrides: Any,
+) -> DataLoader:
+    """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
+
+    Training batches hold clips of similar duration: every epoch the clips are sorted by
+    ``log(duration)`` plus a little fresh noise (:class:`recipes.core.plans.ByLength`), cut into
+    batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
+    keeps the dataset order and every clip. Batches are split across the ranks of a process group
+    (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
+
+    Args:
+        dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
+            is batched by ``batch_size`` as it comes (:func:`recipes.core.loader.stream_loader`).
+        batch_size: clips per batch; with ``max_seconds`` an upper bound, or None.
+        max_seconds: a budget per batch, ``len(batch) * longest <= max_seconds`` (the audio
+            ``max_tokens``: what the padded batch holds); a single longer clip is its own batch.
+        train: shuffled, duration-grouped, drop the last partial batch; else in order, keep all.
+        device, seed, stateful: see :func:`recipes.core.loader.build_loader`; ``stateful=True``
+            resumes mid-epoch with exactly the batches still to come.
+        overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``,
+            ``collate_fn=...``; :func:`recipes.core.loader.preset_kwargs`).
+    """
+    collate_fn = overrides.pop("collate_fn", None)
+    if collate_fn is None:
+        pad_id = getattr(dataset, "pad_id", None)
+        collate_fn = audio_collate if pad_id is None else partial(audio_collate, pad_id=pad_id)
+    if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
+        if max_seconds is not None:
+            raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
+        options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
+        return stream_loader(dataset, packed_in_workers(collate_fn), batch_size, **options, **overrides)
+    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
+    lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
+    if max_seconds is None:
+        plan = ByLength(lengths, draws=draws)
+    else:
+        plan = TokenBudget(lengths, max(1, round(max_seconds * MILLISECONDS)), draws=draws)
+    sampler = SeededBatchSampler(
+        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
+    )
+    loader = ResumableLoader if stateful else RecipeLoader
+    # from a worker: one transfer a batch, not one a tensor (recipes.core.packing)
+    return loader(SeededDataset(dataset), batch_sampler=sampler,
+                  collate_fn=NamedCollate(packed_in_workers(collate_fn)), **kwargs)

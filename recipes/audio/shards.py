@@ -1,0 +1,168 @@
+"""Clips and transcripts streamed from WebDataset-style tar shards, split across ranks and workers.
+
+    shards = AudioShards("s3://bucket/speech/shard-{000000..000511}.tar", "tokenizer.json",
+                         sample_rate=16000, shuffle_buffer=1000, seed=0)
+    loader = audio_loader(shards, batch_size=32, device="cuda", stateful=True)
+
+A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
+``.ogg``, ``.opus``) and its transcript, ``000042.txt`` or ``000042.json`` with ``"text"``.
+Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, grouped into samples by
+:func:`recipes.core.tar_samples.read_samples`: one sequential stream from the byte where a pass
+resumes, never extracted to disk; member names that climb out are refused, links passed over,
+members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
+one extension or a key that comes back after other samples refused. Each epoch the shards (shuffled by ``(seed, epoch)`` with a
+``shuffle_buffer``) are dealt round-robin to ``world_size x num_workers`` readers; a state holds
+each reader's shard and byte offset (:class:`recipes.core.streams.ResumableStream`), never data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from recipes.audio.decoding import MAX_SECONDS, decode
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.seeding import epoch_generator, sample_seed
+from recipes.core.states import check_int
+from recipes.core.storage import basename, shown
+from recipes.core.streams import ResumableStream, shuffled_blocks
+from recipes.core.tar_samples import expand_shards, read_samples
+
+AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
+# A member is read whole into memory, whatever its header claims: 256 MiB is 10 minutes of 48 kHz
+# stereo 32-bit WAV, MAX_SECONDS of the largest uncompressed clip there is reason to ship.
+MAX_MEMBER_BYTES = 256 * 2**20
+
+
+class AudioShards(ResumableStream):
+    """Iterate ``{"audio" float32 [C, N], "text" str, "input_ids" int64 [L] (with a tokenizer), "key" str}``.
+
+    Args:
+        urls: the shards: a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob
+            (:func:`recipes.core.tar_samples.expand_shards`).
+        tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
+        sample_rate: every clip is resampled to this rate.
+        num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
+        shuffle_buffer: samples held for shuffling (0: shards and samples in order).
+        seed: shuffling seed, shared by all ranks; None draws one.
+        max_seconds: the per-sample limit that bounds memory (default :data:`MAX_SECONDS`).
+        max_length: keep at most this many ids per transcript, special tokens included.
+        on_error: ``"raise"`` a DataError naming the shard and member, or ``"skip"`` the sample
+            (a shard that cannot be read: the rest of it) with a warning.
+        storage_options: passed to fsspec for URL shards; never shown.
+    """
+
+    def __init__(
+        self,
+        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        tokenizer: Any = None,
+        *,
+        sample_rate: int = 16000,
+        num_channels: int | None = 1,
+        shuffle_buffer: int = 0,
+        seed: int | None = None,
+        max_seconds: float | None = None,
+        max_length: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        if shuffle_buffer < 0:
+            raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
+        self.shards, self.storage_options = expand_shards(urls, storage_options), storage_options
+        self.sample_rate, self.num_channels, self.shuffle_buffer = int(sample_rate), num_channels, shuffle_buffer
+        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.on_error = check_on_error(on_error)
+        self.encoder, self.pad_id = None, None
+        if tokenizer is not None:
+            from recipes.core.tokens import TruncatingEncoder, find_pad_id, load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer)
+            self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
+        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+        super().__init__(seed, source=source)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
+                "pad_id": self.pad_id}
+
+    def max_workers(self) -> int:
+        """The most DataLoader workers per rank that all get a shard."""
+        return len(self.shards) // self.world_size
+
+    def _max_taken(self, slots: int) -> int | None:
+        return max(self.shuffle_buffer, 1)
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        """Refuse a resume point ``[shard position in the reader's list, byte offset]`` outside these shards."""
+        owner, start = type(self).__name__, position[1]
+        if not isinstance(start, (list, tuple)) or len(start) != 2:
+            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset]")
+        check_int(start[0], "position[1][0] (shard)", owner, 0, max(-(-len(self.shards) // slots) - 1, 0))
+        if check_int(start[1], "position[1][1] (byte offset)", owner) % 512:
+            raise ValueError(f"{owner} state: position[1][1] (byte offset) = {start[1]} is not a tar header's")
+
+    def _begin(self, slots: int) -> tuple[int, Any]:
+        if len(self.shards) < slots:
+            raise ValueError(f"{len(self.shards)} shards cannot feed {slots} readers (ranks x workers; each reads "
+                             f"whole shards): use num_workers <= {self.max_workers()} or write more, smaller shards")
+        return self.cursor.begin(slots)
+
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
+        """One epoch of this reader's shards, in blocks of ``shuffle_buffer`` shuffled samples."""
+        seed, order = self.cursor.seed, list(range(len(self.shards)))
+        if self.shuffle_buffer:
+            order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
+        first_block, begin, skip = resume if resume is not None else (0, (0, 0), 0)
+        rng_of_block = None
+        if self.shuffle_buffer > 1:
+
+            def rng_of_block(block: int) -> random.Random:
+                return random.Random(sample_seed(seed, epoch, block * slots + slot))
+
+        samples = read_samples([self.shards[i] for i in order[slot::slots]], begin, max_member_bytes=MAX_MEMBER_BYTES,
+                               storage_options=self.storage_options, on_error=self.on_error)
+        for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
+            items = (item for record in records if (item := self._item(*record)) is not None)
+            # a resumed block: its first items were handed out before the state was saved
+            yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
+
+    def _item(self, shard: str, key: str, files: dict[str, bytes]) -> dict[str, Any] | None:
+        """A sample's item, or None when it is skipped (a warning names the shard and key)."""
+        where = f"{shown(shard)}:{key}"
+        try:
+            extension = next((e for e in AUDIO_MEMBERS if e in files), None)
+            if extension is None:
+                raise DataError(f"{where}: no audio member ({'/'.join(AUDIO_MEMBERS)}) among {sorted(files)}")
+            text = _transcript(files, where)
+            audio = decode(files[extension], f"{where}.{extension}", sample_rate=self.sample_rate,
+                           num_channels=self.num_channels, max_seconds=self.max_seconds)
+        except DataError as error:
+            return skip_or_raise(error, self.on_error)
+        item: dict[str, Any] = {"audio": audio, "text": text, "key": f"{basename(shard)}/{key}"}
+        if self.encoder is not None:
+            item["input_ids"] = torch.tensor(self.encoder([text])[0], dtype=torch.int64)
+        return item
+
+
+def _transcript(files: dict[str, bytes], where: str) -> str:
+    try:
+        if "txt" in files:
+            text = files["txt"].decode("utf-8").strip()
+        elif "json" in files:
+            meta = json.loads(files["json"])
+            text = meta.get("text") if isinstance(meta, dict) else None
+        else:
+            raise DataError(f"{where}: no transcript (.txt, or .json with 'text') among {sorted(files)}")
+    except (ValueError, RecursionError) as error:
+        raise DataError(f"{where}: unreadable transcript ({type(error).__name__}: {str(error)[:100]})") from None
+    if not isinstance(text, str):
+        raise DataError(f"{where}: the transcript is not a string ({str(text)[:60]!r})")
+    return text

@@ -1,0 +1,160 @@
+"""``recipes check audio PATH``: every clip of an audio folder or a speech manifest decoded once.
+
+    report = check_audio(Path("speech_commands/train"), workers=2)
+    report = check_audio(Path("train_manifest.jsonl"))
+
+The dataset is built as the loaders build it, with ``on_error="skip"``: what its index refuses (a
+missing file, a header out of range or over the per-sample limit, a transcript that does not
+decode) becomes a problem named by file and line. Each clip it keeps is then decoded whole at its
+own sample rate, through the same :func:`recipes.audio.decoding.decode` the loaders use, and its
+decoded length compared with its header's duration (within the decoder's tolerance): a file that
+passes here loads in training. The summary gives clip count, hours, durations, sample rates,
+channel counts and codecs; ``--json`` lists each clip's header and decoded seconds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
+from recipes.audio.decoding import MAX_SECONDS, decode, probe
+from recipes.cli.report import Problem, Report, counts
+from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.loader import usable_cpus
+
+INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start
+
+
+class ClipInfo(NamedTuple):
+    """One clip: what its header says, how long it decodes to, or the error."""
+
+    name: str
+    header_seconds: float = 0.0
+    decoded_seconds: float = 0.0
+    sample_rate: int = 0
+    channels: int = 0
+    codec: str = ""
+    error: str | None = None
+
+
+def inspect_clip(item: tuple[str | bytes, str, float]) -> ClipInfo:
+    """Header and whole decode of one clip; ``item`` is ``(path or bytes, name, max_seconds)``."""
+    source, name, max_seconds = item
+    try:
+        info = probe(source, name)
+        audio = decode(source, name, sample_rate=info.sample_rate, num_channels=None, max_seconds=max_seconds,
+                       expected=info.duration)
+    except DataError as error:
+        return ClipInfo(name, error=str(error))
+    return ClipInfo(name, info.duration, audio.shape[-1] / info.sample_rate, info.sample_rate, info.num_channels,
+                    info.codec)
+
+
+def _quiet_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one decode per process; threads would only fight over the cores
+
+
+def inspect_clips(items: Sequence[tuple[Any, str, float]], *, workers: int | None = None,
+                  progress: bool = True) -> list[ClipInfo]:
+    """:func:`inspect_clip` over ``items`` in ``workers`` processes (default: the usable CPUs), in order."""
+    from tqdm.auto import tqdm
+
+    workers = usable_cpus() if workers is None else max(1, workers)
+    with tqdm(total=len(items), desc="decoding clips", unit="clip", disable=not progress) as bar:
+        if workers == 1 or len(items) < INLINE_BELOW:
+            results = []
+            for item in items:
+                results.append(inspect_clip(item))
+                bar.update()
+            return results
+        # fork starts workers in milliseconds; spawn where there is no fork
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        chunksize = max(1, min(256, len(items) // (workers * 16)))  # ~16 chunks a worker: an even finish
+        with multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker) as pool:
+            results = []
+            for info in pool.imap(inspect_clip, items, chunksize=chunksize):
+                results.append(info)
+                bar.update()
+            return results
+
+
+def check_audio(path: Path, *, text_field: str = "text", max_seconds: float = MAX_SECONDS,
+                workers: int | None = None, progress: bool = True) -> Report:
+    """An audio folder (``PATH/<class>/**/<clip>``) or a speech manifest (.jsonl / .csv / .parquet):
+    the index as the loaders build it, then every clip it keeps decoded; see the module docstring."""
+    report = Report("audio", str(path))
+    try:
+        with _skipped_as_problems(report):
+            if path.is_dir():
+                dataset: Any = AudioFolderDataset(path, on_error="skip", num_channels=None, max_seconds=max_seconds)
+            else:
+                dataset = SpeechDataset(path, text_field=text_field, on_error="skip", num_channels=None,
+                                        max_seconds=max_seconds)
+    except (DataError, ValueError, FileNotFoundError) as error:  # nothing to index: one problem says why
+        report.problems.append(_problem(str(error)))
+        if not path.is_dir():
+            return report
+        # a folder without class folders: its clips are checked as they are
+        sources = sorted(str(file) for file in path.rglob("*") if file.is_file() and file.suffix.lower() in AUDIO_EXTENSIONS)
+        summarize_clips(report, inspect_clips([(source, source, max_seconds) for source in sources],
+                                              workers=workers, progress=progress))
+        return report
+    if path.is_dir():
+        sources = [dataset.path(index) for index in range(len(dataset))]
+        report.summary["classes"] = counts(dataset.classes[label] for label in dataset.labels.tolist())
+    else:
+        sources = [dataset.source(index) for index in range(len(dataset))]
+        report.summary["transcripts"] = f"{len(dataset)}, {sum(len(text.split()) for text in dataset.texts):,} words"
+    names = [dataset.describe(index) for index in range(len(dataset))]
+    infos = inspect_clips([(source, name, max_seconds) for source, name in zip(sources, names)],
+                          workers=workers, progress=progress)
+    summarize_clips(report, infos)
+    return report
+
+
+def summarize_clips(report: Report, infos: Sequence[ClipInfo]) -> None:
+    """Add counts, durations, rates, channels and codecs of the decoded clips to ``report``, and a
+    problem for each clip that failed (its message names the file, and the line of a manifest)."""
+    good = [info for info in infos if info.error is None]
+    report.summary["decoded"] = f"{len(good)} of {len(infos)} clips"
+    if good:
+        seconds = np.array([info.decoded_seconds for info in good])
+        report.summary["duration"] = (f"{seconds.sum() / 3600:.3f} h in all; min {seconds.min():.2f} s, "
+                                      f"median {np.median(seconds):.2f} s, max {seconds.max():.2f} s")
+        drift = np.abs(seconds - np.array([info.header_seconds for info in good]))
+        report.summary["header vs decoded"] = f"largest difference {drift.max() * 1000:.1f} ms"
+        report.summary["sample rates"] = counts(f"{info.sample_rate} Hz" for info in good)
+        report.summary["channels"] = counts(info.channels for info in good)
+        report.summary["codecs"] = counts(info.codec for info in good)
+    for info in infos:
+        report.files.append({key: value for key, value in info._asdict().items() if value not in ("", None, 0, 0.0)})
+        if info.error is not None:
+            report.problems.append(_problem(info.error))
+
+
+def _problem(message: str) -> Problem:
+    """``"<file>[ line N (clip)]: reason"`` (how the audio errors read) as a Problem of that file."""
+    where, sep, reason = message.removeprefix("skipped: ").partition(": ")
+    return Problem(where, reason) if sep else Problem("", message)
+
+
+@contextmanager
+def _skipped_as_problems(report: Report) -> Iterator[None]:
+    """Each clip or row an ``on_error="skip"`` index leaves out becomes a problem of ``report``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedSampleWarning)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, SkippedSampleWarning):
+            report.problems.append(_problem(str(warning.message)))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
