@@ -88,6 +88,9 @@ _HOMES = {
     "PerSampleFields": "protocols",
     "RankPlaced": "protocols",
     "Resumable": "protocols",
+    "NamesItsData": "protocols",
+    "ReadsPaths": "protocols",
+    "ChecksStates": "protocols",
     "ShardLimited": "protocols",
     "check_hooks": "protocols",
 }

@@ -33,7 +33,7 @@ from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.orphans import exit_with_parent
 from recipes.core.plans import Plan, Shuffle, draws_of
-from recipes.core.protocols import NeedsPersistentWorkers, Resumable, check_hooks
+from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -319,7 +319,7 @@ class ResumableLoader(StatefulDataLoader):
             if other_workers:  # torchdata's state of other workers is not used: the sampler's position is the whole
                 sampler_state = {**sampler_state, "yielded": sampler_state["yielded"] + checked.steps_since_snapshot}
             self.batch_sampler.load_state_dict(sampler_state)  # it warns of a replaced seed, once
-        elif states and hasattr(self.dataset, "adopt_seed"):
+        elif states and isinstance(self.dataset, ChecksStates):
             self.dataset.adopt_seed(states[0])  # before the workers get their copies
         if not other_workers:
             super().load_state_dict(checked.torchdata)

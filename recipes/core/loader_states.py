@@ -21,6 +21,7 @@ from typing import Any
 
 from torch.utils.data import IterableDataset
 
+from recipes.core.protocols import ChecksStates, Resumable
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.states import SEED_RANGE, check_belongs, check_int, source_of
 
@@ -205,13 +206,13 @@ def _check_stream_states(loader: Any, checked: CheckedState) -> None:
     dataset = loader.dataset
     if not checked.stream_states:
         return
-    if not hasattr(dataset, "load_state_dict"):
+    if not isinstance(dataset, Resumable):
         raise ValueError(f"{OWNER} state holds a dataset_state, and {type(dataset).__name__} has no load_state_dict")
     readers = getattr(dataset, "world_size", 1) * max(1, loader.num_workers)
     same_workers = checked.saved_workers == loader.num_workers
     for number, stream_state in enumerate(checked.stream_states):
         try:
-            if hasattr(dataset, "check_state"):
+            if isinstance(dataset, ChecksStates):
                 dataset.check_state(stream_state)
         except ValueError as error:
             raise ValueError(f"{OWNER} state: worker {number}'s dataset_state: {error}") from None

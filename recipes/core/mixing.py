@@ -35,7 +35,17 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 
 from recipes.core.draws import EpochDraws
 from recipes.core.errors import describe_sample
-from recipes.core.protocols import Mixable, PerSampleFields, RankPlaced, Resumable, ShardLimited, check_hooks
+from recipes.core.protocols import (
+    ChecksStates,
+    Mixable,
+    NamesItsData,
+    PerSampleFields,
+    RankPlaced,
+    ReadsPaths,
+    Resumable,
+    ShardLimited,
+    check_hooks,
+)
 from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys, check_source, sampled_digest
 from recipes.core.streams import ResumableStream
@@ -227,19 +237,19 @@ class MixedStream(ResumableStream):
 
     def read_paths(self) -> list[Any]:
         """The files or URLs the sources read."""
-        return [path for stream in self.streams if hasattr(stream, "read_paths") for path in stream.read_paths()]
+        return [path for stream in self.streams if isinstance(stream, ReadsPaths) for path in stream.read_paths()]
 
     def adopt_seed(self, state: dict[str, Any]) -> None:
         """The mixture's seed and each source's, from a checked ``state`` (see ``ResumableStream``)."""
         super().adopt_seed(state)
         for stream, source_state in zip(self.streams, state["sources"]):
-            if hasattr(stream, "adopt_seed"):
+            if isinstance(stream, ChecksStates):
                 stream.adopt_seed(source_state)
 
     def detached(self) -> MixedStream:
         """A copy whose state, and its sources', is its own (see ``ResumableStream.detached``)."""
         copied = super().detached()
-        copied.streams = [stream.detached() if hasattr(stream, "detached") else copy.deepcopy(stream)
+        copied.streams = [stream.detached() if isinstance(stream, ChecksStates) else copy.deepcopy(stream)
                           for stream in self.streams]
         return copied
 
@@ -294,7 +304,7 @@ _END = object()
 def _mixture_source(sources: Sequence[Any], weights: list[float], samples_per_epoch: int) -> str:
     """A mixture's data in a few words: its sources' (``state_source()``, else the type and size),
     weights and samples per epoch; a long list is digested."""
-    names = [source.state_source() if hasattr(source, "state_source") else type(source).__name__
+    names = [source.state_source() if isinstance(source, NamesItsData) else type(source).__name__
              for source in sources]
     if len(names) > 4:
         names = [f"{len(names)} sources {sampled_digest(names)}"]

@@ -140,8 +140,51 @@ class Resumable(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class NamesItsData(Protocol):
+    """``state_source() -> str``: a few words that change when the data does (file names, sizes, a
+    sampled digest), cheap (no full read) and the same on every rank and machine (no absolute paths).
+
+    Read by :func:`recipes.core.states.source_of` when a loader saves or loads a state. Without it
+    a dataset is named by its type and size only, so a state of other data of that size is not refused.
+    """
+
+    def state_source(self) -> str: ...
+
+
+@runtime_checkable
+class ReadsPaths(Protocol):
+    """``read_paths() -> list``: the files or URLs a stream reads.
+
+    Read by :class:`recipes.core.mixing.MixedStream`, which gathers its sources' paths for their
+    retry counts. Without it a stream's retries are not counted in the mixture's.
+    """
+
+    def read_paths(self) -> list[Any]: ...
+
+
+@runtime_checkable
+class ChecksStates(Protocol):
+    """What a stream offers a loader state before it is loaded. Called by
+    :class:`recipes.core.loader.ResumableLoader` and :class:`recipes.core.mixing.MixedStream`.
+
+    ``check_state(state)`` refuses a worker's state with a ValueError without changing the stream
+    (:mod:`recipes.core.loader_states`); ``adopt_seed(state)`` takes a checked state's seed in the main
+    process, before the workers get copies; ``detached()`` is a copy whose loaded state leaves the
+    stream as it is (a mixture checks its sources on such copies). :class:`recipes.core.streams.ResumableStream`
+    has all three. Without them a damaged state is found only where a worker loads it, and a seed
+    given to the loader is not replaced by the state's.
+    """
+
+    def check_state(self, state: dict[str, Any]) -> Any: ...
+
+    def adopt_seed(self, state: dict[str, Any]) -> None: ...
+
+    def detached(self) -> Any: ...
+
+
 HOOKS = (Described, Mixable, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
-         RankPlaced, Resumable)
+         RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 
 
 def _shapes() -> dict[str, tuple[type, list[str] | None]]:

@@ -14,7 +14,9 @@ import numbers
 import warnings
 import zlib
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
+
+from recipes.core.protocols import NamesItsData
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what a seed may be: it is folded to 64 bits
 EPOCH_RANGE = (0, 2**63 - 1)
@@ -103,22 +105,9 @@ def warn_replaced_seed(owner: str, given: int | None, saved: int) -> None:
         )
 
 
-class NamesItsData(Protocol):
-    """What a dataset or stream says its data is, for the loader states that hold a position in it.
-
-    :func:`source_of` calls it when a loader saves or loads a state; a dataset without it is named
-    by its type and size only, so a state of other data of that size is not refused.
-    """
-
-    def state_source(self) -> str:
-        """A few words that change when the data does (file names, sizes, a sampled digest),
-        cheap to compute (no full read) and the same on every rank and machine (no absolute paths)."""
-        ...
-
-
 def source_of(dataset: Any) -> str:
     """``dataset.state_source()`` (:class:`NamesItsData`), else its type and size."""
-    if hasattr(dataset, "state_source"):
+    if isinstance(dataset, NamesItsData):
         return dataset.state_source()
     try:
         size = f"{len(dataset)} samples"
