@@ -36,9 +36,11 @@ def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path):
     }
     (tmp_path / "tmp").mkdir()
     run = subprocess.run(
-        [sys.executable, "-S", "-c", "import recipes, sys; print(recipes.__file__); "
-         "from recipes.__main__ import main; sys.exit(main(['demo']))"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600,
+        # a hang prints every thread's stack (faulthandler) before the timeout, instead of a bare TimeoutExpired;
+        # stdin is not the test runner's (pytest-xdist talks to its workers through theirs)
+        [sys.executable, "-S", "-c", "import faulthandler; faulthandler.dump_traceback_later(300, exit=True); "
+         "import recipes, sys; print(recipes.__file__); from recipes.__main__ import main; sys.exit(main(['demo']))"],
+        cwd=elsewhere, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert run.stdout.splitlines()[0].startswith(str(site))
