@@ -39,6 +39,7 @@ from recipes.fixtures_hostile import (  # noqa: F401  (HOSTILE_README: re-export
 )
 
 FIXTURES_VERSION = "1"
+UNAVAILABLE = "UNAVAILABLE"  # in a domain's folder: why its fixtures could not be written here
 # the cache key hashes them all: the writers, and the registry that says which run
 GENERATOR_FILES = tuple(Path(__file__).with_name(name) for name in (
     "fixtures.py", "fixtures_coco.py", "fixtures_hostile.py", "fixtures_chat.py", "fixtures_audio.py", "domains.py"))
@@ -76,7 +77,10 @@ def generate(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for entry in REGISTRY:  # each domain's writer, named by its entry in recipes/domains.py
-        entry.load("fixtures")(out / entry.name)
+        try:
+            entry.load("fixtures")(out / entry.name)
+        except ImportError as error:  # a library it needs at run time is missing (audio: FFmpeg's)
+            _write(out / entry.name / UNAVAILABLE, f"{error}\n")
     _write_hostile(out / "hostile")
     _write(out / "README.md", README)
     _write(out / "VERSION", FIXTURES_VERSION + "\n")  # last: its presence marks a complete tree
@@ -96,11 +100,13 @@ def _cached_fixtures(tmp_root: Path) -> Path:
     # Generated into a private temp dir and renamed into place: concurrent processes never see a half tree.
     key = _generator_hash()
     final = tmp_root / f"recipes-fixtures-{FIXTURES_VERSION}-{key}"
-    if (final / "VERSION").is_file():
+    if (final / "VERSION").is_file() and not any(final.glob(f"*/{UNAVAILABLE}")):
         return final
     staging = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=tmp_root))
     generate(staging)
     os.chmod(staging, 0o755)  # mkdtemp makes it private; the cache may be shared
+    if any(staging.glob(f"*/{UNAVAILABLE}")):
+        return staging  # not cached: once the library is installed, the next run writes the whole tree
     try:
         os.rename(staging, final)
     except OSError:  # another process won the race; its tree is identical

@@ -87,11 +87,17 @@ def encode(samples: np.ndarray, sample_rate: int, name: str) -> bytes:
     from torchcodec.encoders import AudioEncoder
     import torch
 
+    from recipes.audio.decoding import check_ffmpeg
+
     encoder = AudioEncoder(torch.from_numpy(samples.astype(np.float32)), sample_rate=sample_rate)
     bit_rate = {".mp3": MP3_BIT_RATE, ".ogg": OGG_BIT_RATE, ".opus": OGG_BIT_RATE}.get(suffix)
     if suffix == ".ogg" and samples.shape[0] > 1:
         bit_rate = None
-    data = encoder.to_tensor(suffix[1:], bit_rate=bit_rate).numpy().tobytes()
+    try:
+        data = encoder.to_tensor(suffix[1:], bit_rate=bit_rate).numpy().tobytes()
+    except RuntimeError as error:
+        check_ffmpeg(error)  # FFmpeg's libraries missing: an ImportError that says how to install them
+        raise
     return _fixed_ogg_serial(data) if suffix in (".ogg", ".opus") else data
 
 

@@ -36,6 +36,13 @@ DURATION_RELATIVE_TOLERANCE = 0.1
 _CORE_PREFIX = re.compile(r"^\w+, \S+:\d+, ")  # "SingleStreamDecoder, /path/File.cpp:41, " before the reason
 
 
+FFMPEG_MISSING = (
+    "TorchCodec's audio decoder and encoder need FFmpeg's shared libraries (major versions 4 to 9), which pip "
+    "does not install: apt-get install ffmpeg (Debian, Ubuntu), brew install ffmpeg, or conda install -c "
+    "conda-forge ffmpeg"
+)
+
+
 @dataclass(frozen=True)
 class AudioInfo:
     """What a header says: ``duration`` (seconds), ``sample_rate``, ``num_channels``, ``codec``."""
@@ -55,7 +62,15 @@ def _open(source: Any, name: str, **options: Any) -> AudioDecoder:
     try:
         return AudioDecoder(source, **options)
     except (RuntimeError, ValueError) as error:
+        check_ffmpeg(error)
         raise DataError(f"{name}: cannot read audio ({_reason(error)})") from None
+
+
+def check_ffmpeg(error: BaseException) -> None:
+    """Raise :data:`FFMPEG_MISSING` as an ImportError when ``error`` is TorchCodec failing to load
+    FFmpeg's libraries: then no file is at fault, and skipping files would drop them all."""
+    if "libtorchcodec" in str(error):
+        raise ImportError(FFMPEG_MISSING) from error
 
 
 def _checked(decoder: AudioDecoder, name: str) -> AudioInfo:
