@@ -1,9 +1,11 @@
 """The built wheel runs the demo from any directory, without the repository's fixtures/."""
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -12,8 +14,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def short_tmp():
+    folder = Path(tempfile.mkdtemp(prefix="recipes-wheel-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path):
+def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path, short_tmp):
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(ROOT)],
         capture_output=True, text=True, timeout=300,
@@ -32,9 +41,10 @@ def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path):
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]),
-        "TMPDIR": str(tmp_path / "tmp"),
+        # short: a worker hands tensors over through a Unix socket in TMPDIR, and a socket path over 107
+        # bytes (pytest-xdist's tmp_path can be) fails in the worker while the main process waits on
+        "TMPDIR": str(short_tmp),
     }
-    (tmp_path / "tmp").mkdir()
     run = subprocess.run(
         # a hang prints every thread's stack (faulthandler) before the timeout, instead of a bare TimeoutExpired;
         # stdin is not the test runner's (pytest-xdist talks to its workers through theirs)
@@ -44,4 +54,4 @@ def test_wheel_install_runs_the_demo_outside_the_repository(tmp_path):
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert run.stdout.splitlines()[0].startswith(str(site))
-    assert "fixtures: " + str(tmp_path / "tmp") in run.stdout
+    assert "fixtures: " + str(short_tmp) in run.stdout
