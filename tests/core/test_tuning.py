@@ -32,14 +32,14 @@ class InMemory(Dataset):
 
 
 def test_slow_items_get_workers_and_in_memory_items_get_none():
-    # A 100 ms simulated step, as a training loop would have: 32 slow items (128 ms of waiting)
-    # need both workers to keep up, while 256 in-memory rows (a few ms even on a busy machine)
-    # stay within the 5% tie with no worker at all. Raw rates (step_ms=0) would make the
-    # in-memory verdict hinge on a few percent of machine noise.
+    # A simulated step, as a training loop would have: behind 100 ms, 32 slow items (128 ms of
+    # waiting) need both workers to keep up; behind 300 ms, 256 in-memory rows (a few ms, ~10 on a
+    # machine running other tests beside this one) stay within the 5% tie with no worker at all.
+    # Raw rates (step_ms=0) would make the in-memory verdict hinge on a few percent of machine noise.
     slow, slow_trials = tune_loader(
         SlowItems(), batch_size=32, device="cpu", seconds=8, step_ms=100, max_workers=2, progress=False
     )
-    fast, _ = tune_loader(InMemory(), batch_size=256, device="cpu", seconds=6, step_ms=100, max_workers=2, progress=False)
+    fast, _ = tune_loader(InMemory(), batch_size=256, device="cpu", seconds=6, step_ms=300, max_workers=2, progress=False)
     assert slow["num_workers"] == 2 and slow["persistent_workers"] is True
     assert fast == {"num_workers": 0, "pin_memory": False}
     by_workers = {t.num_workers: t.batches_per_second for t in slow_trials}
