@@ -29,6 +29,7 @@ import codecs
 import csv
 import io
 import json
+import operator
 import os
 import re
 from collections.abc import Sequence
@@ -304,3 +305,14 @@ def label_ids(labels: Sequence[Any]) -> tuple[np.ndarray, list[str] | None]:
     names = sorted({str(label) for label in labels})
     number = {name: i for i, name in enumerate(names)}
     return np.asarray([number[str(label)] for label in labels], dtype=np.int64), names
+
+
+def sample_index(index: int, count: int, name: str) -> int:
+    """``index`` as a position in ``count`` samples of ``name`` (negative counts from the end); an
+    IndexError names the dataset otherwise."""
+    index = operator.index(index)
+    if index < 0:
+        index += count
+    if not 0 <= index < count:
+        raise IndexError(f"index {index} is out of range for {count} samples of {name}")
+    return index

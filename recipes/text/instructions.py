@@ -18,7 +18,6 @@ ids and a learned-token mask are kept nanoGPT-style in flat arrays, as
 
 from __future__ import annotations
 
-import operator
 import os
 from typing import Any
 
@@ -33,6 +32,7 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.parquet_files import is_parquet, parquet_entries
 from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, require_pad_id, token_dtype
 from recipes.text.chat_template import ChatTemplate, load_template
+from recipes.text.corpus_files import sample_index
 from recipes.text.instruction_ids import read_instruction_ids
 from recipes.text.instruction_labels import Encoded, LabelEncoder, Rendered, cut, render_sample
 from recipes.text.instruction_rows import SKIP_HINT, check_record, read_records, source_name
@@ -201,11 +201,7 @@ class InstructionDataset(Dataset):
         return len(self.tokens)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        index = operator.index(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self._name}")
+        index = sample_index(index, len(self), self._name)
         start, end = self.tokens.offsets[index], self.tokens.offsets[index + 1]
         ids = self.tokens.ids[start:end].astype(np.int64)
         labels = np.where(self.learned[start:end], ids, IGNORE_INDEX)

@@ -17,7 +17,6 @@ next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches c
 
 from __future__ import annotations
 
-import operator
 import os
 from functools import partial
 from pathlib import Path
@@ -49,7 +48,7 @@ from recipes.core.tokens import (
     pad_batch,
     require_pad_id,
 )
-from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows
+from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import IGNORE_INDEX, InstructionDataset, instruction_collate
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import IdsColumn, read_id_corpus
@@ -237,11 +236,7 @@ class TokenizedTextDataset(Dataset):
         return len(self.tokens)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        index = operator.index(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"index {index} is out of range for {len(self)} samples of {self._name}")
+        index = sample_index(index, len(self), self._name)
         item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
         if self.labels is not None:
             item["label"] = int(self.labels[index])
