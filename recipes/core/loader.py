@@ -38,6 +38,7 @@ from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
 from recipes.core.trainers import check_built_for_ranks, shards_itself
+from recipes.core.worker_sockets import check_socket_dir
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
 # prefetch_factor batches in flight; measure before going higher (python -m recipes bench).
@@ -116,6 +117,7 @@ def loader_kwargs(
         else:
             # On CPU the model's own threads need the cores too: give loading half of them.
             num_workers = min(MAX_AUTO_WORKERS, max(1, usable_cpus() // 2))
+    check_socket_dir(num_workers)
     kwargs: dict[str, Any] = {
         "num_workers": num_workers,
         # Page-locked batches let the host-to-GPU copy run as DMA, async with non_blocking=True;
