@@ -80,6 +80,7 @@ _HOMES = {
     "pad_id_of": "tokens",
     "Trial": "tuning",
     "tune_loader": "tuning",
+    "DefaultCollate": "protocols",
     "Described": "protocols",
     "DeviceDecodable": "protocols",
     "DrawsEpochs": "protocols",
@@ -93,6 +94,7 @@ _HOMES = {
     "ChecksStates": "protocols",
     "ShardLimited": "protocols",
     "check_hooks": "protocols",
+    "collate_of": "protocols",
 }
 __all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 

@@ -32,8 +32,9 @@ from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.orphans import exit_with_parent
+from recipes.core.packing import packed_in_workers
 from recipes.core.plans import Plan, Shuffle, draws_of
-from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, check_hooks
+from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, ShardLimited, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -183,15 +184,18 @@ def build_loader(
     plan: Plan | None = None,
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
-    """A loader preset for any dataset of yours, composed as the domain presets compose theirs.
+    """The one composition of a loader: every domain preset picks its plan and collate and calls
+    this, and a dataset of yours gets the same loader.
 
     A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
     ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
-    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to
-    :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
-    (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
+    (``epoch_indices``, :func:`recipes.core.plans.draws_of`, which also checks the dataset's hooks).
+    An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`.
+    Either way ``collate_fn``'s errors name the batch's samples
+    (:class:`recipes.core.errors.NamedCollate`) and its batches leave worker processes in one
+    buffer per dtype (:func:`recipes.core.packing.packed_in_workers`). ``stateful=True`` returns a
     :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
     still to come, also on another world size or ``num_workers``.
     """
@@ -201,14 +205,15 @@ def build_loader(
         options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
         return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    draws = draws_of(dataset)
     plan = Shuffle() if plan is None else plan
     if plan.draws is None:
-        plan = plan.drawing(draws_of(dataset))
+        plan = plan.drawing(draws)
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
     loader = ResumableLoader if stateful else RecipeLoader
-    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate_fn), **kwargs)
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=loader_collate(collate_fn), **kwargs)
 
 
 def stream_loader(
@@ -223,8 +228,11 @@ def stream_loader(
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
     """The preset for a stream, an ``IterableDataset`` that orders and shards itself
-    (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``.
+    (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``, and
+    ``collate_fn`` as :func:`build_loader` applies it (:func:`loader_collate`).
 
+    A stream that reads whole shards (:class:`recipes.core.protocols.ShardLimited`) gets no more
+    workers than it has shards per rank, unless ``num_workers`` says otherwise.
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
     than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
@@ -237,15 +245,26 @@ def stream_loader(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
             "orders and shards itself, so only it can say where it stands"
         )
+    if overrides.get("num_workers") is None and isinstance(dataset, ShardLimited):
+        # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
+        overrides["num_workers"] = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
     reason = dataset.needs_persistent_workers if isinstance(dataset, NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
     loader = (ResumableLoader if stateful else RecipeLoader)(
-        dataset, batch_size=batch_size, collate_fn=NamedCollate(collate_fn), **kwargs
+        dataset, batch_size=batch_size, collate_fn=loader_collate(collate_fn), **kwargs
     )
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
+
+
+def loader_collate(collate_fn: Callable[[list[Any]], Any]) -> NamedCollate:
+    """``collate_fn`` as the loaders call it: its batches packed in worker processes, one transfer
+    a dtype rather than one a tensor (benchmarks/README.md), and its errors naming the samples."""
+    if isinstance(collate_fn, NamedCollate):  # named once
+        collate_fn = collate_fn.collate_fn
+    return NamedCollate(packed_in_workers(collate_fn))
 
 
 @shards_itself  # Lightning and Accelerate take it without sharding it again (recipes.core.trainers)
