@@ -13,9 +13,9 @@
   ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
   (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
-  (tokenizers, truncation that keeps special tokens, padding), ``arrays`` (per-sample tables
-  workers share), ``storage`` (local paths and fsspec URLs, secrets never shown, retries logged)
-  and ``timeouts`` (a silent server is an error), ``disk_cache``,
+  (tokenizers, encoding, padding) and ``truncation`` (cuts that keep the special tokens),
+  ``arrays`` (per-sample tables workers share), ``storage`` (local paths and fsspec URLs, secrets
+  never shown, retries logged) and ``timeouts`` (a silent server is an error), ``disk_cache``,
   ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths`` (the
   bad-input policy, safe paths).
 

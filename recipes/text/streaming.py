@@ -57,13 +57,13 @@ from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
-    check_truncation,
     encode_texts,
     find_pad_id,
     load_tokenizer,
     pad_batch,
     require_pad_id,
 )
+from recipes.core.truncation import check_truncation
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record

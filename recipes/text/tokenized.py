@@ -36,15 +36,8 @@ from recipes.core.plans import ByLength, TokenBudget
 from recipes.core.protocols import collate_of
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import (
-    TruncatingEncoder,
-    check_truncation,
-    encode_texts,
-    find_pad_id,
-    load_tokenizer,
-    pad_batch,
-    require_pad_id,
-)
+from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
+from recipes.core.truncation import check_truncation
 from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
