@@ -1,17 +1,18 @@
-"""DataLoader presets: the keyword arguments worth setting, and the pieces a preset composes.
+"""DataLoader presets: the keyword arguments worth setting, and the one composition every preset calls.
 
     loader = DataLoader(dataset, batch_size=64, **loader_kwargs("cuda", train=True, seed=0))
 
-    kwargs = preset_kwargs("cuda", train=True, seed=0, num_workers=4)   # + your overrides
-    sampler = SeededBatchSampler(len(dataset), 64, shuffle=kwargs.pop("shuffle"),
-                                 drop_last=kwargs.pop("drop_last"), seed=0, plan=ByGroup(groups))
-    loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate, **kwargs)
+    loader = build_loader(dataset, collate, batch_size=64, plan=ByGroup(groups), train=True, seed=0)
 
-That is what every domain preset writes out; :func:`build_loader` does it for a dataset of
-yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the
-DataLoader docs leave open (how many workers, pin or not, keep workers alive, how far to
-prefetch) from the device and the CPUs this process may use. The values are starting points:
-``python -m recipes bench`` measures them on your data.
+:func:`build_loader` is what every domain preset calls once it has picked a plan and a collate,
+and what a dataset of yours can call too: it applies :func:`preset_kwargs`, the mixture draws and
+hook checks of ``draws_of``, a :class:`SeededBatchSampler` (epochs, ranks, resume),
+:class:`SeededDataset`, :func:`loader_collate` (errors naming the samples, batches packed in
+workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
+:func:`stream_loader`. ``loader_kwargs`` answers the questions the DataLoader docs leave open
+(how many workers, pin or not, keep workers alive, how far to prefetch) from the device and the
+CPUs this process may use. The values are starting points: ``python -m recipes bench`` measures
+them on your data.
 """
 
 from __future__ import annotations
