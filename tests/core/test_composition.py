@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Subset
 
 import recipes
 from recipes.core import ByLength, MixedDataset, build_loader
 from recipes.core.errors import SampleError
+from recipes.core.protocols import collate_of
 from recipes.core.seeding import sample_seeds, seeded
 
 PACKAGE = Path(recipes.__file__).resolve().parent
@@ -107,6 +108,27 @@ def test_a_batch_crosses_from_a_worker_in_one_buffer_a_dtype():
     for batch in batches:  # index and lengths (int64) share one shared-memory buffer
         assert batch["index"].untyped_storage().data_ptr() == batch["lengths"].untyped_storage().data_ptr()
     assert "RowsCollate(noise=True)" in repr(loader.collate_fn)
+
+
+class AsksForItsCollate(Rows):
+    """Rows whose items need a collate of their own (DefaultCollate)."""
+
+    def __init__(self, size: int, noise: bool = False) -> None:
+        super().__init__(size)
+        self.noise = noise
+
+    def default_collate_fn(self) -> RowsCollate:
+        return RowsCollate(noise=self.noise)
+
+
+def test_a_dataset_asks_for_its_collate_through_a_subset_and_a_mixture():
+    assert collate_of(AsksForItsCollate(4)) == RowsCollate(noise=False)
+    assert collate_of(Subset(AsksForItsCollate(4), [0, 1])) == RowsCollate(noise=False)
+    assert collate_of(Rows(4)) is None
+    assert collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6)], [1, 1])) == RowsCollate(noise=False)
+    assert collate_of(MixedDataset([Rows(4), Rows(6)], [1, 1])) is None
+    with pytest.raises(ValueError, match=r"the sources ask for different collates \(RowsCollate\(noise=False\), Rows"):
+        collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6, noise=True)], [1, 1]))
 
 
 def _free_port() -> int:
