@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Dataset, IterableDataset, Subset
 
 import recipes
-from recipes.core import ByLength, MixedDataset, build_loader
+from recipes.core import ByLength, MixedDataset, build_loader, loader_kwargs
 from recipes.core.errors import SampleError
 from recipes.core.protocols import collate_of
 from recipes.core.seeding import sample_seeds, seeded
@@ -129,6 +129,27 @@ def test_a_dataset_asks_for_its_collate_through_a_subset_and_a_mixture():
     assert collate_of(MixedDataset([Rows(4), Rows(6)], [1, 1])) is None
     with pytest.raises(ValueError, match=r"the sources ask for different collates \(RowsCollate\(noise=False\), Rows"):
         collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6, noise=True)], [1, 1]))
+
+
+class ShardsForOneWorker(IterableDataset):
+    """A stream whose workers each read whole shards, enough for one worker (ShardLimited)."""
+
+    def __iter__(self):
+        return iter(range(4))
+
+    def max_workers(self) -> int:
+        return 1
+
+
+def test_a_stream_of_whole_shards_gets_no_more_workers_than_it_can_feed(monkeypatch):
+    monkeypatch.setattr("recipes.core.loader.usable_cpus", lambda: 16)  # a machine where the preset starts 8
+    assert loader_kwargs("cpu", train=True)["num_workers"] == 8
+    assert rows_loader_for(ShardsForOneWorker()).num_workers == 1
+    assert rows_loader_for(ShardsForOneWorker(), num_workers=2).num_workers == 2  # what the caller asks for wins
+
+
+def rows_loader_for(stream, **overrides):
+    return build_loader(stream, RowsCollate(), batch_size=2, train=True, device="cpu", **overrides)
 
 
 def _free_port() -> int:
