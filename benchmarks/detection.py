@@ -199,21 +199,23 @@ def bench_memory(root: Path, ann_file: Path, rounds: int) -> None:
 def bench_transfer(root: Path, ann_file: Path, rounds: int, count: int = 2_000) -> None:
     from torch.utils.data import Subset
 
-    from recipes.core.loader import build_loader
-    from recipes.core.packing import packed_in_workers
+    from recipes.core.loader import RecipeLoader, build_loader, preset_kwargs
+    from recipes.core.samplers import SeededBatchSampler
+    from recipes.core.seeding import SeededDataset
     from recipes.detection import detection_collate
 
     dataset = ours(root, ann_file)
     dataset = Subset(dataset, range(min(count, len(dataset))))
 
-    def loader(collate_fn, workers: int):
-        return build_loader(dataset, collate_fn, batch_size=32, train=False, device="cpu", num_workers=workers)
+    def loader(workers: int):  # the presets' composition: packed in workers
+        return build_loader(dataset, detection_collate, batch_size=32, train=False, device="cpu", num_workers=workers)
 
-    loaders = {
-        "packed": loader(packed_in_workers(detection_collate), 2),
-        "per tensor": loader(detection_collate, 2),
-        "main process": loader(detection_collate, 0),
-    }
+    def per_tensor(workers: int):  # the same composition written out, without packing
+        kwargs = preset_kwargs("cpu", train=False, num_workers=workers)
+        sampler = SeededBatchSampler(len(dataset), 32, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"))
+        return RecipeLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=detection_collate, **kwargs)
+
+    loaders = {"packed": loader(2), "per tensor": per_tensor(2), "main process": loader(0)}
     for each in loaders.values():
         _timed(lambda each=each: sum(1 for _ in each))  # start the persistent workers
     times = {name: [] for name in loaders}

@@ -46,11 +46,12 @@ import torch
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from recipes.core.loader import build_loader
+from recipes.core.loader import RecipeLoader, preset_kwargs
 from recipes.core.plans import ByLength
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.seeding import SeededDataset
 from recipes.fixtures import fixtures_dir
-from recipes.text import TokenizedTextDataset, text_collate, text_loader
+from recipes.text import TextCollate, TokenizedTextDataset, text_collate, text_loader
 
 
 def paragraphs() -> list[str]:
@@ -248,13 +249,15 @@ def main() -> None:
 
 
 def hand_over(dataset: TokenizedTextDataset, rounds: int) -> None:
-    from functools import partial
-
-    plain = partial(text_collate, pad_id=dataset.pad_id)
-    options = {"batch_size": 32, "train": True, "device": "cpu", "seed": 0, "num_workers": 2}
-    loaders = {  # the same preset and sampler; only the collate differs
+    # text_loader's composition (recipes.core.loader.build_loader) written out, without packing
+    kwargs = preset_kwargs("cpu", train=True, seed=0, num_workers=2)
+    shuffle, drop_last = kwargs.pop("shuffle"), kwargs.pop("drop_last")
+    sampler = SeededBatchSampler(len(dataset), 32, shuffle=shuffle, drop_last=drop_last, seed=0,
+                                 plan=ByLength(dataset.lengths))
+    plain = RecipeLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=TextCollate(dataset.pad_id), **kwargs)
+    loaders = {  # the same preset and sampler; only the hand-over differs
         "packed (text_loader)": text_loader(dataset, 32, device="cpu", seed=0, num_workers=2),
-        "one transfer a tensor": build_loader(dataset, plain, plan=ByLength(dataset.lengths), **options),
+        "one transfer a tensor": plain,
     }
     times: dict[str, list[float]] = {name: [] for name in loaders}
     for loader in loaders.values():

@@ -14,11 +14,12 @@ Decoding goes through TorchCodec's ``AudioDecoder`` (``decoding.py``); each file
 
 from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, probe
 from recipes.audio.features import LogMel
-from recipes.audio.folder import AUDIO_EXTENSIONS, AudioFolderDataset, audio_collate, audio_loader
+from recipes.audio.folder import AUDIO_EXTENSIONS, AudioCollate, AudioFolderDataset, audio_collate, audio_loader
 from recipes.audio.shards import AudioShards
 from recipes.audio.speech import SpeechDataset
 
 __all__ = [
+    "AudioCollate",
     "AudioShards",
     "AUDIO_EXTENSIONS",
     "MAX_SECONDS",

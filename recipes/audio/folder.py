@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,9 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
 from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, NamedCollate, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs, stream_loader
-from recipes.core.packing import packed_in_workers
-from recipes.core.plans import ByLength, TokenBudget, draws_of
-from recipes.core.samplers import SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.loader import build_loader
+from recipes.core.plans import ByLength, TokenBudget
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
@@ -243,6 +240,17 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     return out
 
 
+@dataclass(frozen=True)
+class AudioCollate:
+    """:func:`audio_collate` with its options as fields (a ``collate_fn`` that pickles and shows them)."""
+
+    pad_to_multiple_of: int | None = None
+    pad_id: int = 0
+
+    def __call__(self, batch: list[Any]) -> dict[str, Any]:
+        return audio_collate(batch, **vars(self))
+
+
 def audio_loader(
     dataset: Dataset,
     batch_size: int | None = None,
@@ -274,26 +282,14 @@ def audio_loader(
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``,
             ``collate_fn=...``; :func:`recipes.core.loader.preset_kwargs`).
     """
-    collate_fn = overrides.pop("collate_fn", None)
-    if collate_fn is None:
-        pad_id = getattr(dataset, "pad_id", None)
-        collate_fn = audio_collate if pad_id is None else partial(audio_collate, pad_id=pad_id)
+    collate_fn = overrides.pop("collate_fn", None) or AudioCollate(pad_id=getattr(dataset, "pad_id", None) or 0)
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
         if max_seconds is not None:
             raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
-        options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
-        return stream_loader(dataset, packed_in_workers(collate_fn), batch_size, **options, **overrides)
-    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
-    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
-    lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
-    if max_seconds is None:
-        plan = ByLength(lengths, draws=draws)
+        plan = None
     else:
-        plan = TokenBudget(lengths, max(1, round(max_seconds * MILLISECONDS)), draws=draws)
-    sampler = SeededBatchSampler(
-        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
-    )
-    loader = ResumableLoader if stateful else RecipeLoader
-    # from a worker: one transfer a batch, not one a tensor (recipes.core.packing)
-    return loader(SeededDataset(dataset), batch_sampler=sampler,
-                  collate_fn=NamedCollate(packed_in_workers(collate_fn)), **kwargs)
+        lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
+        budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
+        plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
+    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+                        stateful=stateful, **overrides)

@@ -13,9 +13,9 @@
   ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
   (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
-  (tokenizers, truncation that keeps special tokens, padding), ``arrays`` (per-sample tables
-  workers share), ``storage`` (local paths and fsspec URLs, secrets never shown, retries logged)
-  and ``timeouts`` (a silent server is an error), ``disk_cache``,
+  (tokenizers, encoding, padding) and ``truncation`` (cuts that keep the special tokens),
+  ``arrays`` (per-sample tables workers share), ``storage`` (local paths and fsspec URLs, secrets
+  never shown, retries logged) and ``timeouts`` (a silent server is an error), ``disk_cache``,
   ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths`` (the
   bad-input policy, safe paths).
 
@@ -80,6 +80,7 @@ _HOMES = {
     "pad_id_of": "tokens",
     "Trial": "tuning",
     "tune_loader": "tuning",
+    "DefaultCollate": "protocols",
     "Described": "protocols",
     "DeviceDecodable": "protocols",
     "DrawsEpochs": "protocols",
@@ -93,6 +94,7 @@ _HOMES = {
     "ChecksStates": "protocols",
     "ShardLimited": "protocols",
     "check_hooks": "protocols",
+    "collate_of": "protocols",
 }
 __all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 

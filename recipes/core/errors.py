@@ -170,3 +170,6 @@ class NamedCollate:
     def __call__(self, samples: list[Any]) -> Any:
         with UserCode(lambda: describe_batch(samples), what="collate_fn"):
             return self.collate_fn(samples)
+
+    def __repr__(self) -> str:
+        return f"NamedCollate({self.collate_fn!r})"

@@ -1,17 +1,18 @@
-"""DataLoader presets: the keyword arguments worth setting, and the pieces a preset composes.
+"""DataLoader presets: the keyword arguments worth setting, and the one composition every preset calls.
 
     loader = DataLoader(dataset, batch_size=64, **loader_kwargs("cuda", train=True, seed=0))
 
-    kwargs = preset_kwargs("cuda", train=True, seed=0, num_workers=4)   # + your overrides
-    sampler = SeededBatchSampler(len(dataset), 64, shuffle=kwargs.pop("shuffle"),
-                                 drop_last=kwargs.pop("drop_last"), seed=0, plan=ByGroup(groups))
-    loader = DataLoader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate, **kwargs)
+    loader = build_loader(dataset, collate, batch_size=64, plan=ByGroup(groups), train=True, seed=0)
 
-That is what every domain preset writes out; :func:`build_loader` does it for a dataset of
-yours, and :func:`stream_loader` for a stream. ``loader_kwargs`` answers the questions the
-DataLoader docs leave open (how many workers, pin or not, keep workers alive, how far to
-prefetch) from the device and the CPUs this process may use. The values are starting points:
-``python -m recipes bench`` measures them on your data.
+:func:`build_loader` is what every domain preset calls once it has picked a plan and a collate,
+and what a dataset of yours can call too: it applies :func:`preset_kwargs`, the mixture draws and
+hook checks of ``draws_of``, a :class:`SeededBatchSampler` (epochs, ranks, resume),
+:class:`SeededDataset`, :func:`loader_collate` (errors naming the samples, batches packed in
+workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
+:func:`stream_loader`. ``loader_kwargs`` answers the questions the DataLoader docs leave open
+(how many workers, pin or not, keep workers alive, how far to prefetch) from the device and the
+CPUs this process may use. The values are starting points: ``python -m recipes bench`` measures
+them on your data.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from recipes.core.errors import NamedCollate
 from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.orphans import exit_with_parent
+from recipes.core.packing import packed_in_workers
 from recipes.core.plans import Plan, Shuffle, draws_of
-from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, check_hooks
+from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, ShardLimited, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -185,15 +187,18 @@ def build_loader(
     plan: Plan | None = None,
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
-    """A loader preset for any dataset of yours, composed as the domain presets compose theirs.
+    """The one composition of a loader: every domain preset picks its plan and collate and calls
+    this, and a dataset of yours gets the same loader.
 
     A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
     ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
-    (``epoch_indices``) if the dataset has them. An ``IterableDataset`` goes to
-    :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`. A failing ``collate_fn`` names the batch's samples
-    (:class:`recipes.core.errors.NamedCollate`). ``stateful=True`` returns a
+    (``epoch_indices``, :func:`recipes.core.plans.draws_of`, which also checks the dataset's hooks).
+    An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`.
+    Either way ``collate_fn``'s errors name the batch's samples
+    (:class:`recipes.core.errors.NamedCollate`) and its batches leave worker processes in one
+    buffer per dtype (:func:`recipes.core.packing.packed_in_workers`). ``stateful=True`` returns a
     :class:`ResumableLoader`, whose ``state_dict()`` resumes mid-epoch with exactly the batches
     still to come, also on another world size or ``num_workers``.
     """
@@ -203,14 +208,15 @@ def build_loader(
         options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
         return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
+    draws = draws_of(dataset)
     plan = Shuffle() if plan is None else plan
     if plan.draws is None:
-        plan = plan.drawing(draws_of(dataset))
+        plan = plan.drawing(draws)
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
     loader = ResumableLoader if stateful else RecipeLoader
-    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(collate_fn), **kwargs)
+    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=loader_collate(collate_fn), **kwargs)
 
 
 def stream_loader(
@@ -225,8 +231,11 @@ def stream_loader(
     **overrides: Any,
 ) -> DataLoader | EqualSteps:
     """The preset for a stream, an ``IterableDataset`` that orders and shards itself
-    (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``.
+    (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``, and
+    ``collate_fn`` as :func:`build_loader` applies it (:func:`loader_collate`).
 
+    A stream that reads whole shards (:class:`recipes.core.protocols.ShardLimited`) gets no more
+    workers than it has shards per rank, unless ``num_workers`` says otherwise.
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
     than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
@@ -239,15 +248,26 @@ def stream_loader(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
             "orders and shards itself, so only it can say where it stands"
         )
+    if overrides.get("num_workers") is None and isinstance(dataset, ShardLimited):
+        # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
+        overrides["num_workers"] = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
     reason = dataset.needs_persistent_workers if isinstance(dataset, NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
     loader = (ResumableLoader if stateful else RecipeLoader)(
-        dataset, batch_size=batch_size, collate_fn=NamedCollate(collate_fn), **kwargs
+        dataset, batch_size=batch_size, collate_fn=loader_collate(collate_fn), **kwargs
     )
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
+
+
+def loader_collate(collate_fn: Callable[[list[Any]], Any]) -> NamedCollate:
+    """``collate_fn`` as the loaders call it: its batches packed in worker processes, one transfer
+    a dtype rather than one a tensor (benchmarks/README.md), and its errors naming the samples."""
+    if isinstance(collate_fn, NamedCollate):  # named once
+        collate_fn = collate_fn.collate_fn
+    return NamedCollate(packed_in_workers(collate_fn))
 
 
 @shards_itself  # Lightning and Accelerate take it without sharding it again (recipes.core.trainers)

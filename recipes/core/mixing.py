@@ -27,7 +27,8 @@ from __future__ import annotations
 import bisect
 import copy
 import random
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ from recipes.core.protocols import (
     Resumable,
     ShardLimited,
     check_hooks,
+    collate_of,
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys, check_source, sampled_digest
@@ -99,6 +101,10 @@ class MixedDataset(Dataset):
     def batch_contract(self) -> dict[str, Any]:
         """The sources' shared contract (see the module doc): a mixture mixes like its sources."""
         return _contract(self.datasets[0]) or {}
+
+    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
+        """The collate the sources ask for (:class:`recipes.core.protocols.DefaultCollate`)."""
+        return _agreed_collate(self.datasets)
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -199,9 +205,14 @@ class MixedStream(ResumableStream):
     def __getattr__(self, name: str) -> Any:
         return _shared(self, self.__dict__.get("streams"), name)
 
+    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
+        """The collate the sources ask for (:class:`recipes.core.protocols.DefaultCollate`)."""
+        return _agreed_collate(self.streams)
+
     def max_workers(self) -> int:
-        """The most DataLoader workers per rank that every stream can feed."""
-        return min(stream.max_workers() for stream in self.streams if isinstance(stream, ShardLimited))
+        """The most DataLoader workers per rank that every stream can feed (``sys.maxsize``: none limits them)."""
+        return min((stream.max_workers() for stream in self.streams if isinstance(stream, ShardLimited)),
+                   default=sys.maxsize)
 
     def state_dict(self) -> dict[str, Any]:
         """The mixture's seed, epoch and draws taken, and each source's own stream state."""
@@ -358,6 +369,15 @@ def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
         if any(not _equal(value, values[0]) for value in values[1:]):
             why = "batches are padded with one pad id" if name == "pad_id" else "labels would mean different things"
             raise ValueError(f"cannot mix datasets with different {name} ({_short(values)}): {why}")
+
+
+def _agreed_collate(sources: list[Any]) -> Callable[[list[Any]], Any] | None:
+    """The collate every source asks for (None: none asks for one); a ValueError if they differ."""
+    collates = [collate_of(source) for source in sources]
+    if any(collate != collates[0] for collate in collates[1:]):
+        raise ValueError(f"the sources ask for different collates ({_short(collates)}): pass collate_fn=... "
+                         "to the preset")
+    return collates[0]
 
 
 def _contract(dataset: Dataset) -> dict[str, Any] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import torch
@@ -28,20 +27,28 @@ from recipes.core.nested import map_tensors, tensors_in
 _PLACEHOLDER = torch.empty(0, device="meta")
 
 
-def packed_in_workers(collate_fn: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
-    """``collate_fn`` whose batches cross from a worker process packed (see the module docstring).
-
-    In the main process (``num_workers=0``) the batch is returned as it is. The result is
-    picklable, so it works with spawned workers.
-    """
-    return partial(_collate_and_pack, collate_fn)
+def packed_in_workers(collate_fn: Callable[[list[Any]], Any]) -> PackedInWorkers:
+    """``collate_fn`` whose batches cross from a worker process packed (see the module docstring);
+    one already packed is returned as it is. :func:`recipes.core.loader.build_loader` applies it."""
+    return collate_fn if isinstance(collate_fn, PackedInWorkers) else PackedInWorkers(collate_fn)
 
 
-def _collate_and_pack(collate_fn: Callable[[list[Any]], Any], samples: list[Any]) -> Any:
-    batch = collate_fn(samples)
-    if get_worker_info() is None or isinstance(batch, PackedBatch):  # the main process, or packed twice
-        return batch
-    return PackedBatch(batch)
+class PackedInWorkers:
+    """What :func:`packed_in_workers` returns: ``collate_fn``'s batch, a :class:`PackedBatch` in a
+    worker process and as it is in the main process (``num_workers=0``). Picklable, so it works
+    with spawned workers."""
+
+    def __init__(self, collate_fn: Callable[[list[Any]], Any]) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, samples: list[Any]) -> Any:
+        batch = self.collate_fn(samples)
+        if get_worker_info() is None or isinstance(batch, PackedBatch):  # the main process, or packed twice
+            return batch
+        return PackedBatch(batch)
+
+    def __repr__(self) -> str:
+        return f"packed_in_workers({self.collate_fn!r})"
 
 
 class PackedBatch:
@@ -49,8 +56,9 @@ class PackedBatch:
 
     Tensors in dicts, lists, tuples and namedtuples are packed (what :mod:`recipes.core.nested`
     walks); tensors inside other objects are pickled by torch as usual. A batch holding a tensor
-    that is not on the CPU or requires grad is pickled unpacked. Every tensor of an unpickled
-    batch keeps its dtype's whole buffer alive.
+    that is not on the CPU or requires grad is pickled unpacked, and so is one with no two tensors
+    of one dtype (images and labels): it would cross as as many buffers, copied once more. Every
+    tensor of an unpickled batch keeps its dtype's whole buffer alive.
     """
 
     def __init__(self, batch: Any) -> None:
@@ -59,6 +67,8 @@ class PackedBatch:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         tensors = tensors_in(self.batch)
         if any(t.device.type != "cpu" or t.requires_grad for t in tensors):
+            return _same, (self.batch,)
+        if len({t.dtype for t in tensors}) == len(tensors):  # a descriptor a tensor either way
             return _same, (self.batch,)
         pieces: dict[torch.dtype, list[torch.Tensor]] = {}
         entries = []

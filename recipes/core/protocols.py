@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
+
+from torch.utils.data import Subset
 
 
 @runtime_checkable
@@ -43,6 +45,19 @@ class Mixable(Protocol):
     """
 
     def batch_contract(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class DefaultCollate(Protocol):
+    """``default_collate_fn() -> Callable | None``: the collate this dataset's items need, where its
+    domain's usual one would batch them wrongly (an instruction dataset's labels padded with -100).
+
+    Called by the presets that pick a collate (``text_loader``) through :func:`collate_of`, and by
+    :class:`recipes.core.mixing.MixedDataset` / ``MixedStream``, which answer their sources' one.
+    Without it the preset uses its domain's usual collate (``text_collate``).
+    """
+
+    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None: ...
 
 
 @runtime_checkable
@@ -104,7 +119,7 @@ class ShardLimited(Protocol):
     """``max_workers() -> int``: the most DataLoader workers per rank the stream can feed
     (each reads whole shards).
 
-    Called by the stream presets (``multimodal_loader``) and by :class:`recipes.core.mixing.MixedStream`.
+    Called by :func:`recipes.core.loader.stream_loader` and by :class:`recipes.core.mixing.MixedStream`.
     Without it the preset starts as many workers as the CPUs allow, and the stream refuses those
     left without a shard.
     """
@@ -183,7 +198,7 @@ class ChecksStates(Protocol):
     def detached(self) -> Any: ...
 
 
-HOOKS = (Described, Mixable, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
+HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
          RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 
 
@@ -225,6 +240,14 @@ def check_hooks(dataset: Any) -> Any:
         elif protocol is RankPlaced and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
             raise TypeError(f"{owner}.{name} must be an int ({protocol.__name__}), got {value!r}")
     return dataset
+
+
+def collate_of(dataset: Any) -> Callable[[list[Any]], Any] | None:
+    """The collate ``dataset`` (or the dataset under its ``Subset``) asks for
+    (:class:`DefaultCollate`), None where it asks for none; its hooks are checked first."""
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return check_hooks(dataset).default_collate_fn() if isinstance(dataset, DefaultCollate) else None
 
 
 def _check_method(where: str, protocol: type, shape: str, value: Any, arguments: int) -> None:

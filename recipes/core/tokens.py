@@ -1,4 +1,4 @@
-"""Tokenizers, encoding and padding shared by the text and multimodal recipes.
+"""Tokenizers, encoding and padding: in the core because text, captions and transcripts (audio) share them.
 
     tokenizer = load_tokenizer("tokenizer.json")
     tokens = encode_texts(tokenizer, ["a cat", "a dog on a mat"], max_length=77)
@@ -14,7 +14,8 @@ Truncation to ``max_length`` is the tokenizer's own (``Tokenizer.enable_truncati
 is cut and the post-processor's special tokens (``[CLS] ... [SEP]``, CLIP's BOS/EOT) are kept.
 A long text is tokenised from a bounded prefix, so memory follows ``max_length``, not the text
 (:class:`TruncatingEncoder`); ids stored already (a pre-tokenised column) are cut the same way by
-its ``cut_ids``, without a loop over the sequences (:func:`cut_tokens`).
+its ``cut_ids``, without a loop over the sequences (:mod:`recipes.core.truncation`, which finds
+where the special tokens sit).
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ from tokenizers import Encoding, Tokenizer
 
 from recipes.core.arrays import TokenArray
 from recipes.core.storage import shown
+from recipes.core.truncation import check_truncation, copy_tokenizer, cut_tokens, special_counts, special_ends
 
 PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 ENCODE_CHUNK = 4096  # texts per encode_batch call: large enough for Rust's thread pool
-TRUNCATIONS = ("tokenizer", "slice")
 PREFIX_CHARS_PER_ID = 16  # first prefix of a long text, per kept id: ample for natural-language tokens
 MIN_PREFIX_CHARS = 1024
 WHOLE_TEXT_CHARS = 65_536  # shorter texts are encoded whole, in one fast batch: a few MB of tokenizer memory
-SPECIAL_PROBES = ("a", "the", "0", ".", "x")  # texts encoded to see where the special tokens go
 
 
 def load_tokenizer(tokenizer: Tokenizer | str | os.PathLike) -> Tokenizer:
@@ -88,7 +88,7 @@ def batch_safe_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     padding = tokenizer.padding
     if padding is None or padding.get("length") is not None:
         return tokenizer
-    copy = _copy(tokenizer)
+    copy = copy_tokenizer(tokenizer)
     copy.no_padding()
     return copy
 
@@ -142,14 +142,14 @@ class TruncatingEncoder:
                     f"use max_length >= {added + 1} (or truncation='slice' to cut them off)"
                 )
             limit = self.limit = min(max_length, given.get("max_length", max_length))
-            counts = _special_counts(self.tokenizer, added) if self.tokenizer.padding is None else None
+            counts = special_counts(self.tokenizer, added) if self.tokenizer.padding is None else None
             if counts is not None:
                 # the cut of enable_truncation(limit), done on the ids of the tokenizer as given: copying a
                 # tokenizer to truncate it costs more than the cut (~70 ms for a 30k WordPiece vocabulary)
                 self._python_cut = (limit, *counts)
                 self._settings = (self.tokenizer.truncation, self.tokenizer.padding)  # checked at each call
             else:
-                self.tokenizer = _copy(self.tokenizer) if self.tokenizer is tokenizer else self.tokenizer
+                self.tokenizer = copy_tokenizer(self.tokenizer) if self.tokenizer is tokenizer else self.tokenizer
                 # no stride: it only shapes the overflow pieces, which are never kept (and a stride the
                 # smaller length cannot hold would panic)
                 strategy, direction = given.get("strategy", "longest_first"), given.get("direction", "right")
@@ -170,7 +170,7 @@ class TruncatingEncoder:
     def raw(self) -> Tokenizer:
         """The tokenizer without truncation or padding, which encodes the prefixes of long texts."""
         if self._raw is None:
-            self._raw = _copy(self._given)
+            self._raw = copy_tokenizer(self._given)
             self._raw.no_truncation()
             self._raw.no_padding()
         return self._raw
@@ -275,64 +275,6 @@ class TruncatingEncoder:
         return done
 
 
-def check_truncation(max_length: int | None, truncation: str = "tokenizer") -> None:
-    """ValueError unless ``max_length`` is None or >= 1 and ``truncation`` one of :data:`TRUNCATIONS`."""
-    if truncation not in TRUNCATIONS:
-        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
-    if max_length is not None and max_length < 1:
-        raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
-
-
-def special_ends(tokenizer: Tokenizer) -> tuple[list[int], list[int]]:
-    """The ids ``tokenizer``'s post-processor puts before and after a single text's content,
-    read from the special-tokens mask of a probe text it encodes; ValueError if it cannot be told."""
-    processor = tokenizer.post_processor
-    added = processor.num_special_tokens_to_add(False) if processor is not None else 0
-    if added == 0:
-        return [], []
-    raw = _copy(tokenizer)
-    raw.no_truncation()
-    raw.no_padding()
-    for probe in SPECIAL_PROBES:
-        content = raw.encode(probe, add_special_tokens=False)
-        if not content.ids:
-            continue
-        done = raw.post_process(content)
-        mask = done.special_tokens_mask
-        head = next((k for k, special in enumerate(mask) if not special), len(mask))
-        tail = next((k for k, special in enumerate(reversed(mask)) if not special), len(mask))
-        if head + tail == added == len(done.ids) - len(content.ids):
-            return done.ids[:head], done.ids[len(done.ids) - tail :]
-        break
-    raise ValueError(
-        f"cannot tell where the tokenizer's post-processor puts its {added} special tokens around a text; "
-        "pass truncation='slice' to cut stored ids as they are"
-    )
-
-
-def cut_tokens(
-    tokens: TokenArray, max_length: int, *, head: int = 0, tail: int = 0, keep_end: bool = False
-) -> TokenArray:
-    """Each sequence longer than ``max_length`` cut to ``max_length`` ids: its first ``head`` and
-    last ``tail`` ids kept (special tokens), and of those between, the first ones (``keep_end``:
-    the last ones). With ``head = tail = 0`` it is a slice, ``ids[:max_length]``. Vectorised: one
-    gather over the kept ids, no loop over sequences."""
-    lengths = tokens.lengths
-    if len(lengths) == 0 or int(lengths.max()) <= max_length:
-        return tokens
-    if head + tail > max_length:
-        raise ValueError(f"max_length={max_length} leaves no room for {head + tail} special tokens")
-    kept = np.minimum(lengths, max_length)
-    offsets = np.zeros(len(kept) + 1, dtype=np.int64)
-    np.cumsum(kept, out=offsets[1:])
-    # position of each kept id in its sequence, and where the ids taken from the far end begin
-    position = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], kept)
-    jump = head if keep_end else max_length - tail
-    dropped = np.repeat(lengths - kept, kept)  # 0 for a sequence that is not cut
-    source = np.repeat(tokens.offsets[:-1], kept) + position + np.where(position >= jump, dropped, 0)
-    return TokenArray(tokens.ids[source], offsets)
-
-
 def _settled(prefix: Encoding, longer: Encoding, chars: int, kept: int) -> bool:
     """True when the first ``kept`` tokens of a ``chars``-character prefix are the whole text's.
 
@@ -357,27 +299,6 @@ def _settled(prefix: Encoding, longer: Encoding, chars: int, kept: int) -> bool:
     if words[kept - 1] is not None and words[-1] is not None and words[kept - 1] < words[-1] - 1:
         return True  # a whole word lies between the kept tokens and the one the cut falls in
     return prefix.offsets[kept - 1][1] <= chars // 2
-
-
-def _special_counts(tokenizer: Tokenizer, added: int) -> tuple[int, int] | None:
-    """How many special tokens ``tokenizer``'s post-processor puts before and after a single text's
-    content, read from a probe it encodes as it is; None when the probe cannot tell (then the
-    tokenizer's own truncation is used on a copy)."""
-    if added == 0:
-        return 0, 0
-    for probe in SPECIAL_PROBES:
-        content = tokenizer.encode(probe, add_special_tokens=False)
-        if not content.ids or tokenizer.truncation is not None and len(content.ids) + added > tokenizer.truncation["max_length"]:
-            continue
-        mask = tokenizer.post_process(content).special_tokens_mask
-        head = next((k for k, special in enumerate(mask) if not special), len(mask))
-        tail = next((k for k, special in enumerate(reversed(mask)) if not special), len(mask))
-        return (head, tail) if head + tail == added == len(mask) - len(content.ids) else None
-    return None
-
-
-def _copy(tokenizer: Tokenizer) -> Tokenizer:
-    return Tokenizer.from_str(tokenizer.to_str())
 
 
 def encode_texts(

@@ -28,12 +28,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.errors import NamedCollate, drop_skipped
-from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
-from recipes.core.packing import packed_in_workers
-from recipes.core.plans import ByGroup, Shuffle, draws_of
-from recipes.core.samplers import SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.errors import drop_skipped
+from recipes.core.loader import build_loader
+from recipes.core.plans import ByGroup, Shuffle
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -145,15 +142,8 @@ def detection_loader(
         overrides: DataLoader keyword arguments (``num_workers=0``, ...;
             :func:`recipes.core.loader.preset_kwargs`).
     """
-    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
-    shuffle = kwargs.pop("shuffle")
-    if groups is None and shuffle:
+    if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
         groups = aspect_ratio_groups(_aspect_ratios(dataset))
-    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
-    plan = Shuffle(draws=draws) if groups is None else ByGroup(groups, draws=draws)
-    sampler = SeededBatchSampler(
-        len(dataset), batch_size, shuffle=shuffle, drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
-    )
-    loader = ResumableLoader if stateful else RecipeLoader
-    collate_fn = NamedCollate(packed_in_workers(collate_fn or detection_collate))
-    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+    plan = Shuffle() if groups is None else ByGroup(groups)
+    return build_loader(dataset, collate_fn or detection_collate, batch_size=batch_size, plan=plan, train=train,
+                        device=device, seed=seed, stateful=stateful, **overrides)

@@ -14,7 +14,14 @@ Besides ``recipes.core`` it uses ``recipes.text``'s corpus rules; the layout all
 ``recipes.vision`` and ``recipes.text``, whose composition it is, and no other domain.
 """
 
-from recipes.multimodal.pairs import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
+from recipes.multimodal.pairs import (
+    CLIP_MEAN,
+    CLIP_STD,
+    ImageTextDataset,
+    MultimodalCollate,
+    multimodal_collate,
+    multimodal_loader,
+)
 from recipes.multimodal.shard_writer import write_shards
 from recipes.multimodal.shards import ImageTextShards, expand_shards
 
@@ -23,6 +30,7 @@ __all__ = [
     "CLIP_STD",
     "ImageTextDataset",
     "ImageTextShards",
+    "MultimodalCollate",
     "expand_shards",
     "multimodal_collate",
     "multimodal_loader",

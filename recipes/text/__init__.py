@@ -17,15 +17,18 @@ streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
 from recipes.text.chat_template import ChatTemplate
-from recipes.text.instructions import InstructionDataset, instruction_collate
+from recipes.text.instructions import InstructionCollate, InstructionDataset, instruction_collate
 from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
-from recipes.text.streaming import StreamingTextDataset, stream_collate, streaming_loader
-from recipes.text.tokenized import TokenizedTextDataset, pack_collate, text_collate, text_loader
+from recipes.text.streaming import StreamCollate, StreamingTextDataset, stream_collate, streaming_loader
+from recipes.text.tokenized import TextCollate, TokenizedTextDataset, pack_collate, text_collate, text_loader
 
 __all__ = [
     "ChatTemplate",
+    "InstructionCollate",
     "InstructionDataset",
+    "StreamCollate",
     "StreamingTextDataset",
+    "TextCollate",
     "TokenizeBatch",
     "TokenizeInstructions",
     "TokenizedTextDataset",

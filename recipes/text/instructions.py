@@ -19,6 +19,7 @@ ids and a learned-token mask are kept nanoGPT-style in flat arrays, as
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -217,6 +218,10 @@ class InstructionDataset(Dataset):
         """What a mixed dataset must share with this one (recipes.core.mixing)."""
         return {"collate": "instruction_collate", "pad_id": self._pad_id}
 
+    def default_collate_fn(self) -> InstructionCollate:
+        """What ``text_loader`` batches this dataset with (recipes.core.protocols.DefaultCollate)."""
+        return InstructionCollate(pad_id=self.pad_id)
+
 
 def instruction_collate(
     batch: list[dict[str, Any] | None],
@@ -241,3 +246,16 @@ def instruction_collate(
     index = torch.from_numpy(np.array([item["index"] for item in batch], dtype=np.int64))
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "lengths": lengths, "index": index}
     return out | extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
+
+
+@dataclass(frozen=True)
+class InstructionCollate:
+    """:func:`instruction_collate` with its options as fields (a ``collate_fn`` that pickles and
+    shows them): ``InstructionCollate(pad_id=dataset.pad_id)``."""
+
+    pad_id: int = 0
+    pad_to_multiple_of: int | None = None
+    padding_side: str = "right"
+
+    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
+        return instruction_collate(batch, **vars(self))

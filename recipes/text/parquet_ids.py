@@ -38,7 +38,8 @@ from recipes.core.parquet_files import (
     require_pyarrow,
     row_counts,
 )
-from recipes.core.tokens import TruncatingEncoder, check_truncation, cut_tokens
+from recipes.core.tokens import TruncatingEncoder
+from recipes.core.truncation import check_truncation, cut_tokens
 from recipes.text.corpus_files import check_label
 from recipes.text.parquet_corpus import ParquetCorpus, label_array, number_labels
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Iterator, Sequence
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,7 @@ from torch.utils.data import DataLoader, get_worker_info
 from recipes.core.batching import extra_columns
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import stream_loader
-from recipes.core.packing import packed_in_workers
+from recipes.core.loader import build_loader
 from recipes.core.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     is_arrow_dataset,
@@ -58,13 +57,13 @@ from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
     TruncatingEncoder,
     batch_safe_tokenizer,
-    check_truncation,
     encode_texts,
     find_pad_id,
     load_tokenizer,
     pad_batch,
     require_pad_id,
 )
+from recipes.core.truncation import check_truncation
 from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
@@ -390,6 +389,16 @@ def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> di
     return out | extra_columns(batch, ("input_ids", "index", "label"), out, caller="stream_collate")
 
 
+@dataclass(frozen=True)
+class StreamCollate:
+    """:func:`stream_collate` with its pad id as a field (a ``collate_fn`` that pickles and shows it)."""
+
+    pad_id: int = 0
+
+    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
+        return stream_collate(batch, pad_id=self.pad_id)
+
+
 def streaming_loader(
     dataset: StreamingTextDataset,
     batch_size: int,
@@ -410,11 +419,10 @@ def streaming_loader(
         device, seed: see :func:`recipes.core.loader.loader_kwargs`.
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
-        collate_fn: defaults to :func:`stream_collate` with ``dataset.pad_id``.
+        collate_fn: defaults to :class:`StreamCollate` with ``dataset.pad_id``.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
     if collate_fn is None:
-        collate_fn = partial(stream_collate, pad_id=dataset.pad_id)
-    options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
-    # from a worker: one transfer a batch, not one a tensor (as text_loader; benchmarks/README.md)
-    return stream_loader(dataset, packed_in_workers(collate_fn), batch_size, **options, **overrides)
+        collate_fn = StreamCollate(pad_id=dataset.pad_id)
+    return build_loader(dataset, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
+                        stateful=stateful, **overrides)

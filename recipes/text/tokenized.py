@@ -18,7 +18,7 @@ next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches c
 from __future__ import annotations
 
 import os
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +29,17 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
-from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
-from recipes.core.packing import packed_in_workers
+from recipes.core.errors import check_on_error, drop_skipped
+from recipes.core.loader import build_loader
 from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
-from recipes.core.plans import ByLength, TokenBudget, draws_of
-from recipes.core.protocols import Mixable
-from recipes.core.samplers import SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.plans import ByLength, TokenBudget
+from recipes.core.protocols import collate_of
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import (
-    TruncatingEncoder,
-    check_truncation,
-    encode_texts,
-    find_pad_id,
-    load_tokenizer,
-    pad_batch,
-    require_pad_id,
-)
+from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
+from recipes.core.truncation import check_truncation
 from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
-from recipes.text.instructions import IGNORE_INDEX, InstructionDataset, instruction_collate
+from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import IdsColumn, read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
@@ -281,7 +271,7 @@ def text_collate(
 ) -> dict[str, torch.Tensor]:
     """Pad a list of items into one batch with a single preallocated fill.
 
-    Use ``functools.partial(text_collate, pad_id=dataset.pad_id)`` for a DataLoader.
+    Use ``TextCollate(pad_id=dataset.pad_id)`` for a DataLoader.
 
     Returns:
         ``input_ids`` int64 [B,T], ``attention_mask`` int64 [B,T] (1 = real token),
@@ -298,6 +288,19 @@ def text_collate(
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")
     return out | extra_columns(batch, ITEM_KEYS, out, caller="text_collate")
+
+
+@dataclass(frozen=True)
+class TextCollate:
+    """:func:`text_collate` with its options as fields: a DataLoader's ``collate_fn`` that pickles
+    for spawned workers and shows its options, ``TextCollate(pad_id=0, pad_to_multiple_of=8)``."""
+
+    pad_id: int = 0
+    pad_to_multiple_of: int | None = None
+    padding_side: str = "right"
+
+    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
+        return text_collate(batch, **vars(self))
 
 
 def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -372,26 +375,14 @@ def text_loader(
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: defaults to ``text_collate`` with ``dataset.pad_id`` (``instruction_collate``
-            for an :class:`recipes.text.InstructionDataset`, or a mixture of them); ``pack_collate``
-            packs without padding.
+        collate_fn: defaults to :class:`TextCollate` with ``dataset.pad_id``, or the collate the
+            dataset asks for (:class:`recipes.text.InstructionDataset` and mixtures of them:
+            ``instruction_collate``); ``pack_collate`` packs without padding.
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
             :func:`recipes.core.loader.preset_kwargs`).
     """
-    if collate_fn is None:
-        contract = dataset.batch_contract() if isinstance(dataset, Mixable) else {}
-        padding = instruction_collate if contract.get("collate") == "instruction_collate" else text_collate
-        collate_fn = partial(padding, pad_id=dataset.pad_id)
-    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
-    draws = draws_of(dataset)  # a mixture (recipes.core.mixing) draws its own epochs
-    if max_tokens is None:
-        plan = ByLength(dataset.lengths, draws=draws)
-    else:
-        plan = TokenBudget(dataset.lengths, max_tokens, draws=draws)
-    sampler = SeededBatchSampler(
-        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
-    )
-    loader = ResumableLoader if stateful else RecipeLoader
-    # from a worker: one transfer a batch, not one a tensor (benchmarks/README.md)
-    collate_fn = NamedCollate(packed_in_workers(collate_fn))
-    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=collate_fn, **kwargs)
+    if collate_fn is None:  # the dataset's own, if it asks for one (recipes.core.protocols.DefaultCollate)
+        collate_fn = collate_of(dataset) or TextCollate(pad_id=dataset.pad_id)
+    plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)
+    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+                        stateful=stateful, **overrides)

@@ -40,7 +40,6 @@ from recipes.core.arrays import StringArray
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import (
     DataError,
-    NamedCollate,
     UserCode,
     check_on_error,
     describe_sample,
@@ -48,10 +47,7 @@ from recipes.core.errors import (
     skip_or_raise,
 )
 from recipes.core.images import read_file, read_image
-from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
-from recipes.core.plans import Shuffle, draws_of
-from recipes.core.samplers import SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.loader import build_loader
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
@@ -304,11 +300,5 @@ def vision_loader(
     resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
     :func:`recipes.core.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
     """
-    dataset = with_decode(dataset, decode)
-    kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
-    sampler = SeededBatchSampler(  # a mixture (recipes.core.mixing) draws its own epochs
-        len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed,
-        plan=Shuffle(draws=draws_of(dataset)),
-    )
-    loader = ResumableLoader if stateful else RecipeLoader
-    return loader(SeededDataset(dataset), batch_sampler=sampler, collate_fn=NamedCollate(image_collate), **kwargs)
+    return build_loader(with_decode(dataset, decode), image_collate, batch_size=batch_size, train=train, device=device,
+                        seed=seed, stateful=stateful, **overrides)
