@@ -11,7 +11,7 @@ clips to [-1, 1] (float codecs and resampling may overshoot). It never decodes m
 sample's memory. Every failure is a :class:`recipes.core.errors.DataError` naming the file and the problem.
 
 PCM WAV and FLAC at the target rate (no resampling) are read by libsndfile through ``soundfile``
-when it is installed (``pip install "recipes[audio]"``): the same samples, bit for bit, in about
+when it is installed (``pip install ".[audio]"``, the ``audio`` extra): the same samples, bit for bit, in about
 two thirds of the time (benchmarks/README.md, audio). :func:`decoders` says which decoder reads what.
 """
 
@@ -47,9 +47,9 @@ PCM_SUBTYPES = {"WAV": ("PCM_16", "PCM_24", "FLOAT"), "WAVEX": ("PCM_16", "PCM_2
                 "FLAC": ("PCM_16", "PCM_24")}
 _PCM_SUFFIXES = (".wav", ".flac")  # a path with another ending is not offered to libsndfile
 _PCM_SIGNATURES = (b"RIFF", b"fLaC")  # nor are bytes that start otherwise
-# Integer PCM decodes to k / 2^(bits-1), inside [-1, 1): no clamp needed unless resampled or remixed
 _BYTES = {"PCM_16": 2, "PCM_24": 3, "FLOAT": 4}  # a sample's bytes in a WAV
 _HEAD_BYTES = 4096  # read to find a WAV's data chunk; one further in goes to TorchCodec
+# Integer PCM decodes to k / 2^(bits-1), inside [-1, 1): no clamp needed unless resampled or remixed
 _INTEGER_CODECS = frozenset({"flac", "pcm_s16le", "pcm_s24le", "pcm_s32le", "pcm_s16be", "pcm_s24be", "pcm_s32be"})
 _CORE_PREFIX = re.compile(r"^\w+, \S+:\d+, ")  # "SingleStreamDecoder, /path/File.cpp:41, " before the reason
 
@@ -241,7 +241,7 @@ def decoders() -> str:
     ffmpeg = f"TorchCodec {torchcodec.__version__}"
     soundfile = _soundfile()
     if soundfile is None:
-        return f"{ffmpeg} for every file (soundfile is not installed: pip install \"recipes[audio]\")"
+        return f"{ffmpeg} for every file (soundfile is not installed: the audio extra, pip install \".[audio]\")"
     return (f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__}) for PCM WAV "
             f"and FLAC at the target rate, {ffmpeg} for the rest")
 
