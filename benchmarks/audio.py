@@ -2,6 +2,7 @@
 
     python benchmarks/audio.py             # 2000 clips of 1-20 s, 3 rounds
     python benchmarks/audio.py --quick     # a smoke run
+    python benchmarks/audio.py --mask-cost # adds ours without the attention_mask (what the mask costs)
 
 Data: speech-like clips (voiced harmonics under a syllable envelope, the fixtures' signal) of
 1 to 20 s, uniform, 16 kHz mono FLAC, written with TorchCodec's ``AudioEncoder`` into a temporary
@@ -35,7 +36,7 @@ import torch
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from recipes.audio import SpeechDataset, audio_loader
+from recipes.audio import SpeechDataset, audio_collate, audio_loader
 from recipes.fixtures_audio import _speech, encode
 
 RATE = 16000
@@ -63,8 +64,16 @@ def pad_collate(batch: list[dict]) -> dict[str, torch.Tensor]:
     return {"audio": audio, "audio_lengths": lengths}
 
 
-def recipes_loader(dataset: SpeechDataset, budget: float):
-    return audio_loader(dataset, max_seconds=budget, device="cpu", seed=0, num_workers=2)
+def recipes_loader(dataset: SpeechDataset, budget: float, collate_fn=None):
+    overrides = {} if collate_fn is None else {"collate_fn": collate_fn}
+    return audio_loader(dataset, max_seconds=budget, device="cpu", seed=0, num_workers=2, **overrides)
+
+
+def without_mask(batch: list) -> dict:
+    """``audio_collate`` less its ``attention_mask`` (HF's collator and Lhotse ship none)."""
+    out = audio_collate(batch)
+    del out["attention_mask"]
+    return out
 
 
 def hf_loader(folder: Path, manifest: Path, batch_size: int):
@@ -151,6 +160,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per batch")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--mask-cost", action="store_true", help="add ours without the attention_mask")
     args = parser.parse_args()
     if args.quick:
         args.clips, args.rounds = 120, 1
@@ -167,6 +177,8 @@ def main() -> None:
         batch_size = max(1, round(len(dataset) / len(ours.batch_sampler)))
         loaders = {"recipes audio_loader": ours,
                    f"HF datasets Audio, batch {batch_size}": hf_loader(folder, manifest, batch_size)}
+        if args.mask_cost:
+            loaders["recipes audio_loader, no attention_mask"] = recipes_loader(dataset, args.budget, without_mask)
         try:
             loaders["Lhotse DynamicBucketingSampler"] = lhotse_loader(lhotse_cuts(folder, manifest), args.budget)
         except ImportError:

@@ -47,6 +47,17 @@ def _local_path(value: str) -> Path:
     return Path(value)
 
 
+def _positive(value: str) -> float:
+    """A number of seconds above 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0")
+    return seconds
+
+
 def _wrap(text: str) -> str:
     return textwrap.fill(text, 88)
 
@@ -64,6 +75,8 @@ def _data_arguments(
     if size:
         group.add_argument("--size", type=int, default=224, metavar="PX",
                            help="image side after crop/resize (vision, multimodal; default 224)")
+        group.add_argument("--clip-seconds", type=_positive, metavar="S", help="cut each clip of an audio "
+                           "folder to S seconds: a random window with --train, else the centre one (audio)")
     group.add_argument("--max-length", type=int, metavar="N", help=max_length)
     group.add_argument("--text-field", default="text", metavar="NAME",
                        help="JSON field / CSV column of the text (text; default 'text')")
@@ -72,6 +85,8 @@ def _data_arguments(
                        help="Parquet column of the image: path, bytes or {bytes, path} (multimodal; default 'image')")
     group.add_argument("--caption-field", default="caption", metavar="NAME",
                        help="Parquet column of the caption(s) (multimodal; default 'caption', else 'captions')")
+    group.add_argument("--max-seconds", type=_positive, metavar="S", help="the per-clip limit: a longer clip "
+                       "is a problem named by file (audio; default 600)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,7 +239,8 @@ def _run(argv: Sequence[str] | None) -> int:
         args.domain, args.path, tokenizer=args.tokenizer, image_root=args.image_root,
         size=getattr(args, "size", 224), max_length=args.max_length, text_field=args.text_field,
         label_field=args.label_field, image_field=args.image_field, caption_field=args.caption_field,
-        on_error=getattr(args, "on_error", "raise"),
+        on_error=getattr(args, "on_error", "raise"), max_seconds=args.max_seconds,
+        clip_seconds=getattr(args, "clip_seconds", None),
     )
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command

@@ -7,12 +7,14 @@
     for batch in loader:     # {"audio" float32 [B,T], "audio_lengths", "attention_mask", "labels"}
         ...
 
-Decoding goes through TorchCodec's ``AudioDecoder`` (``decoding.py``); each file imports only
+Decoding goes through TorchCodec's ``AudioDecoder``, and through libsndfile (``soundfile``, the
+``audio`` extra) for PCM WAV and FLAC already at the target rate, the same samples bit for bit
+(``decoding.py``; :func:`decoders` says which reads what); each file imports only
 ``recipes.core`` and this folder, so the folder can be copied into a project that has
 ``recipes`` installed.
 """
 
-from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, probe
+from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, decoders, probe
 from recipes.audio.features import LogMel
 from recipes.audio.folder import AUDIO_EXTENSIONS, AudioCollate, AudioFolderDataset, audio_collate, audio_loader
 from recipes.audio.shards import AudioShards
@@ -30,5 +32,6 @@ __all__ = [
     "audio_collate",
     "audio_loader",
     "decode",
+    "decoders",
     "probe",
 ]

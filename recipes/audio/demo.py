@@ -26,16 +26,19 @@ def build(fixtures: Path) -> tuple[AudioFolderDataset, DataLoader]:
 
 def open_path(options: Any, *, train: bool) -> Dataset:
     """What ``options.path`` (the CLI's ``DataOptions``) holds, mono at 16 kHz: a folder of class
-    folders as an AudioFolderDataset (whole clips; ``train`` changes nothing, the loader shuffles),
-    or a manifest (.jsonl / .csv / .parquet) as a SpeechDataset, tokenised with ``--tokenizer`` or a
-    ``tokenizer.json`` beside it if there is one, else transcripts only."""
+    folders as an AudioFolderDataset (cut to ``options.clip_seconds`` if given: a random window when
+    ``train``, as the loader serves it, else the centre one), or a manifest (.jsonl / .csv / .parquet)
+    as a SpeechDataset, tokenised with ``--tokenizer`` or a ``tokenizer.json`` beside it if there is
+    one, else transcripts only; ``options.max_seconds`` is each clip's limit."""
+    max_seconds = options.max_seconds
     if options.path.is_dir():
-        return AudioFolderDataset(options.path, on_error=options.on_error)
+        return AudioFolderDataset(options.path, on_error=options.on_error, clip_seconds=options.clip_seconds,
+                                  random_crop=train, max_seconds=max_seconds)
     tokenizer = options.tokenizer
     beside = options.path.parent / "tokenizer.json"
     if tokenizer is None and beside.is_file():
         tokenizer = beside
     return SpeechDataset(
-        options.path, tokenizer,
-        text_field=options.text_field, max_length=options.max_length, on_error=options.on_error,
+        options.path, tokenizer, text_field=options.text_field, max_length=options.max_length,
+        on_error=options.on_error, max_seconds=max_seconds,
     )

@@ -215,16 +215,19 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     width = int(lengths.max()) if clips else 0
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
-    audio = torch.zeros(len(clips), channels[0] if channels else 1, width, dtype=torch.float32)
-    for row, clip in zip(audio, clips):
-        row[:, : clip.shape[-1]] = clip
-    out: dict[str, Any] = {
-        "audio": audio[:, 0] if audio.shape[1] == 1 else audio,
-        "audio_lengths": lengths,
-        # int32, as Hugging Face's audio feature extractors return it: a mask as long as the audio
-        # costs half the audio's bytes, where int64 would cost twice them (benchmarks/audio.py)
-        "attention_mask": (torch.arange(width) < lengths[:, None]).to(torch.int32),
-    }
+    # each byte written once: the clip, then its padding (a batch of clips is megabytes)
+    audio = torch.empty(len(clips), channels[0] if channels else 1, width, dtype=torch.float32)
+    # int32, as Hugging Face's audio feature extractors return it: the mask is as long as the audio,
+    # and int64 would double what crosses from a worker (docs/audio.md, "Batches")
+    mask = torch.empty(len(clips), width, dtype=torch.int32)
+    for row, row_mask, clip in zip(audio, mask, clips):
+        length = clip.shape[-1]
+        row[:, :length] = clip
+        row[:, length:] = 0
+        row_mask[:length] = 1
+        row_mask[length:] = 0
+    out: dict[str, Any] = {"audio": audio[:, 0] if audio.shape[1] == 1 else audio, "audio_lengths": lengths,
+                           "attention_mask": mask}
     if items and "label" in items[0]:
         out["labels"] = torch.tensor([item["label"] for item in items], dtype=torch.int64)
     if items and "input_ids" in items[0]:

@@ -3,7 +3,7 @@
     python -m recipes check vision data/train
     python -m recipes check detection instances_val2017.json --image-root val2017 --json
     python -m recipes check text train.jsonl --tokenizer tokenizer.json --max-length 512
-    python -m recipes check audio train_manifest.jsonl
+    python -m recipes check audio train_manifest.jsonl --max-seconds 30
 
 Prints a summary and every problem with its path and reason (``--json``: the same, machine
 readable, plus each image's size, mode and format). Exit status 0 when nothing is wrong, 1 when
@@ -34,7 +34,8 @@ def check(options: DataOptions, *, workers: int | None = None, progress: bool = 
     if options.domain == "audio":
         from recipes.cli.check_audio import check_audio  # here: TorchCodec loads only for audio
 
-        return check_audio(options.path, text_field=options.text_field, workers=workers, progress=progress)
+        return check_audio(options.path, text_field=options.text_field, max_seconds=options.max_seconds,
+                           workers=workers, progress=progress)
     if options.domain == "detection":
         from recipes.detection.demo import image_root
 

@@ -1,7 +1,8 @@
-"""``recipes check audio PATH``: every clip of an audio folder or a speech manifest decoded once.
+"""``recipes check audio PATH``: every clip of an audio folder, a speech manifest or tar shards decoded once.
 
     report = check_audio(Path("speech_commands/train"), workers=2)
-    report = check_audio(Path("train_manifest.jsonl"))
+    report = check_audio(Path("train_manifest.jsonl"), max_seconds=30)
+    report = check_audio(Path("shards/"))   # its *.tar, as AudioShards reads them
 
 The dataset is built as the loaders build it, with ``on_error="skip"``: what its index refuses (a
 missing file, a header out of range or over the per-sample limit, a transcript that does not
@@ -9,7 +10,11 @@ decode) becomes a problem named by file and line. Each clip it keeps is then dec
 own sample rate, through the same :func:`recipes.audio.decoding.decode` the loaders use, and its
 decoded length compared with its header's duration (within the decoder's tolerance): a file that
 passes here loads in training. The summary gives clip count, hours, durations, sample rates,
-channel counts and codecs; ``--json`` lists each clip's header and decoded seconds.
+channel counts and codecs, and which library decodes which files
+(:func:`recipes.audio.decoding.decoders`); ``--json`` lists each clip's header and decoded seconds.
+Shards (a ``.tar`` file, or a folder of them and nothing else) are read one at a time as
+:class:`recipes.audio.AudioShards` reads them: bad members, samples without a clip and
+transcripts that do not decode are problems named by shard and key.
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
-from recipes.audio.decoding import MAX_SECONDS, decode, probe
+from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
+from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, _transcript
 from recipes.cli.report import Problem, Report, counts
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.loader import usable_cpus
+from recipes.core.storage import shown
+from recipes.core.tar_samples import expand_shards, read_samples
 
+SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what AudioShards reads
 INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start
 
 
@@ -87,11 +96,16 @@ def inspect_clips(items: Sequence[tuple[Any, str, float]], *, workers: int | Non
             return results
 
 
-def check_audio(path: Path, *, text_field: str = "text", max_seconds: float = MAX_SECONDS,
+def check_audio(path: Path, *, text_field: str = "text", max_seconds: float | None = None,
                 workers: int | None = None, progress: bool = True) -> Report:
-    """An audio folder (``PATH/<class>/**/<clip>``) or a speech manifest (.jsonl / .csv / .parquet):
-    the index as the loaders build it, then every clip it keeps decoded; see the module docstring."""
+    """An audio folder (``PATH/<class>/**/<clip>``), a speech manifest (.jsonl / .csv / .parquet) or
+    tar shards: the index as the loaders build it, then every clip it keeps decoded; ``max_seconds``
+    is each clip's limit (default :data:`MAX_SECONDS`); see the module docstring."""
+    max_seconds = MAX_SECONDS if max_seconds is None else max_seconds
+    if is_shards(path):
+        return check_shards(path, max_seconds=max_seconds, workers=workers, progress=progress)
     report = Report("audio", str(path))
+    report.summary["decoders"] = decoders()
     try:
         with _skipped_as_problems(report):
             if path.is_dir():
@@ -117,6 +131,42 @@ def check_audio(path: Path, *, text_field: str = "text", max_seconds: float = MA
     names = [dataset.describe(index) for index in range(len(dataset))]
     infos = inspect_clips([(source, name, max_seconds) for source, name in zip(sources, names)],
                           workers=workers, progress=progress)
+    summarize_clips(report, infos)
+    return report
+
+
+def is_shards(path: Path) -> bool:
+    """A tar shard, or a folder holding shards and no sub-folder (a folder of class folders is clips)."""
+    if not path.is_dir():
+        return path.name.lower().endswith(SHARD_SUFFIXES)
+    entries = list(path.iterdir())
+    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
+
+
+def check_shards(path: Path, *, max_seconds: float, workers: int | None = None, progress: bool = True) -> Report:
+    """Every sample of the shards at ``path``, one shard in memory at a time: its clip decoded, its
+    transcript read; what a reader refuses (a member too large or climbing out, a key twice) a problem."""
+    report = Report("audio", str(path))
+    report.summary["decoders"] = decoders()
+    shards = expand_shards(str(path))
+    infos, words = [], 0
+    for shard in shards:
+        items = []
+        with _skipped_as_problems(report):
+            for _, (_, key, files) in read_samples([shard], max_member_bytes=MAX_MEMBER_BYTES, on_error="skip"):
+                where = f"{shown(shard)}:{key}"  # as AudioShards names a sample
+                extension = next((e for e in AUDIO_MEMBERS if e in files), None)
+                try:
+                    words += len(_transcript(files, where).split())
+                    if extension is None:
+                        raise DataError(f"{where}: no audio member ({'/'.join(AUDIO_MEMBERS)}) among {sorted(files)}")
+                except DataError as error:
+                    report.problems.append(_problem(str(error)))
+                if extension is not None:
+                    items.append((files[extension], f"{where}.{extension}", max_seconds))
+        infos += inspect_clips(items, workers=workers, progress=progress)
+    report.summary["shards"] = len(shards)
+    report.summary["transcripts"] = f"{len(infos)} samples, {words:,} words"
     summarize_clips(report, infos)
     return report
 

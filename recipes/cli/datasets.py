@@ -38,6 +38,8 @@ class DataOptions:
     caption_field: str = "caption"
     on_error: str = "raise"  # bench and show: stop at a bad sample, or drop it with a warning
     include_crowd: bool = False  # COCO's crowd regions kept in the targets (show draws them)
+    max_seconds: float | None = None  # audio: the per-clip limit (None: recipes.audio's MAX_SECONDS)
+    clip_seconds: float | None = None  # audio folders: crop each clip to this length
 
     def __post_init__(self) -> None:
         if self.domain not in DOMAINS:

@@ -4,15 +4,17 @@
     boxes = place_labels(boxes, ["car", "dog"], (W, H))   # label rectangles, all inside the image
     band = text_band(wrap("a long caption", W, 3), W)     # black text on white, one row per line
 
-Everything is drawn with PIL's own font at ``FONT_SIZE`` (``ImageFont.load_default(size=...)``,
-Pillow >= 10.1): nothing to download. Small images are enlarged by a whole factor with
+Everything is drawn at ``FONT_SIZE`` in DejaVu Sans where the system or matplotlib has it, else
+in PIL's own font (``ImageFont.load_default(size=...)``, Pillow >= 10.1): nothing to download. Small images are enlarged by a whole factor with
 nearest-neighbour sampling, so every pixel the model sees is still there, only bigger.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,18 +22,34 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 FONT_SIZE = 14  # px; PIL's default of 10 px is hard to read next to a 200 px image
-LINE_HEIGHT = 18  # px per line of text (the font's ascent + descent is 18 at 14 px)
+LINE_HEIGHT = 18  # px per line of text (ascent + descent at 14 px: 18 in PIL's font, 17 in DejaVu Sans)
+DEJAVU = "DejaVuSans.ttf"  # Debian and Ubuntu install it with any desktop, matplotlib bundles it
 READABLE_SIDE = 200  # px: an image whose longer side is shorter is enlarged by a whole factor until it is not
 LABEL_PADDING = 2  # px between a label's text and the edge of its background box
-# tokenizer markers PIL's font has no glyph for (it would draw an empty box), and line breaks
+# tokenizer markers shown as what they stand for (PIL's font has no glyph for them), and line breaks
 STAND_INS = str.maketrans({"▁": "_", "Ġ": "_", "Ċ": "\\n", "\n": "\\n"})
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in pixels, x1 and y1 exclusive
 
 
 @functools.cache
 def font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    """PIL's bundled font at ``FONT_SIZE``: nothing to download."""
+    """DejaVu Sans at ``FONT_SIZE`` where the system or matplotlib has it (accented and most non-Latin
+    letters: PIL's bundled font draws "é" as a box), else PIL's bundled font: nothing to download."""
+    for candidate in _dejavu_files():
+        try:
+            return ImageFont.truetype(candidate, FONT_SIZE)
+        except OSError:
+            continue
     return ImageFont.load_default(size=FONT_SIZE)
+
+
+def _dejavu_files() -> list[str]:
+    """DejaVu Sans by name (PIL looks in the system's font folders), then matplotlib's copy if installed."""
+    files = [DEJAVU]
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is not None and spec.origin is not None:
+        files.append(os.path.join(os.path.dirname(spec.origin), "mpl-data", "fonts", "ttf", DEJAVU))
+    return files
 
 
 def visible(text: str) -> str:

@@ -239,6 +239,9 @@ def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train
         lines.append("each tile is a random crop and flip of the file named under it")
     if domain == "audio":
         lines.append("each clip: its waveform over its log-mel spectrogram, one time scale for all; grey: padding")
+        if getattr(dataset, "clip_seconds", None):
+            window = "a random" if train else "the centre"
+            lines.append(f"each clip is {window} {dataset.clip_seconds:g} s window of the file named under it")
     if domain == "multimodal":
         which = "one drawn at random" if train else "the first"
         lines.append(f"each image over {which} of its captions ({len(dataset.caption_tokens)} captions in all)")

@@ -79,12 +79,22 @@ class PackedBatch:
             entries.append((tensor.dtype, tuple(tensor.shape), order, type(tensor), dict(vars(tensor))))
         buffers = {}
         for dtype, parts in pieces.items():
+            if len(parts) == 1 and _whole_storage(parts[0]):
+                # a dtype's only tensor (an audio or image batch) moves into shared memory itself: one
+                # copy, as DataLoader's own transfer makes, where an empty buffer filled would cost two
+                buffers[dtype] = parts[0].share_memory_()
+                continue
             # share_memory_ moves the (still unwritten) buffer into shared memory, then one copy fills it
             buffers[dtype] = torch.empty(sum(p.numel() for p in parts), dtype=dtype).share_memory_()
             torch.cat(parts, out=buffers[dtype])
         # the placeholder travels too: pickle restores one object for all its uses, so the main
         # process tells it apart from tensors that objects in the structure unpickle to
         return _unpack, (buffers, entries, _PLACEHOLDER, map_tensors(self.batch, lambda _: _PLACEHOLDER))
+
+
+def _whole_storage(flat: torch.Tensor) -> bool:
+    """Whether the 1-d ``flat`` spans all of its storage (a view of a larger one must be copied out)."""
+    return flat.storage_offset() == 0 and flat.untyped_storage().nbytes() == flat.numel() * flat.element_size()
 
 
 def _memory_order(tensor: torch.Tensor) -> list[int]:

@@ -124,3 +124,59 @@ def test_open_path_reads_a_folder_or_a_manifest_with_the_tokenizer_beside_it(fix
     shutil.copy(fixtures / "text" / "tokenizer.json", tmp_path / "speech" / "tokenizer.json")
     tokenized = open_path(DataOptions("audio", tmp_path / "speech" / "manifest.jsonl"), train=False)
     assert tokenized.tokens is not None and tokenized[0]["input_ids"].dtype == torch.int64
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_check_reads_shards_as_the_stream_does_and_names_each_bad_sample(fixtures, tmp_path):
+    shards = fixtures / "audio" / "speech" / "shards"
+    report = check(DataOptions("audio", shards), workers=1, progress=False)
+    assert report.clean, report.render()
+    assert report.summary["shards"] == 2 and report.summary["decoded"] == "8 of 8 clips"
+    assert "soundfile" in report.summary["decoders"] and "TorchCodec" in report.summary["decoders"]
+    clips = fixtures / "audio" / "speech" / "clips"
+    bad = _tar(tmp_path / "bad.tar", {
+        "a.flac": (clips / "s0.flac").read_bytes(), "a.txt": b"fine",
+        "b.txt": b"no clip",
+        "c.wav": (clips / "s1.wav").read_bytes(), "c.txt": b"\xff\xfe",
+        "d.flac": (fixtures / "audio" / "hostile" / "truncated.flac").read_bytes(), "d.txt": b"cut",
+    })
+    report = check(DataOptions("audio", bad), workers=1, progress=False)
+    named = {problem.path: problem.reason for problem in report.problems}
+    assert set(named) == {f"{bad}:b", f"{bad}:c", f"{bad}:d.flac"}, report.render()
+    assert named[f"{bad}:b"].startswith("no audio member") and "unreadable transcript" in named[f"{bad}:c"]
+    assert "cannot read audio" in named[f"{bad}:d.flac"]
+    assert report.summary["decoded"] == "2 of 3 clips"
+
+
+def test_check_max_seconds_names_each_longer_clip(fixtures, capsys):
+    manifest = fixtures / "audio" / "speech" / "manifest.jsonl"
+    assert main(["check", "audio", str(manifest), "--max-seconds", "1.0", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    durations = [AudioDecoder(str(manifest.parent / row["audio_filepath"])).metadata.duration_seconds
+                 for row in map(json.loads, manifest.read_text(encoding="utf-8").splitlines())]
+    assert len(problems) == sum(seconds > 1.0 for seconds in durations) > 0
+    assert all("max_seconds=1" in problem["reason"] for problem in problems)
+    with pytest.raises(SystemExit):
+        main(["check", "audio", str(manifest), "--max-seconds", "0"])
+
+
+def test_show_train_draws_the_random_windows_the_loader_serves(fixtures, tmp_path, capsys):
+    root = fixtures / "audio" / "folder"
+    out = tmp_path / "train.png"
+    assert main(["show", "audio", str(root), "--train", "--clip-seconds", "0.3", "--batch-size", "4", "-o", str(out)]) == 0
+    assert "each clip is a random 0.3 s window of the file named under it" in capsys.readouterr().out
+    options = DataOptions("audio", root, clip_seconds=0.3)
+    train, evaluation = open_path(options, train=True), open_path(options, train=False)
+    assert train.random_crop and not evaluation.random_crop and train.clip_seconds == evaluation.clip_seconds == 0.3
+    assert max(train[index][0].shape[-1] for index in range(len(train))) == round(0.3 * train.sample_rate)

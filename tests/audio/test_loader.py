@@ -52,6 +52,21 @@ def test_collate_pads_with_zeros_and_reports_lengths_and_mask(dataset):
     assert batch["attention_mask"].dtype == torch.int32  # as Hugging Face's feature extractors give it
 
 
+@pytest.mark.parametrize("multiple", [None, 256])
+def test_collate_pads_and_masks_as_the_wav2vec2_feature_extractor_does(dataset, multiple):
+    from transformers import Wav2Vec2FeatureExtractor
+
+    items = [dataset[i] for i in (0, 3, 8)]
+    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0,
+                                         do_normalize=False, return_attention_mask=True)
+    expected = extractor([audio[0].numpy() for audio, _ in items], sampling_rate=16000, padding=True,
+                         pad_to_multiple_of=multiple, return_tensors="pt")
+    batch = audio_collate(items, pad_to_multiple_of=multiple)
+    assert torch.equal(batch["audio"], expected["input_values"])
+    assert batch["attention_mask"].dtype == expected["attention_mask"].dtype == torch.int32
+    assert torch.equal(batch["attention_mask"], expected["attention_mask"])
+
+
 def test_collate_pads_to_a_multiple_drops_skipped_and_keeps_stereo(folder):
     stereo = AudioFolderDataset(folder, num_channels=2)
     batch = audio_collate([stereo[0], None, stereo[2]], pad_to_multiple_of=256)

@@ -283,3 +283,22 @@ def test_bad_data_stops_show_with_a_message_naming_the_file(fixtures, tmp_path, 
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "unknown_category.json" in err and "annotation 2" in err and "recipes check" in err
+
+
+def test_accented_letters_are_drawn_not_boxed():
+    from PIL import ImageDraw
+
+    from recipes.cli.drawing import font
+
+    if "DejaVu" not in getattr(font(), "path", ""):
+        pytest.skip("no DejaVu Sans on this machine (nor matplotlib's): PIL's own font draws ASCII only")
+
+    def glyph(letter: str) -> np.ndarray:
+        canvas = Image.new("L", (30, 30))
+        ImageDraw.Draw(canvas).text((5, 5), letter, font=font(), fill=255)
+        return np.asarray(canvas)
+
+    missing = glyph("\uffff")  # no font has it: the missing-glyph box
+    drawn = [glyph(letter) for letter in "eéèüñß"]
+    assert all(not np.array_equal(letters, missing) for letters in drawn)
+    assert len({letters.tobytes() for letters in drawn}) == len(drawn)  # each letter its own shape

@@ -50,6 +50,16 @@ def test_tensors_of_one_dtype_share_one_shared_memory_buffer():
     assert len(storages) == 1 and floats[0].is_shared()
 
 
+def test_a_dtypes_only_tensor_moves_to_shared_memory_itself_and_a_slice_crosses_alone():
+    audio, whole = torch.randn(4, 1000), torch.arange(100, dtype=torch.int32)
+    sent = {"audio": audio, "mask": whole[10:20], "lengths": torch.tensor([3, 4])}
+    got = _cross(sent)
+    assert audio.is_shared() and not whole.is_shared()  # moved as it is (one copy); the slice copied out
+    assert got["audio"].untyped_storage().nbytes() == audio.numel() * 4 and torch.equal(got["audio"], audio)
+    assert got["mask"].untyped_storage().nbytes() == 10 * 4 and torch.equal(got["mask"], whole[10:20])
+    assert torch.equal(got["lengths"], sent["lengths"])
+
+
 def test_a_batch_with_a_tensor_that_requires_grad_is_sent_as_it_is():
     weights = torch.ones(3, requires_grad=True)
     got = _cross({"w": weights, "x": torch.zeros(2)})
