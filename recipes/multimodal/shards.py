@@ -17,10 +17,9 @@ Splitting: each epoch the shards' samples (shards in an order shuffled by ``(see
 ``shuffle_buffer``) are cut into ``world_size x num_workers`` runs equal by count
 (:mod:`recipes.core.shard_index`), so every sample is read once per epoch, more readers than shards
 work, and training ranks stopped at one step (:class:`recipes.core.distributed.EqualSteps`) leave
-out fewer than ``world_size x num_workers x batch_size`` samples. Each sample's transform
-and random caption are seeded by ``(seed, epoch, key)``, not by the worker that read it. Each
-pass advances the epoch of the copy iterated (persistent workers keep theirs); with non-persistent
-workers, call ``set_epoch(epoch)`` before each pass.
+out fewer than ``world_size x num_workers x batch_size`` samples. Transforms and random captions
+are seeded by ``(seed, epoch, key)``, not by the reader. Each pass advances the epoch of the copy
+iterated; with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
 
 Why a tar walk of its own and not the webdataset package: benchmarks/README.md (streams).
 """
