@@ -10,18 +10,21 @@ held are not seen that epoch, the same ones every epoch. Here the epoch's sample
 shard in the epoch's shard order, are cut into ``slots`` contiguous runs of ``N // slots`` or
 ``N // slots + 1`` samples (what litdata and Mosaic streaming do from their index files); a run
 starts and ends mid-shard at a sample's first header, so more readers than shards work too. The
-index is one walk of the member headers per shard (8 bytes a sample kept), no payload read.
+index is one walk of the member headers per shard (8 bytes a sample kept), no payload read, on
+rank 0 when the dataset is built; with a ``cache_dir`` it is kept there and not walked again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from recipes.core.index_cache import cached_index, file_identities
 from recipes.core.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -67,6 +70,20 @@ class ShardIndex:
         """Walk every shard's headers once (:func:`recipes.core.tar_samples.sample_starts`)."""
         return cls([sample_starts(shard, max_member_bytes=max_member_bytes, storage_options=storage_options)
                     for shard in shards])
+
+    @classmethod
+    def cached(cls, shards: list[str], *, max_member_bytes: int, storage_options: dict[str, Any] | None = None,
+               cache_dir: str | os.PathLike | None = None) -> ShardIndex:
+        """:meth:`build`, or with a ``cache_dir`` the index an earlier build of these shards left
+        there (:mod:`recipes.core.index_cache`: no shard is read again)."""
+
+        def build() -> dict[str, np.ndarray]:
+            index = cls.build(shards, max_member_bytes=max_member_bytes, storage_options=storage_options)
+            return {"counts": index.counts, "starts": np.concatenate([np.zeros(0, dtype=np.int64), *index.starts])}
+
+        identity = [max_member_bytes, file_identities(shards) if cache_dir is not None else []]
+        arrays = cached_index(cache_dir, "shards", identity, build)
+        return cls(np.split(arrays["starts"], np.cumsum(arrays["counts"])[:-1]))
 
     def run(self, order: list[int], slot: int, slots: int) -> Run:
         """Reader ``slot`` of ``slots``' run of the epoch whose shards come in ``order``."""

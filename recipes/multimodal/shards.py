@@ -77,7 +77,8 @@ class ImageTextShards(ResumableStream):
         rank, world_size: override what is read from ``torch.distributed`` at construction
             (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
-        cache_dir: keep remote shards here once read whole, so later epochs read local disk;
+        cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
+            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none;
             ``cache_limit_bytes`` bounds it (least recently used out; see
             :class:`recipes.core.disk_cache.DiskCache`).
         strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
@@ -114,7 +115,8 @@ class ImageTextShards(ResumableStream):
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
-        self.shards, self.index = shared_result(lambda: listed_and_indexed(paths, storage_options), rank, world_size)
+        self.shards, self.index = shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
+                                                world_size)
         self.storage_options = storage_options
         self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
         if is_url(self.shards[0]):
@@ -213,7 +215,12 @@ class ImageTextShards(ResumableStream):
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}
 
 
-def listed_and_indexed(paths: Any, storage_options: dict[str, Any] | None) -> tuple[list[str], ShardIndex]:
-    """The shard list and where each shard's samples start (one walk of the headers)."""
+def listed_and_indexed(
+    paths: Any, storage_options: dict[str, Any] | None, cache_dir: str | os.PathLike | None = None
+) -> tuple[list[str], ShardIndex]:
+    """The shard list and where each shard's samples start (one walk of the headers, or the copy
+    kept in ``cache_dir``)."""
     shards = expand_shards(paths, storage_options)
-    return shards, ShardIndex.build(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options)
+    index = ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
+                              cache_dir=cache_dir)
+    return shards, index
