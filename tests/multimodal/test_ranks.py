@@ -39,7 +39,7 @@ def test_shards_give_every_sample_once_per_epoch_across_ranks_and_workers(launch
 
 
 def test_training_on_the_shards_runs_equal_steps_on_every_rank_with_no_sample_on_two(launched):
-    # the byte / shard split gives ranks unequal shares; EqualSteps stops them all at one step
+    # shares equal by count, each a step or so apart; EqualSteps stops them all at one step
     check_stream_train_ranks([report["shards_train"] for report in launched])
 
 

@@ -88,6 +88,18 @@ def test_accelerate_prepare_keeps_the_preset_and_save_state_resumes_exactly(tmp_
 
 
 @pytest.mark.slow
+def test_accelerate_save_state_resumes_a_training_stream_exactly(tmp_path):
+    # prepare(stream loader) on 2 ranks is EqualSteps: kept by prepare, its state saved by save_state
+    config = {"factory": "tests.text.trainer_loaders:stream", "epochs": EPOCHS, "workers": 2}
+    whole = launch("accelerate", tmp_path, {**config, "run": "whole"})
+    resumed = resumed_run("accelerate", tmp_path, config, "accelerate-state", start_epoch=1)
+    assert [report["steps"] for report in resumed] == [report["steps"] for report in whole]
+    for epoch in range(EPOCHS):
+        seen = [i for report in whole for step in report["steps"] if step[0] == epoch for i in step[1:]]
+        assert len(seen) == len(set(seen)) > SAMPLES - WORLD * 2 * BATCH
+
+
+@pytest.mark.slow
 def test_hf_trainer_trains_a_classifier_on_the_preset_and_resumes_exactly(tmp_path):
     pytest.importorskip("transformers")
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "model": "classifier", "max_length": 24}
