@@ -124,3 +124,22 @@ def test_hf_trainer_trains_a_causal_lm_on_length_grouped_batches(tmp_path):
         assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank, 16)
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 16 and report["loss"] > 0
+
+
+def test_lightning_predict_takes_the_preset_and_predicts_every_sample_once():
+    # predict rebuilds the batch sampler as BatchSampler(sampler, batch_size, drop_last=False): the
+    # preset's sampler (its rank's share) gives the same batches back
+    import lightning as L
+
+    class Indices(L.LightningModule):
+        def predict_step(self, batch, index):
+            return batch["index"]
+
+    dataset = TokenizedTextDataset(DATA, TOKENIZER, label_field="label")
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    for train in (False, True):
+        loader = text_loader(dataset, BATCH, train=train, device="cpu", seed=0, stateful=True, num_workers=0)
+        predicted = [batch.tolist() for batch in trainer.predict(Indices(), dataloaders=loader)]
+        assert predicted == [batch["index"].tolist() for batch in loader]  # the preset's own batches
+    assert sorted(sum(predicted, [])) == list(range(SAMPLES // BATCH * BATCH))  # train: length-grouped, full batches
