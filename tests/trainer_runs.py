@@ -6,7 +6,9 @@
 
 CONFIG names a factory, ``"module:function"``, called as ``function(config, train=...)`` after
 the process group is up, and what to run: ``devices``, ``epochs``, ``stop_after`` (global steps,
-then a checkpoint) and ``resume`` (a checkpoint to go on from). Every rank writes OUT/<run>-rank<r>.json:
+then a checkpoint; Accelerate with ``go_on`` runs on after it), ``resume`` (a checkpoint to go on from)
+``then`` (Accelerate, the HF Trainer: more configs, run one after the other in the same ranks) and
+``predict`` (Lightning: then ``trainer.predict`` on the evaluation preset, each rank's ids to OUT/<run>-predicted-rank<r>.json). Every rank writes OUT/<run>-rank<r>.json:
 the sample ids of each training step and the ids its evaluation saw. A factory's batches name
 their samples: a dict's ``index`` or the second item of a tuple.
 """
@@ -69,6 +71,10 @@ def run_lightning(out: Path, config: dict[str, Any]) -> None:
             report = {"steps": module.steps, "evaluated": module.evaluated}
             (out / f"{config['run']}-rank{trainer.global_rank}.json").write_text(json.dumps(report))
 
+    class Predicted(L.LightningModule):
+        def predict_step(self, batch: Any, index: int) -> list[int]:
+            return sample_ids(batch)
+
     callbacks: list[Any] = [Report()]
     if config.get("stop_after"):
         callbacks.append(ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=config["stop_after"],
@@ -83,9 +89,17 @@ def run_lightning(out: Path, config: dict[str, Any]) -> None:
         trainer.fit(Recorder(), train_dataloaders=make(config, train=True), ckpt_path=config.get("resume"))
     else:
         trainer.fit(Recorder(), datamodule=Data(), ckpt_path=config.get("resume"))
+    if config.get("predict"):  # then predict on the evaluation preset, as the same ranks
+        predicted = trainer.predict(Predicted(), dataloaders=make(config, train=False))
+        (out / f"{config['run']}-predicted-rank{trainer.global_rank}.json").write_text(json.dumps(predicted))
 
 
 def run_accelerate(out: Path, config: dict[str, Any]) -> None:
+    for job in [config, *config.get("then", [])]:  # jobs after the first share the launch and its imports
+        _accelerate_job(out, job)
+
+
+def _accelerate_job(out: Path, config: dict[str, Any]) -> None:
     from accelerate import Accelerator
 
     accelerator = Accelerator(cpu=True)
@@ -103,8 +117,9 @@ def run_accelerate(out: Path, config: dict[str, Any]) -> None:
             steps.append([epoch, *sample_ids(batch)])
             done += 1
             if done == config.get("stop_after"):
-                accelerator.save_state(str(out / "accelerate-state"))
-                break
+                accelerator.save_state(str(out / config.get("state", "accelerate-state")))
+                if not config.get("go_on"):  # go_on: the run saved mid-epoch is the uninterrupted one too
+                    break
         else:
             evaluated.extend(i for batch in val for i in sample_ids(batch))
             continue
@@ -115,6 +130,11 @@ def run_accelerate(out: Path, config: dict[str, Any]) -> None:
 
 
 def run_hf(out: Path, config: dict[str, Any]) -> None:
+    for job in [config, *config.get("then", [])]:  # jobs after the first share the launch and its imports
+        _hf_job(out, job)
+
+
+def _hf_job(out: Path, config: dict[str, Any]) -> None:
     import transformers
 
     from recipes.core.hf_trainer import PresetTrainer

@@ -10,9 +10,11 @@ Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, groupe
 :func:`recipes.core.tar_samples.read_samples`: one sequential stream from the byte where a pass
 resumes, never extracted to disk; member names that climb out are refused, links passed over,
 members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
-one extension or a key that comes back after other samples refused. Each epoch the shards (shuffled by ``(seed, epoch)`` with a
-``shuffle_buffer``) are dealt round-robin to ``world_size x num_workers`` readers; a state holds
-each reader's shard and byte offset (:class:`recipes.core.streams.ResumableStream`), never data.
+one extension or a key that comes back after other samples refused. Each epoch the samples of the
+shards (in an order shuffled by ``(seed, epoch)`` with a ``shuffle_buffer``) are cut into ``world_size
+x num_workers`` runs equal by count (:mod:`recipes.core.shard_index`: one walk of the headers at
+construction, on rank 0); a state holds each reader's shard and byte offset
+(:class:`recipes.core.streams.ResumableStream`), never data. Build it after ``init_process_group``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from typing import Any
 import torch
 
 from recipes.audio.decoding import MAX_SECONDS, decode
+from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.seeding import epoch_generator, sample_seed
+from recipes.core.shard_index import ShardIndex
 from recipes.core.states import check_int
 from recipes.core.storage import basename, shown
 from recipes.core.streams import ResumableStream, shuffled_blocks
@@ -75,7 +79,9 @@ class AudioShards(ResumableStream):
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
-        self.shards, self.storage_options = expand_shards(urls, storage_options), storage_options
+        self.storage_options = storage_options
+        # listed and indexed once per job: on rank 0, sent to the others (recipes.core.shard_index)
+        self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options))
         self.sample_rate, self.num_channels, self.shuffle_buffer = int(sample_rate), num_channels, shuffle_buffer
         self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
         self.on_error = check_on_error(on_error)
@@ -94,41 +100,42 @@ class AudioShards(ResumableStream):
                 "pad_id": self.pad_id}
 
     def max_workers(self) -> int:
-        """The most DataLoader workers per rank that all get a shard."""
-        return len(self.shards) // self.world_size
+        """The most DataLoader workers per rank that all get a sample."""
+        return max(self.index.total // self.world_size, 1)
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1)
 
     def _check_position(self, position: list[Any], slots: int) -> None:
-        """Refuse a resume point ``[shard position in the reader's list, byte offset]`` outside these shards."""
+        """Refuse a resume point ``[shard position in the reader's list, byte offset, sample number]``
+        outside these shards (two items: saved when each reader read whole shards)."""
         owner, start = type(self).__name__, position[1]
-        if not isinstance(start, (list, tuple)) or len(start) != 2:
-            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset]")
-        check_int(start[0], "position[1][0] (shard)", owner, 0, max(-(-len(self.shards) // slots) - 1, 0))
+        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
+            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
+        longest = max(-(-len(self.shards) // slots), 1) if len(start) == 2 else len(self.shards)
+        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
         if check_int(start[1], "position[1][1] (byte offset)", owner) % 512:
             raise ValueError(f"{owner} state: position[1][1] (byte offset) = {start[1]} is not a tar header's")
-
-    def _begin(self, slots: int) -> tuple[int, Any]:
-        if len(self.shards) < slots:
-            raise ValueError(f"{len(self.shards)} shards cannot feed {slots} readers (ranks x workers; each reads "
-                             f"whole shards): use num_workers <= {self.max_workers()} or write more, smaller shards")
-        return self.cursor.begin(slots)
+        if len(start) == 3:
+            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
-        """One epoch of this reader's shards, in blocks of ``shuffle_buffer`` shuffled samples."""
+        """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
         seed, order = self.cursor.seed, list(range(len(self.shards)))
         if self.shuffle_buffer:
             order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
-        first_block, begin, skip = resume if resume is not None else (0, (0, 0), 0)
+        first_block, begin, skip = resume if resume is not None else (0, None, 0)
         rng_of_block = None
         if self.shuffle_buffer > 1:
 
             def rng_of_block(block: int) -> random.Random:
                 return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
-        samples = read_samples([self.shards[i] for i in order[slot::slots]], begin, max_member_bytes=MAX_MEMBER_BYTES,
-                               storage_options=self.storage_options, on_error=self.on_error)
+        def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+            return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
+                                storage_options=self.storage_options, on_error=self.on_error)
+
+        samples = self.index.samples(order, slot, slots, begin, read, type(self).__name__)
         for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
             items = (item for record in records if (item := self._item(*record)) is not None)
             # a resumed block: its first items were handed out before the state was saved
@@ -166,3 +173,9 @@ def _transcript(files: dict[str, bytes], where: str) -> str:
     if not isinstance(text, str):
         raise DataError(f"{where}: the transcript is not a string ({str(text)[:60]!r})")
     return text
+
+
+def listed_and_indexed(urls: Any, storage_options: dict[str, Any] | None) -> tuple[list[str], ShardIndex]:
+    """The shard list and where each shard's samples start (one walk of the headers)."""
+    shards = expand_shards(urls, storage_options)
+    return shards, ShardIndex.build(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+from torch.utils.data import DataLoader
 
 from recipes.core.seeding import random_seed
 
@@ -92,30 +93,61 @@ def shared_result(compute: Callable[[], T], rank: int | None = None, world_size:
 _END = object()
 
 
-class EqualSteps:
+class EqualSteps(DataLoader):
     """Iterate a rank's loader so that every rank stops at the same step (training on streams).
 
         loader = EqualSteps(DataLoader(stream, batch_size=32, num_workers=4))
         for batch in loader:                  # the same number of batches on every rank
             loss = ddp_model(batch).backward()
 
-    A self-sharding stream gives the ranks nearly, not exactly, equal shares (byte ranges, shards
-    of unequal size). A rank that runs one step more than the others waits forever in DDP's
-    gradient all-reduce. Before each step the ranks agree, with one all-reduce (MIN) of "I have a
-    batch" (a 4-byte message, next to the step's own gradient all-reduce), and all stop when the
-    first one runs out. The few batches the others still held are not used this epoch; no
-    sample goes to two ranks. Outside a process group of more than one rank it passes batches
-    through unchanged. The stream presets (``recipes.core.loader.stream_loader``) wrap training
-    loaders in it when a process group is initialised. Other attributes are the loader's.
+    A self-sharding stream gives the ranks nearly, not exactly, equal shares. A rank that runs one
+    step more than the others waits forever in DDP's gradient all-reduce. Before each step the ranks
+    agree, with one all-reduce (MIN) of "I have a batch" (a 4-byte message, next to the step's own
+    gradient all-reduce), and all stop when the first one runs out; the others read their last
+    batches to the end of the pass unused (a step or so), so the loader's ``state_dict`` says the
+    pass is over, as it is. No sample goes to two ranks. Outside a process group of more than one
+    rank it passes batches through unchanged. The stream presets (``recipes.core.loader.stream_loader``)
+    wrap training loaders in it when a process group is initialised.
+
+    Other attributes are the loader's (``dataset``, ``set_epoch``...): it is the ``DataLoader`` it
+    wraps, for the trainers that take only those (Accelerate's ``prepare`` keeps it for
+    ``save_state``); ``DataLoader.__init__``, which would build another, is not called. Its
+    ``state_dict`` holds every rank's loader state (see :meth:`state_dict`).
     """
 
     def __init__(self, loader: Iterable[Any]) -> None:
-        self.loader = loader
+        self.__dict__["loader"] = loader  # DataLoader.__setattr__ guards some names: none of them
 
     def __getattr__(self, name: str) -> Any:
         if name == "loader":  # not set yet (unpickling): do not recurse
             raise AttributeError(name)
         return getattr(self.loader, name)
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"ranks": [each rank's loader state]}``, gathered from all ranks: call it on every rank at
+        once, as Accelerate's ``save_state`` and Lightning's checkpoints do. Each rank reads its own
+        part of the stream, and those trainers keep one loader state (rank 0's, or the last written),
+        which must resume every rank."""
+        state = self.loader.state_dict()
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return state
+        states: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(states, state)
+        return {"ranks": states}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Load this rank's part of a :meth:`state_dict` (a plain loader state is loaded as it is)."""
+        if isinstance(state, dict) and set(state) == {"ranks"}:
+            rank, world_size = distributed_rank_and_size()
+            if not isinstance(state["ranks"], list) or len(state["ranks"]) != world_size:
+                saved = len(state["ranks"]) if isinstance(state["ranks"], list) else type(state["ranks"]).__name__
+                raise ValueError(f"EqualSteps state: ranks holds {saved} loader states, for {world_size} ranks: "
+                                 "resume with the world size the state was saved with")
+            state = state["ranks"][rank]
+        self.loader.load_state_dict(state)
+
+    def __len__(self) -> int:
+        raise TypeError("EqualSteps has no length: the ranks agree on the last step as they run")
 
     def __iter__(self) -> Iterator[Any]:
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
@@ -129,5 +161,7 @@ class EqualSteps:
             flag = torch.tensor([batch is not _END], dtype=torch.int32, device=device)
             dist.all_reduce(flag, op=dist.ReduceOp.MIN)
             if not flag.item():
+                for _ in batches:  # the pass read to its end: a state saved now resumes at the next one
+                    pass
                 return
             yield batch

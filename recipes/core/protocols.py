@@ -117,11 +117,11 @@ class NeedsPersistentWorkers(Protocol):
 @runtime_checkable
 class ShardLimited(Protocol):
     """``max_workers() -> int``: the most DataLoader workers per rank the stream can feed
-    (each reads whole shards).
+    (a sample each at least).
 
     Called by :func:`recipes.core.loader.stream_loader` and by :class:`recipes.core.mixing.MixedStream`.
     Without it the preset starts as many workers as the CPUs allow, and the stream refuses those
-    left without a shard.
+    left without a sample.
     """
 
     def max_workers(self) -> int: ...

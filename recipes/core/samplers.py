@@ -23,6 +23,7 @@ What it does that ``RandomSampler`` + ``BatchSampler`` + ``DistributedSampler`` 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -74,6 +75,9 @@ class GroupedBatchSampler(Sampler[list[int]]):
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
+        if isinstance(num_samples, Sampler):
+            self._rebuilt_from(num_samples, batch_size, drop_last)
+            return
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.num_samples = int(num_samples)
@@ -89,6 +93,20 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self._position: tuple[int, int, int] | None = None
         self._cache: tuple[int, np.ndarray | None, list[np.ndarray]] | None = None  # an epoch's draws and batches
         self._identity: dict[str, Any] | None = None
+
+    def _rebuilt_from(self, sampler: Sampler, batch_size: int | None, drop_last: bool) -> None:
+        """Be the batch sampler whose samples ``sampler`` is, as ``BatchSampler(sampler, batch_size,
+        drop_last)`` would: Lightning's ``predict`` rebuilds a loader's batch sampler so. A sampler
+        that is not one's share (:class:`recipes.core.trainers.RankShare`) is a TypeError naming the fix."""
+        source = getattr(sampler, "batch_sampler", None)
+        if not isinstance(source, GroupedBatchSampler) or batch_size != source.batch_size:
+            raise TypeError(
+                f"{type(self).__name__} deals its own batches and cannot batch a {type(sampler).__name__}: build the "
+                "loader with a recipes preset and hand it to the trainer as it is (Lightning: "
+                "Trainer(use_distributed_sampler=False) if you replaced its sampler)"
+            )
+        self.__dict__.update(copy.copy(source).__dict__)
+        self.drop_last, self._identity, self._cache = drop_last, None, None
 
     # -- epochs and state ----------------------------------------------------------------------
 

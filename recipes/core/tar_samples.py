@@ -22,6 +22,8 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from recipes.core.disk_cache import DiskCache
 from recipes.core.errors import DataError, skip_or_raise
 from recipes.core.paths import check_relative
@@ -138,6 +140,27 @@ def read_samples(
             skip_or_raise(error, on_error)
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as error:
             skip_or_raise(DataError(f"{name}: cannot read tar shard ({cleaned(str(error))})"), on_error)
+
+
+def sample_starts(
+    shard: str, *, max_member_bytes: int, storage_options: dict[str, Any] | None = None
+) -> np.ndarray:
+    """The byte offset where each sample of ``shard`` starts, grouped as :func:`read_samples` groups
+    them, from a walk of the member headers that seeks over the data (a compressed shard is read
+    whole). The first sample starts at byte 0, members it does not use included, and a shard
+    with no sample or one that cannot be walked to its end is one sample at byte 0: its reader
+    reads it whole and names what is wrong, as :func:`read_samples` does."""
+    starts, key, name = [], None, shown(shard)
+    try:
+        with _stream_from(shard, 0, storage_options, None) as (stream, _):
+            for member in tar_members(stream, source=name, seek=True):
+                stem = _known_key(member, name, max_member_bytes)
+                if stem is not None and stem != key:
+                    starts.append(member.offset)
+                    key = stem
+    except (DataError, OSError, EOFError, zlib.error, lzma.LZMAError):
+        starts = []
+    return np.asarray([0, *starts[1:]], dtype=np.int64)
 
 
 def _member_key(member: Any, name: str, max_member_bytes: int) -> tuple[str, str]:

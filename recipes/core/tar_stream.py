@@ -51,13 +51,22 @@ class Member:
         return self.data
 
 
-def tar_members(stream: BinaryIO, *, source: str = "<tar>") -> Iterator[Member]:
-    """Each member of the tar archive in ``stream`` (see the module docstring)."""
-    stream = _decompressed(stream)
+def tar_members(stream: BinaryIO, *, source: str = "<tar>", seek: bool = False) -> Iterator[Member]:
+    """Each member of the tar archive in ``stream`` (see the module docstring).
+
+    ``seek=True`` seeks over the data of members not read, on a plain seekable stream: a walk of the
+    headers alone (an index) reads 512 bytes a member; data cut short at the end goes unnoticed.
+    """
+    plain = _decompressed(stream)
+    seeking = seek and plain is stream and stream.seekable()
+    stream = plain
     position = pending = 0  # pending: bytes to pass over before the next header (a member's padding)
     first, long_name, pax = None, None, {}
     while True:
-        if pending > 64 * BLOCK:
+        if seeking and pending:
+            stream.seek(pending, io.SEEK_CUR)
+            pending = 0
+        elif pending > 64 * BLOCK:
             _skip(stream, pending, f"{source}: the member before byte {position}")
             pending = 0
         chunk = _read_fully(stream, pending + BLOCK)  # the last member's padding and the next header in one call

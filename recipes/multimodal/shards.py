@@ -13,13 +13,13 @@ URLs (``s3://``, ``gs://``, ``https://``), each read as one sequential stream th
 faults (:mod:`recipes.core.storage`), members in order, never extracted to disk (unsafe names
 refused, links never followed, oversized members refused before they are read).
 
-Splitting: each epoch the shard list (shuffled by ``(seed, epoch)`` when ``shuffle_buffer`` > 0)
-is dealt round-robin to ``world_size x num_workers`` reader slots, so every sample is read once
-per epoch; fewer shards than slots is an error that says how to fix it. Ranks with unequal shares
-stop at the same step under a training ``multimodal_loader`` (:class:`recipes.core.streams.EqualSteps`),
-as DDP needs. Each sample's transform and random caption are seeded by ``(seed, epoch, key)``, not
-by the worker that read it. Each pass advances the epoch of the copy iterated (persistent workers
-keep theirs); with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
+Splitting: each epoch the shards' samples (shards in an order shuffled by ``(seed, epoch)`` with a
+``shuffle_buffer``) are cut into ``world_size x num_workers`` runs equal by count
+(:mod:`recipes.core.shard_index`), so every sample is read once per epoch, more readers than shards
+work, and training ranks stopped at one step (:class:`recipes.core.distributed.EqualSteps`) leave
+out fewer than ``world_size x num_workers x batch_size`` samples. Transforms and random captions
+are seeded by ``(seed, epoch, key)``, not by the reader. Each pass advances the epoch of the copy
+iterated; with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
 
 Why a tar walk of its own and not the webdataset package: benchmarks/README.md (streams).
 """
@@ -41,13 +41,14 @@ from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
+from recipes.core.shard_index import ShardIndex
 from recipes.core.states import check_int
 from recipes.core.storage import basename, filesystem, is_url, shown
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tar_samples import expand_shards
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
-from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, read_captions, read_samples
+from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
 
@@ -76,7 +77,8 @@ class ImageTextShards(ResumableStream):
         rank, world_size: override what is read from ``torch.distributed`` at construction
             (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
-        cache_dir: keep remote shards here once read whole, so later epochs read local disk;
+        cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
+            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none;
             ``cache_limit_bytes`` bounds it (least recently used out; see
             :class:`recipes.core.disk_cache.DiskCache`).
         strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
@@ -112,8 +114,9 @@ class ImageTextShards(ResumableStream):
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
-        # listed once per job: on rank 0, sent to the others; workers get the list with the dataset
-        self.shards = shared_result(lambda: expand_shards(paths, storage_options), rank, world_size)
+        # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
+        self.shards, self.index = shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
+                                                world_size)
         self.storage_options = storage_options
         self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
         if is_url(self.shards[0]):
@@ -140,50 +143,45 @@ class ImageTextShards(ResumableStream):
         return max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
 
     def _check_position(self, position: list[Any], slots: int) -> None:
-        """Refuse a resume point ``[shard position in the reader's list, byte offset]`` outside these shards."""
+        """Refuse a resume point ``[shard position in the reader's list, byte offset, sample number]``
+        outside these shards (two items: saved when each reader read whole shards)."""
         owner, start = type(self).__name__, position[1]
-        if not isinstance(start, (list, tuple)) or len(start) != 2:
-            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset]")
-        if slots > len(self.shards):
+        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
+            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
+        if len(start) == 2 and slots > len(self.shards):
             raise ValueError(f"{owner} state: slots = {slots} is more readers than the {len(self.shards)} shards")
-        per_slot = -(-len(self.shards) // slots)  # the longest reader's list of shards
-        check_int(start[0], "position[1][0] (shard)", owner, 0, per_slot - 1)
+        longest = -(-len(self.shards) // slots) if len(start) == 2 else len(self.shards)  # a reader's list of shards
+        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
         offset = check_int(start[1], "position[1][1] (byte offset)", owner)
         if offset % 512:
             raise ValueError(
                 f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)"
             )
+        if len(start) == 3:
+            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
 
     def max_workers(self) -> int:
-        """The most DataLoader workers per rank that all get a shard."""
-        return len(self.shards) // self.world_size
-
-    def _begin(self, slots: int) -> tuple[int, Any]:
-        """Refuse, before the pass begins, more readers than shards."""
-        if len(self.shards) < slots:
-            raise ValueError(
-                f"{len(self.shards)} shards cannot feed {self.world_size} ranks x {slots // self.world_size} workers = "
-                f"{slots} readers (each reads whole shards): use num_workers <= {self.max_workers()} or write more, "
-                "smaller shards (write_shards(..., samples_per_shard=...))"
-            )
-        return self.cursor.begin(slots)
+        """The most DataLoader workers per rank that all get a sample."""
+        return max(self.index.total // self.world_size, 1)
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
-        """One epoch of this slot's shards, in blocks of ``shuffle_buffer`` shuffled samples."""
+        """One epoch of this slot's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
         seed, order = self.cursor.seed, list(range(len(self.shards)))
         if self.shuffle_buffer:
             order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
-        first_block, begin, skip = resume if resume is not None else (0, (0, 0), 0)
+        first_block, begin, skip = resume if resume is not None else (0, None, 0)
         rng_of_block = None
         if self.shuffle_buffer > 1:
 
             def rng_of_block(block: int) -> random.Random:
                 return random.Random(sample_seed(seed, epoch, block * slots + slot))
 
-        shards = [self.shards[i] for i in order[slot::slots]]
-        samples = read_samples(
-            shards, begin, storage_options=self.storage_options, on_error=self.on_error, cache=self.cache
-        )
+        def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+            shards = [self.shards[number] for number in numbers]
+            return read_samples(shards, start, storage_options=self.storage_options, on_error=self.on_error,
+                                cache=self.cache)
+
+        samples = self.index.samples(order, slot, slots, begin, read, type(self).__name__)
         blocks = shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block)
         for block, start, block_samples in blocks:
             items = (item for shard, key, files in block_samples for item in self._items(shard, key, files, epoch))
@@ -215,3 +213,14 @@ class ImageTextShards(ResumableStream):
                     out = image if self.transform is None else self.transform(image)
             ids = self.encoder([captions[choice]])[0]
             yield {"image": out, "input_ids": torch.tensor(ids, dtype=torch.int64), "key": name}
+
+
+def listed_and_indexed(
+    paths: Any, storage_options: dict[str, Any] | None, cache_dir: str | os.PathLike | None = None
+) -> tuple[list[str], ShardIndex]:
+    """The shard list and where each shard's samples start (one walk of the headers, or the copy
+    kept in ``cache_dir``)."""
+    shards = expand_shards(paths, storage_options)
+    index = ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
+                              cache_dir=cache_dir)
+    return shards, index

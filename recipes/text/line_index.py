@@ -9,16 +9,20 @@ runs out (``recipes.core.distributed.EqualSteps``): the lines the others still h
 Cut by line count instead, every reader holds the same number of lines, give or take one. The
 index keeps each file's line count and the byte offset of every ``STRIDE``-th line (8 bytes per
 ``STRIDE`` lines); a share's first line is found from the nearest kept one, reading fewer than
-``STRIDE`` lines. Blank lines count as lines (the stream passes over them).
+``STRIDE`` lines. Blank lines count as lines (the stream passes over them). The build reads every
+file once, on rank 0: for a remote corpus, a download before the first step. :meth:`LineIndex.cached`
+keeps the index in a ``cache_dir`` (:mod:`recipes.core.index_cache`): a second build reads no file.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 from typing import Any
 
 import numpy as np
 
+from recipes.core.index_cache import cached_index, file_identities
 from recipes.core.storage import open_stream
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
@@ -57,6 +61,22 @@ class LineIndex:
             counts.append(count)
             offsets.append(np.concatenate(kept).astype(np.int64) if kept else np.zeros(0, dtype=np.int64))
         return cls(counts, offsets, list(sizes))
+
+    @classmethod
+    def cached(cls, paths: list[Any], sizes: list[int], storage_options: dict[str, Any] | None = None,
+               cache_dir: str | os.PathLike | None = None) -> LineIndex:
+        """:meth:`build`, or with a ``cache_dir`` the index an earlier build of these files left
+        there (:mod:`recipes.core.index_cache`: the files are not read again)."""
+
+        def build() -> dict[str, np.ndarray]:
+            index = cls.build(paths, sizes, storage_options)
+            return {"counts": np.asarray(index.counts, dtype=np.int64), "sizes": np.asarray(sizes, dtype=np.int64),
+                    "offsets": np.concatenate([np.zeros(0, dtype=np.int64), *index.offsets])}
+
+        arrays = cached_index(cache_dir, "lines", [STRIDE, file_identities(paths, sizes)], build)
+        counts = arrays["counts"].tolist()
+        kept = np.cumsum([-(-count // STRIDE) for count in counts])[:-1]  # each file's kept offsets
+        return cls(counts, np.split(arrays["offsets"], kept), arrays["sizes"].tolist())
 
     def line_start(self, line: int, paths: list[Any], storage_options: dict[str, Any] | None = None) -> int:
         """The global byte offset where global line ``line`` starts (the end of the files for the total)."""

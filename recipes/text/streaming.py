@@ -109,6 +109,8 @@ class StreamingTextDataset(ResumableStream):
             :class:`recipes.text.TokenizedTextDataset` (with a tokenizer the cut keeps its special
             tokens, without one it slices); the same rows, order and state as the text column gives.
         vocab_size: with ``ids_field``: ids must be below it (default: the tokenizer's ``get_vocab_size()``).
+        cache_dir: keep the line index here (.txt / .jsonl), so that the next build of the same
+            files (path, size, modification time) reads none of them (:mod:`recipes.text.line_index`).
     """
 
     def __init__(
@@ -131,6 +133,7 @@ class StreamingTextDataset(ResumableStream):
         max_line_chars: int = MAX_LINE_CHARS,
         ids_field: str | None = None,
         vocab_size: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
         self.max_row_group_bytes = max_row_group_bytes
@@ -183,9 +186,9 @@ class StreamingTextDataset(ResumableStream):
 
             def sized_and_counted() -> tuple[list[Any], list[int], LineIndex]:
                 files, sizes = sized_files(self.paths, storage_options)
-                return files, sizes, LineIndex.build(files, sizes, storage_options)
+                return files, sizes, LineIndex.cached(files, sizes, storage_options, cache_dir)
 
-            # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0
+            # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
             self.paths, self.sizes, self.lines = shared_result(sized_and_counted, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part

@@ -40,8 +40,21 @@ def build(fixtures: Path, folder: Path, size: int = 41) -> dict[str, Any]:
     return {
         "manifest": str(folder / "pairs.jsonl"),
         "shards": [str(path) for path in shards],
+        "unequal": _unequal_shards(rows, folder),
         "tokenizer": str(fixtures / "text" / "tokenizer.json"),
     }
+
+
+def _unequal_shards(rows: list[str], folder: Path, sizes: tuple[int, ...] = (17, 2, 1, 12, 9)) -> list[str]:
+    """The same rows as 5 shards of unequal sizes: fewer shards than the 6 readers of 3 ranks x 2 workers."""
+    paths, begin = [], 0
+    for number, size in enumerate(sizes):
+        manifest = folder / f"part-{number}.jsonl"
+        manifest.write_text("".join(rows[begin : begin + size]), encoding="utf-8")
+        (written,) = write_shards(manifest, folder / "unequal", size, image_root=folder, prefix=f"part-{number}")
+        paths.append(str(written))  # keys name the shard: unique across the parts
+        begin += size
+    return paths
 
 
 def _samples(batch: dict) -> list[tuple[Any, Any]]:
@@ -56,6 +69,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
     train = ImageTextDataset(config["manifest"], tokenizer, transform=AUGMENT, captions="random")
     evaluate = ImageTextDataset(config["manifest"], tokenizer, transform=RESIZE, captions="first")
     shards = ImageTextShards(config["shards"], tokenizer, transform=AUGMENT, shuffle_buffer=5, seed=2)
+    unequal = ImageTextShards(config["unequal"], tokenizer, transform=RESIZE, shuffle_buffer=3, seed=4)
     return {
         "train": train_passes(
             multimodal_loader(train, 3, device="cpu", seed=5, num_workers=2), lambda batch: batch["index"].tolist()
@@ -63,6 +77,8 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
         "eval": sample_passes(multimodal_loader(evaluate, 4, train=False, device="cpu", num_workers=0), _samples)[0],
         "shards": sample_passes(multimodal_loader(shards, 4, train=False, device="cpu", num_workers=2), _samples, 2),
         "shards_train": sample_passes(multimodal_loader(shards, 4, device="cpu", num_workers=2), _samples, 2),
+        "unequal": sample_passes(multimodal_loader(unequal, 2, train=False, device="cpu", num_workers=2), _samples, 2),
+        "unequal_train": sample_passes(multimodal_loader(unequal, 2, device="cpu", num_workers=2), _samples, 2),
         "drawn_seed": [
             multimodal_loader(train, 3, device="cpu", num_workers=0).batch_sampler.seed,
             ImageTextShards(config["shards"], tokenizer).seed,

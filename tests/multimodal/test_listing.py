@@ -2,8 +2,9 @@
 
 The shard pattern is a ``{00000..00239}`` range (nothing to list) or a glob (one listing, by rank
 0, whose list reaches the other rank through the process group and the workers with the
-dataset, spawned workers included). No shard's size is asked for: a shard is one ranged GET,
-in each epoch; the server's log (tests/servers.py) counts each phase's requests.
+dataset, spawned workers included), then indexes them (one GET a shard, on rank 0). No shard's
+size is asked for: a shard is one ranged GET in each epoch; the server's log (tests/servers.py)
+counts each phase's requests.
 """
 
 import pytest
@@ -38,8 +39,10 @@ def job(fixtures, tmp_path_factory):
 def test_a_pattern_is_listed_at_most_once_per_job_and_no_shard_size_is_asked(job, case, listings):
     _, log = job
     built, epochs = phase(log, f"{case}/build"), [phase(log, f"{case}/epoch-{e}") for e in range(2)]
-    assert built == [("LIST", "/shards")] * listings  # rank 0 alone lists; rank 1 and the workers do not
     shards = sorted(f"/shards/shard-{n:05d}.tar" for n in range(SHARDS))
+    assert built[:listings] == [("LIST", "/shards")] * listings  # rank 0 alone lists; rank 1 and the workers do not
+    # then rank 0 alone indexes the samples (recipes.core.shard_index): one GET a shard, not one a rank
+    assert sorted(built[listings:]) == [("GET", path) for path in shards]
     for requests in epochs:
         assert sorted(path for _, path in requests) == shards  # one GET a shard, no HEAD, no listing
         assert {method for method, _ in requests} == {"GET"}

@@ -39,8 +39,16 @@ def test_shards_give_every_sample_once_per_epoch_across_ranks_and_workers(launch
 
 
 def test_training_on_the_shards_runs_equal_steps_on_every_rank_with_no_sample_on_two(launched):
-    # the byte / shard split gives ranks unequal shares; EqualSteps stops them all at one step
+    # shares equal by count, each a step or so apart; EqualSteps stops them all at one step
     check_stream_train_ranks([report["shards_train"] for report in launched])
+
+
+def test_shards_of_unequal_sizes_are_shared_by_count_so_training_loses_less_than_a_batch_per_reader(launched, single):
+    # 5 shards of 17, 2, 1, 12 and 9 samples; 2 workers a rank, so 3 ranks are more readers than shards
+    assert len({s["id"] for batch in single["unequal"][0] for s in batch}) == 41
+    check_stream_ranks([report["unequal"] for report in launched], single["unequal"])
+    readers_x_batch = len(launched) * 2 * 2
+    check_stream_train_ranks([report["unequal_train"] for report in launched], samples=41, fewer_than=readers_x_batch)
 
 
 def test_ranks_agree_on_the_seeds_drawn_without_one(launched):

@@ -107,6 +107,20 @@ def test_cached_url_shards_are_read_from_disk_in_later_epochs(shard_folder, toke
     assert first == second == local and len(list(tmp_path.glob("*.tar"))) == 4
 
 
+def test_a_cached_sample_index_lets_the_next_build_read_no_shard(shard_folder, tokenizer, tmp_path):
+    options = dict(transform=RESIZE, captions="first", seed=0, rank=1, world_size=3)
+    local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
+    with FaultyHTTPServer(shard_folder) as server:
+        url = server.url("shard-{000000..000003}.tar")
+        ImageTextShards(url, tokenizer, cache_dir=tmp_path, **options)
+        assert server.count("GET") >= 4  # the first build walks every shard's headers
+        before = len(server.log)
+        again = ImageTextShards(url, tokenizer, cache_dir=tmp_path, **options)
+        assert len(server.log) == before  # the second asks nothing
+        assert _by_key(_batches(again, 0)) == local and len(local) == 3  # rank 1's 3 of the 8 samples
+    assert [path.name.startswith("shards-index-") for path in tmp_path.glob("*.npz")] == [True]
+
+
 def test_cache_verify_fetches_again_a_cached_shard_damaged_behind_its_mtime(shard_folder, tokenizer, tmp_path):
     options = dict(transform=RESIZE, captions="first", seed=0)
     local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))

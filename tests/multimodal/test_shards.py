@@ -156,13 +156,28 @@ def test_two_workers_read_every_sample_exactly_once(coco_shards, tokenizer):
     assert first != second  # a new shard order and shuffle each epoch
 
 
-def test_too_few_shards_for_the_readers_is_a_clear_error(coco_shards, tokenizer):
-    shards = ImageTextShards(coco_shards[:1], tokenizer, rank=0, world_size=2)
-    with pytest.raises(ValueError, match="1 shards cannot feed 2 ranks x 1 workers"):
-        items(shards)
+def test_more_readers_than_shards_share_the_samples_equally_by_count(coco_shards, tokenizer):
+    # two shards of 2 samples among 3 ranks: runs of 1, 1 and 2 samples, none read twice
+    everything = [item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))]
+    shares = [[item["key"] for item in items(ImageTextShards(coco_shards[:2], tokenizer, rank=rank, world_size=3))]
+              for rank in range(3)]
+    assert [len(share) for share in shares] == [1, 1, 2]
+    assert sum(shares, []) == everything[:4]  # contiguous runs of the epoch's samples, in order
+    many = ImageTextShards(coco_shards[:1], tokenizer, rank=1, world_size=2)
+    assert [item["key"] for item in items(many)] == everything[1:2]  # one shard, two ranks: one sample each
     two = ImageTextShards(coco_shards[:2], tokenizer, transform=RESIZE)
-    assert multimodal_loader(two, 2, device="cuda").num_workers <= 2  # the preset caps workers at the shards
+    assert multimodal_loader(two, 2, device="cuda").num_workers <= 4  # the preset caps workers at the samples
     assert hasattr(multimodal_loader(two, 2, stateful=True, num_workers=0), "state_dict")  # resumable
+
+
+def test_a_state_saved_when_readers_read_whole_shards_resumes_on_whole_shards(coco_shards, tokenizer):
+    # a two-item start [shard in the reader's list, byte offset]: reader 0 of 2 read shards 0 and 2
+    everything = [item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))]
+    shards = ImageTextShards(coco_shards, tokenizer, rank=0, world_size=2)
+    state = {**shards.state_dict(), "epoch": 0, "slots": 2, "position": [0, [1, 0], 0]}
+    shards.load_state_dict(state)
+    assert [item["key"] for item in items(shards)] == everything[4:6]  # the rest of shard 2
+    assert [item["key"] for item in items(shards)] == everything[:4]  # the next pass: shares by count
 
 
 def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokenizer):

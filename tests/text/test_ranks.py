@@ -45,5 +45,17 @@ def test_training_on_the_stream_runs_equal_steps_on_every_rank_with_no_line_on_t
     check_stream_train_ranks([report["stream_train"] for report in launched], samples=103, fewer_than=ranks * 2 * 4)
 
 
+def test_a_mixture_of_streams_trains_on_every_line_of_each_source_within_a_few_epochs(launched):
+    # each reader draws an equal share of the mixture, and each source's passes run on from one
+    # epoch to the next: what a cut epoch leaves out of a source comes in its next pass
+    world, passes = len(launched), [report["mixed_train"] for report in launched]
+    for epoch in range(ranks.MIXED_EPOCHS):
+        assert len({len(rank[epoch]) for rank in passes}) == 1, f"epoch {epoch}: unequal steps"
+        drawn = sum(len(batch) for rank in passes for batch in rank[epoch])
+        assert ranks.MIXED_PER_EPOCH - drawn < world * 2 * 4, f"epoch {epoch}: {drawn} of {ranks.MIXED_PER_EPOCH} draws"
+    seen = {tuple(s["id"]) for rank in passes for epoch in rank for batch in epoch for s in batch}
+    assert [len({line for source, line in seen if source == k}) for k in (0, 1)] == [60, 43]
+
+
 def test_ranks_agree_on_the_seeds_drawn_without_one(launched):
     check_seeds_agree(launched)

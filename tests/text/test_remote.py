@@ -68,3 +68,17 @@ def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tokenizer, tmp
         assert [again[i]["input_ids"].tolist() for i in range(5)] == [local[i]["input_ids"].tolist() for i in range(5)]
         with pytest.raises(FileNotFoundError, match="s3://data/missing.jsonl does not exist"):
             TokenizedTextDataset("s3://data/missing.jsonl", tokenizer, storage_options=options)
+
+
+def test_a_cached_line_index_lets_the_next_build_read_no_line_over_http(folder, tokenizer, tmp_path):
+    files = [folder / "a.txt", folder / "b.jsonl"]
+    local = _items(StreamingTextDataset(files, tokenizer, world_size=2, rank=1), 0)
+    with FaultyHTTPServer(folder) as server:
+        urls = [server.url("a.txt"), server.url("b.jsonl")]
+        first = StreamingTextDataset(urls, tokenizer, world_size=2, rank=1, cache_dir=tmp_path)
+        assert server.count("GET") >= 2  # the first build reads both files to count their lines
+        before = len(server.log)
+        again = StreamingTextDataset(urls, tokenizer, world_size=2, rank=1, cache_dir=tmp_path)
+        assert server.count("GET", before) == 0  # the second asks the sizes, reads nothing
+        assert _items(again, 0) == _items(first, 0) == local  # rank 1's equal share, as built from the files
+    assert [path.name.startswith("lines-index-") for path in tmp_path.iterdir()] == [True]

@@ -4,6 +4,8 @@ through each trainer's own checkpoint (tests/trainer_runs.py runs them)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from recipes.core import SeededBatchSampler
@@ -57,7 +59,10 @@ def check_every_sample_once(reports: list[dict], evaluated: bool = True) -> None
 def test_lightning_ddp_takes_the_preset_and_resumes_mid_epoch_exactly(tmp_path):
     # the batches of an uninterrupted run under plain torchrun, from a run stopped mid-epoch and resumed
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
-    check_every_sample_once(resumed_run("lightning", tmp_path, config, "checkpoints/mid.ckpt"))
+    check_every_sample_once(resumed_run("lightning", tmp_path, config, "checkpoints/mid.ckpt", predict=True))
+    # then trainer.predict on the evaluation preset: Lightning rebuilds its batch sampler from its sampler
+    predicted = [json.loads((tmp_path / f"resumed-predicted-rank{rank}.json").read_text()) for rank in range(WORLD)]
+    assert sorted(i for batches in predicted for batch in batches for i in batch) == list(range(SAMPLES))
 
 
 @pytest.mark.slow
@@ -82,17 +87,41 @@ def test_lightning_refuses_a_loader_built_before_its_ranks_by_name(tmp_path):
 
 
 @pytest.mark.slow
-def test_accelerate_prepare_keeps_the_preset_and_save_state_resumes_exactly(tmp_path):
-    config = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
-    check_every_sample_once(resumed_run("accelerate", tmp_path, config, "accelerate-state", start_epoch=1))
+def test_accelerate_prepare_keeps_the_preset_and_a_stream_and_save_state_resumes_both_exactly(tmp_path):
+    # one launch stops the preset at step 10 and saves, then runs a stream whole, saving at its step 10;
+    # a second resumes both. prepare(stream loader) on 2 ranks is EqualSteps: kept, its state saved
+    lines = {"factory": LINES, "epochs": EPOCHS, "workers": 1}
+    stream = {"factory": "tests.text.trainer_loaders:stream", "epochs": EPOCHS, "workers": 2, "state": "stream-state"}
+    stopped = launch("accelerate", tmp_path, {**lines, "run": "stopped", "stop_after": 10,
+                                              "then": [{**stream, "run": "whole", "stop_after": 10, "go_on": True}]})
+    resumed = launch("accelerate", tmp_path, {**lines, "run": "resumed", "start_epoch": 1,
+                                              "resume": str(tmp_path / "accelerate-state"),
+                                              "then": [{**stream, "run": "rest", "start_epoch": 1,
+                                                        "resume": str(tmp_path / "stream-state")}]})
+    assert [len(report["steps"]) for report in stopped] == [10] * WORLD
+    check_every_sample_once([{"steps": a["steps"] + b["steps"], "evaluated": a["evaluated"] + b["evaluated"]}
+                             for a, b in zip(stopped, resumed)])
+    whole, rest = (_reports(tmp_path, run) for run in ("whole", "rest"))
+    assert [report["steps"] for report in rest] == [report["steps"][10:] for report in whole]
+    assert whole[0]["steps"][9][0] == 1  # saved mid-epoch 1
+    for epoch in range(EPOCHS):
+        seen = [i for report in whole for step in report["steps"] if step[0] == epoch for i in step[1:]]
+        assert len(seen) == len(set(seen)) > SAMPLES - WORLD * 2 * BATCH
+
+
+def _reports(folder, run: str) -> list[dict]:
+    return [json.loads((folder / f"{run}-rank{rank}.json").read_text()) for rank in range(WORLD)]
 
 
 @pytest.mark.slow
-def test_hf_trainer_trains_a_classifier_on_the_preset_and_resumes_exactly(tmp_path):
+def test_hf_trainer_trains_a_classifier_resumed_exactly_and_a_causal_lm_on_length_grouped_batches(tmp_path):
     pytest.importorskip("transformers")
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "model": "classifier", "max_length": 24}
+    lm = {"run": "lm", "factory": "tests.text.trainer_loaders:next_tokens", "epochs": 1, "model": "causal",
+          "max_length": 16}
     stopped = launch("hf", tmp_path, {**config, "run": "stopped", "stop_after": 10})
-    resumed = launch("hf", tmp_path, {**config, "run": "resumed", "resume": str(tmp_path / "hf" / "checkpoint-10")})
+    resumed = launch("hf", tmp_path, {**config, "run": "resumed", "resume": str(tmp_path / "hf" / "checkpoint-10"),
+                                      "then": [lm]})
     for rank in range(WORLD):
         steps = stopped[rank]["steps"] + resumed[rank]["steps"]
         for epoch in range(EPOCHS):  # length-grouped, dealt to the ranks as under torchrun
@@ -101,14 +130,9 @@ def test_hf_trainer_trains_a_classifier_on_the_preset_and_resumes_exactly(tmp_pa
             # the batch's lengths and index stay out; num_items_in_batch is the Trainer's own
             assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
             assert report["widest"] <= 24  # the recipe's truncation
-
-
-@pytest.mark.slow
-def test_hf_trainer_trains_a_causal_lm_on_length_grouped_batches(tmp_path):
-    pytest.importorskip("transformers")
-    reports = launch("hf", tmp_path, {"run": "lm", "factory": "tests.text.trainer_loaders:next_tokens", "epochs": 1,
-                                      "model": "causal", "max_length": 16})
-    for rank, report in enumerate(reports):
+    for rank in range(WORLD):  # the causal LM, trained in the same ranks after the classifier
+        report = _reports(tmp_path, "lm")[rank]
         assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank, 16)
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 16 and report["loss"] > 0
+

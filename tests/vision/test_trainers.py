@@ -20,7 +20,7 @@ WORLD, EPOCHS = 2, 2
 def test_a_trainer_on_two_ranks_sees_what_torchrun_gives(tmp_path, trainer):
     size = len(NumberedImages(ROOT))
     reports = launch(trainer, tmp_path, {"run": trainer, "factory": "tests.vision.trainer_loaders:images",
-                                         "epochs": EPOCHS, "workers": 1})
+                                         "epochs": EPOCHS, "workers": 0})
     for rank, report in enumerate(reports):
         oracle = SeededBatchSampler(size, BATCH, shuffle=True, drop_last=True, seed=0, rank=rank, world_size=WORLD)
         for epoch in range(EPOCHS):

@@ -1,0 +1,25 @@
+"""recipes.core.index_cache: an index is built once per identity, read back equal, rebuilt when damaged."""
+
+import numpy as np
+
+from recipes.core.index_cache import cached_index, file_identities
+
+
+def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(tmp_path):
+    built = []
+
+    def build():
+        built.append(1)
+        return {"counts": np.arange(5, dtype=np.int64)}
+
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"abc")
+    identity = file_identities([data])
+    first, second = (cached_index(tmp_path / "cache", "lines", identity, build) for _ in range(2))
+    assert len(built) == 1 and np.array_equal(first["counts"], second["counts"])
+    (stored,) = (tmp_path / "cache").iterdir()
+    stored.write_bytes(b"not an npz")
+    assert np.array_equal(cached_index(tmp_path / "cache", "lines", identity, build)["counts"], np.arange(5))
+    data.write_bytes(b"abcd")  # another size: another index
+    cached_index(tmp_path / "cache", "lines", file_identities([data]), build)
+    assert len(built) == 3 and len(list((tmp_path / "cache").iterdir())) == 2
