@@ -234,8 +234,8 @@ def stream_loader(
     (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``, and
     ``collate_fn`` as :func:`build_loader` applies it (:func:`loader_collate`).
 
-    A stream that reads whole shards (:class:`recipes.core.protocols.ShardLimited`) gets no more
-    workers than it has shards per rank, unless ``num_workers`` says otherwise.
+    A stream with a limit on its readers (:class:`recipes.core.protocols.ShardLimited`: tar shards
+    need a sample per worker) gets no more workers than that, unless ``num_workers`` says otherwise.
     ``stateful=True`` needs the stream's ``state_dict``/``load_state_dict``. Training on more
     than one rank wraps the loader in :class:`recipes.core.distributed.EqualSteps`, so that every
     rank stops at the same step. A stream whose ``needs_persistent_workers`` says why (a
@@ -249,7 +249,7 @@ def stream_loader(
             "orders and shards itself, so only it can say where it stands"
         )
     if overrides.get("num_workers") is None and isinstance(dataset, ShardLimited):
-        # Each worker reads whole shards: more workers than shards per rank would have nothing to read.
+        # a worker past the stream's limit would have nothing to read
         overrides["num_workers"] = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself

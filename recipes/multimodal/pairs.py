@@ -299,7 +299,7 @@ def multimodal_loader(
     A map-style dataset gets a seeded batch sampler: shuffled per epoch when
     training, split across ranks, each sample seeded by ``(seed, epoch, index)`` (the random
     caption included). An iterable dataset (tar shards) splits itself across ranks and workers;
-    it gets the same device preset, with no more workers than it has shards per rank. Either
+    it gets the same device preset, with no more workers than it has samples per rank. Either
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
