@@ -71,14 +71,14 @@ def main() -> None:
         built = {
             "tokenise the text column": lambda: TokenizedTextDataset(path, tokenizer),
             "bare encode_batch_fast, texts in memory": lambda: tokenizer.encode_batch_fast(texts),
-            "ids_field, no tokenizer": lambda: TokenizedTextDataset(path, ids_field="input_ids"),
-            "ids_field + tokenizer, max_length=64": lambda: TokenizedTextDataset(
-                path, tokenizer, ids_field="input_ids", max_length=64
-            ),
+            "ids_field, no tokenizer": lambda: TokenizedTextDataset.from_ids(path, ids_field="input_ids"),
+            "ids_field + tokenizer, max_length=64": lambda: TokenizedTextDataset.from_ids(path, tokenizer,
+                                                                                          ids_field="input_ids",
+                                                                                          max_length=64),
         }
         streamed = {
             "stream, tokenise the text": lambda: sum(1 for _ in StreamingTextDataset(path, tokenizer)),
-            "stream, ids_field": lambda: sum(1 for _ in StreamingTextDataset(path, ids_field="input_ids")),
+            "stream, ids_field": lambda: sum(1 for _ in StreamingTextDataset.from_ids(path, ids_field="input_ids")),
         }
         for title, cases in (("1. build a map-style dataset", built), ("2. drain a stream, one reader", streamed)):
             times = {name: [] for name in cases}

@@ -71,6 +71,8 @@ _HOMES = {
     "ByLength": "plans",
     "TokenBudget": "plans",
     "draws_of": "plans",
+    "ReadOptions": "read_options",
+    "StreamOrder": "stream_order",
     "SeededDataset": "seeding",
     "sample_seeds": "seeding",
     "seeded": "seeding",

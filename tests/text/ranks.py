@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
+from recipes.core.stream_order import StreamOrder
 from tests.harness import rank_main, sample_passes, train_passes
 
 
@@ -42,7 +43,8 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
         return batch["index"].tolist()
 
     def stream(seed: int | None) -> StreamingTextDataset:
-        return StreamingTextDataset(config["shards"], config["tokenizer"], label_field="label", shuffle_buffer=8, seed=seed)
+        return StreamingTextDataset(config["shards"], config["tokenizer"], label_field="label",
+                                    order=StreamOrder(shuffle_buffer=8, seed=seed))
 
     return {
         "train": train_passes(text_loader(dataset, 4, device="cpu", seed=3, num_workers=2), ids),

@@ -140,6 +140,6 @@ def test_ray_output_reads_back_as_a_tokenized_dataset_without_a_tokenizer(ray_ou
         pytest.skip("TokenizedTextDataset takes no ids_field yet")
     files, _ = ray_output
     table = pa.concat_tables(pq.read_table(path) for path in files)
-    dataset = TokenizedTextDataset([str(path) for path in files], ids_field="input_ids")
+    dataset = TokenizedTextDataset.from_ids([str(path) for path in files], ids_field="input_ids")
     assert len(dataset) == table.num_rows
     assert [dataset[i]["input_ids"].tolist() for i in range(len(dataset))] == table.column("input_ids").to_pylist()

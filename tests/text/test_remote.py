@@ -5,6 +5,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
+from recipes.core.stream_order import StreamOrder
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 # the faults are retried as ever, without the real backoff's seconds (tests/conftest.py)
@@ -33,10 +34,10 @@ def _items(stream, workers):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, tokenizer, workers):
     files = [folder / "a.txt", folder / "b.jsonl"]
-    local = _items(StreamingTextDataset(files, tokenizer, shuffle_buffer=64, seed=0), workers)
+    local = _items(StreamingTextDataset(files, tokenizer, order=StreamOrder(shuffle_buffer=64, seed=0)), workers)
     with FaultyHTTPServer(folder, fail_every=3, cut_every=2) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        remote = _items(StreamingTextDataset(urls, tokenizer, shuffle_buffer=64, seed=0), workers)
+        remote = _items(StreamingTextDataset(urls, tokenizer, order=StreamOrder(shuffle_buffer=64, seed=0)), workers)
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
     assert len(local) == 4000 and len({index for index, _ in local}) == 4000
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
@@ -44,11 +45,11 @@ def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, token
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_s3_lines_through_s3fs_equal_the_local_lines(folder, tokenizer, workers):
-    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tokenizer, seed=0), workers)
+    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tokenizer, order=StreamOrder(seed=0)), workers)
     with s3_server() as (endpoint, options):
         upload(endpoint, folder)
         urls = ["s3://data/a.txt", "s3://data/b.jsonl"]
-        stream = StreamingTextDataset(urls, tokenizer, seed=0, storage_options=options)
+        stream = StreamingTextDataset(urls, tokenizer, storage_options=options, order=StreamOrder(seed=0))
         remote = _items(stream, workers)
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
 
