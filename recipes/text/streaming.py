@@ -141,26 +141,21 @@ class StreamingTextDataset(ResumableStream):
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         ids_field: str = "input_ids",
-        label_field: str | None = None,
-        max_length: int | None = None,
         vocab_size: int | None = None,
-        pad_id: int | None = None,
-        on_error: str = "raise",
-        storage_options: dict[str, Any] | None = None,
-        order: StreamOrder | None = None,
-        read_options: ReadOptions | None = None,
+        **options: Any,
     ) -> StreamingTextDataset:
         """Stream a Parquet column of token-id lists, a row group at a time, instead of tokenising text.
 
         Ids, labels, ``pad_id``, ``max_length`` and ``vocab_size`` as in
         :meth:`recipes.text.TokenizedTextDataset.from_ids` (with a tokenizer the cut keeps its
         special tokens, without one it slices); the same rows, order and state as the text column
-        gives. ``read_options``: this reads its ``truncation`` and ``max_row_group_bytes``.
+        gives. ``options``: the constructor's keywords but ``text_field``; ``read_options``: this
+        reads its ``truncation`` and ``max_row_group_bytes``.
         """
+        if "text_field" in options:
+            raise TypeError("StreamingTextDataset.from_ids reads ids_field, stored ids: it takes no text_field")
         stream = cls.__new__(cls)
-        cls._init_ids(stream, paths, tokenizer, ids_field=ids_field, label_field=label_field, max_length=max_length,
-                      vocab_size=vocab_size, pad_id=pad_id, on_error=on_error, storage_options=storage_options,
-                      order=order, read_options=read_options)
+        cls._init_ids(stream, paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
         return stream
 
     def _init_ids(

@@ -168,13 +168,8 @@ class TokenizedTextDataset(Dataset):
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         ids_field: str = "input_ids",
-        label_field: str | None = None,
-        max_length: int | None = None,
         vocab_size: int | None = None,
-        pad_id: int | None = None,
-        on_error: str = "raise",
-        storage_options: dict[str, Any] | None = None,
-        read_options: ReadOptions | None = None,
+        **options: Any,
     ) -> TokenizedTextDataset:
         """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
 
@@ -188,16 +183,19 @@ class TokenizedTextDataset(Dataset):
 
         Args:
             path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: None, or the tokenizer that made the ids.
             ids_field: the column of token-id lists.
             vocab_size: ids must be below it (default: the tokenizer's ``get_vocab_size()``;
                 without a tokenizer, no bound but uint32's).
-            tokenizer, label_field, max_length, pad_id, on_error, storage_options: as for the text.
-            read_options: this reads its ``truncation`` and ``max_row_group_bytes``.
+            options: the constructor's ``label_field``, ``max_length``, ``pad_id``, ``on_error``,
+                ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
+                ``max_row_group_bytes``).
         """
+        refused = sorted(set(options) & {"text_field", "cache_dir"})
+        if refused:
+            raise TypeError(f"TokenizedTextDataset.from_ids reads ids_field, stored ids: it takes no {', '.join(refused)}")
         dataset = cls.__new__(cls)
-        cls._init_ids(dataset, path, tokenizer, ids_field=ids_field, label_field=label_field, max_length=max_length,
-                      vocab_size=vocab_size, pad_id=pad_id, on_error=on_error, storage_options=storage_options,
-                      read_options=read_options)
+        cls._init_ids(dataset, path, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
         return dataset
 
     def _init_ids(

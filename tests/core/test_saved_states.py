@@ -92,7 +92,7 @@ def stream_mixture(fixtures: Path, scratch: Path) -> Any:
 def shards(fixtures: Path, scratch: Path) -> Any:
     written = write_shards(fixtures / "multimodal" / "captions.json", scratch, samples_per_shard=2)  # 4 shards of 2
     dataset = ImageTextShards([str(path) for path in written], _tokenizer(fixtures), transform=CROP, captions="random",
-                              shuffle_buffer=3, seed=2)
+                              order=StreamOrder(shuffle_buffer=3, seed=2))
     return multimodal_loader(dataset, 2, train=True, seed=2, **OPTIONS)
 
 

@@ -16,6 +16,7 @@ from torchvision.transforms import v2
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, multimodal_loader, write_shards
+from recipes.core.stream_order import StreamOrder
 
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
@@ -147,7 +148,8 @@ def test_missing_caption_and_bad_image_name_the_shard_and_key(fixtures, tokenize
 
 
 def test_two_workers_read_every_sample_exactly_once(coco_shards, tokenizer):
-    shards = ImageTextShards(coco_shards, tokenizer, transform=RESIZE, captions="all", shuffle_buffer=4, seed=0)
+    shards = ImageTextShards(coco_shards, tokenizer, transform=RESIZE, captions="all",
+                             order=StreamOrder(shuffle_buffer=4, seed=0))
     loader = multimodal_loader(shards, 3, train=False, device="cpu", num_workers=2)
     first = [key for batch in loader for key in batch["key"]]
     second = [key for batch in loader for key in batch["key"]]  # persistent workers: the next epoch
@@ -157,7 +159,7 @@ def test_two_workers_read_every_sample_exactly_once(coco_shards, tokenizer):
 
 
 def test_too_few_shards_for_the_readers_is_a_clear_error(coco_shards, tokenizer):
-    shards = ImageTextShards(coco_shards[:1], tokenizer, rank=0, world_size=2)
+    shards = ImageTextShards(coco_shards[:1], tokenizer, order=StreamOrder(rank=0, world_size=2))
     with pytest.raises(ValueError, match="1 shards cannot feed 2 ranks x 1 workers"):
         items(shards)
     two = ImageTextShards(coco_shards[:2], tokenizer, transform=RESIZE)
@@ -167,7 +169,8 @@ def test_too_few_shards_for_the_readers_is_a_clear_error(coco_shards, tokenizer)
 
 def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokenizer):
     def order(seed, epoch, buffer=8):
-        shards = ImageTextShards(coco_shards, tokenizer, captions="all", shuffle_buffer=buffer, seed=seed)
+        shards = ImageTextShards(coco_shards, tokenizer, captions="all",
+                                 order=StreamOrder(shuffle_buffer=buffer, seed=seed))
         shards.set_epoch(epoch)
         return [item["key"] for item in shards]
 
@@ -176,13 +179,13 @@ def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokeni
     assert order(0, 0) == order(0, 0)
     assert order(0, 0) != order(0, 1) and order(0, 0) != order(1, 0)
     assert Counter(order(0, 1)) == Counter(in_order)
-    shards = ImageTextShards(coco_shards, tokenizer, captions="all", shuffle_buffer=8, seed=0)
+    shards = ImageTextShards(coco_shards, tokenizer, captions="all", order=StreamOrder(shuffle_buffer=8, seed=0))
     assert [i["key"] for i in shards] == order(0, 0) and [i["key"] for i in shards] == order(0, 1)  # auto-advance
 
 
 def test_random_captions_and_crops_do_not_depend_on_the_worker(coco_shards, tokenizer):
     def by_key(num_workers, epoch=0):
-        shards = ImageTextShards(coco_shards, tokenizer, transform=AUGMENT, shuffle_buffer=3, seed=2)
+        shards = ImageTextShards(coco_shards, tokenizer, transform=AUGMENT, order=StreamOrder(shuffle_buffer=3, seed=2))
         shards.set_epoch(epoch)
         loader = DataLoader(shards, batch_size=None, num_workers=num_workers)
         return {item["key"]: (item["image"], item["input_ids"].tolist()) for item in loader}

@@ -181,7 +181,7 @@ def test_a_column_that_is_not_integer_lists_is_named_and_never_skipped(tmp_path,
     for on_error in ("raise", "skip"):
         for reader in (TokenizedTextDataset, StreamingTextDataset):
             with pytest.raises(DataError, match=rf"bad.parquet row group 0 \(rows 0-1\): column 'input_ids' holds {kind}"):
-                reader(path, ids_field="input_ids", on_error=on_error)
+                reader.from_ids(path, ids_field="input_ids", on_error=on_error)
 
 
 def test_a_missing_column_lists_the_columns_the_file_has(tmp_path, tokenizer, rows):
