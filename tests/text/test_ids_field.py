@@ -224,7 +224,7 @@ def test_what_ids_field_cannot_do_is_refused_by_name(tmp_path, fixtures, tokeniz
     for reader in (TokenizedTextDataset, StreamingTextDataset):
         with pytest.raises(ValueError, match=r"labeled.jsonl: ids_field reads|labeled.jsonl: ids_field streams"):
             reader.from_ids(fixtures / "text" / "labeled.jsonl", tokenizer, ids_field="input_ids")
-        with pytest.raises(ValueError, match=r"needs a tokenizer .* from_ids\(\.\.\.\)"):
+        with pytest.raises(ValueError, match=r"needs a tokenizer .*from_ids\(\.\.\.\)"):
             reader(path)
         with pytest.raises(ValueError, match="vocab_size must be a positive integer"):
             reader.from_ids(path, ids_field="input_ids", vocab_size=0)
