@@ -164,11 +164,11 @@ def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, 
     del first, second
     assert blob.exists()  # a cache outlives its datasets
     pq.write_table(table.slice(0, 5), folder / "embedded.parquet")  # the content changed: another key
-    third = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    third = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)
     assert third.blobs.path != blob and len(third.blobs) == 5
     blob.write_bytes(b"cut")  # a damaged entry is not used: its size disagrees with its offsets
     pq.write_table(table, folder / "embedded.parquet", row_group_size=3)
-    again = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    again = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)
     assert again.blobs.path == blob and blob.stat().st_size > 3
     assert_same_items(again, ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, image_field="jpg",
                                                            captions="all"))
