@@ -49,8 +49,8 @@ from recipes.core.errors import (
 )
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import RecipeLoader, ResumableLoader, loader_kwargs, preset_kwargs, stream_loader
-from recipes.core.packing import packed_in_workers
 from recipes.core.moved_keywords import moved_keywords
+from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
 from recipes.core.plans import Shuffle, draws_of

@@ -42,8 +42,8 @@ from recipes.core.batching import extra_columns
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import stream_loader
-from recipes.core.packing import packed_in_workers
 from recipes.core.moved_keywords import moved_keywords
+from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import (
     is_arrow_dataset,
     is_parquet,

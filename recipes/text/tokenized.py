@@ -31,8 +31,8 @@ from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import NamedCollate, check_on_error, drop_skipped
 from recipes.core.loader import RecipeLoader, ResumableLoader, preset_kwargs
-from recipes.core.packing import packed_in_workers
 from recipes.core.moved_keywords import moved_keywords
+from recipes.core.packing import packed_in_workers
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget, draws_of
 from recipes.core.protocols import Mixable
