@@ -21,6 +21,7 @@ MAX_LINE_CHARS = 1_000_000
 # what its footer declares, uncompressed, in the columns read. Hub files keep row groups far smaller.
 MAX_ROW_GROUP_BYTES = 256 * 2**20
 SHARD_CACHE_BYTES = 64 * 2**30  # a local copy of remote shards: room for a few epochs' worth
+TRUNCATIONS = ("tokenizer", "slice")  # as recipes.core.tokens cuts; checked here so a typo fails where it is written
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ReadOptions:
     truncation: str = "tokenizer"
 
     def __post_init__(self) -> None:
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
         for name in ("cache_limit_bytes", "max_row_group_bytes", "max_line_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

@@ -2,6 +2,7 @@
 working with one DeprecationWarning and shows the constructor as it is now."""
 
 import inspect
+import re
 import warnings
 
 import pytest
@@ -16,6 +17,14 @@ from recipes.core.read_options import read_options_or_default
 def test_a_size_bound_must_be_a_positive_int(field, value):
     with pytest.raises(ValueError, match=rf"ReadOptions.{field} must be a positive int"):
         ReadOptions(**{field: value})
+
+
+def test_a_truncation_must_be_one_the_tokens_module_knows():
+    from recipes.core.tokens import TRUNCATIONS
+
+    assert ReadOptions(truncation="slice").truncation == "slice"
+    with pytest.raises(ValueError, match=re.escape(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got 'cut'")):
+        ReadOptions(truncation="cut")
 
 
 @pytest.mark.parametrize("value", [-1, 2.0, False])
