@@ -408,7 +408,8 @@ def _dataset_error(root, path, parser, monkeypatch):
         if parser == "stdlib":
             patch.setattr(coco_files, "msgspec", None)
         with pytest.raises(DataError) as raised:
-            CocoDataset(root, path, read_options=ReadOptions(strict_annotations=True))  # strict: a degenerate box is an error, not a dropped box
+            # strict: a degenerate box is an error, not a dropped box
+            CocoDataset(root, path, read_options=ReadOptions(strict_annotations=True))
     return raised.value
 
 

@@ -138,3 +138,16 @@ def test_an_old_keyword_beside_its_new_home_is_refused_and_an_unread_option_is_n
         TokenizedTextDataset.from_ids(path, cache_dir="somewhere")
     with pytest.raises(TypeError, match="order must be a recipes.core.StreamOrder"):
         StreamingTextDataset(path, tokenizer, order={"seed": 1})
+
+
+def test_the_old_and_the_new_spelling_find_the_same_token_cache(fixtures, tokenizer, tmp_path, monkeypatch):
+    path = fixtures / "text" / "labeled.jsonl"
+    built = _old(lambda: TokenizedTextDataset(path, tokenizer, max_length=6, truncation="slice", cache_dir=tmp_path),
+                 "truncation=...")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cache built under the old spelling should have been found")
+
+    monkeypatch.setattr("recipes.text.tokenized.encode_texts", refuse)
+    found = TokenizedTextDataset(path, tokenizer, max_length=6, cache_dir=tmp_path, read_options=ReadOptions(truncation="slice"))
+    assert _items(found) == _items(built) and len(list(tmp_path.glob("*.json"))) == 1
