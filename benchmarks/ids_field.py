@@ -10,7 +10,7 @@ alternating rounds (medians), all to a built dataset or a drained stream:
 
 1. ``TokenizedTextDataset(path, tokenizer)``: read the text column and tokenise it (Rust, all cores),
    and for scale the tokenizer alone on the texts already in memory;
-   ``TokenizedTextDataset(path, ids_field="input_ids")``: read the ids, check them, no tokenizer;
+   ``TokenizedTextDataset.from_ids(path, ids_field="input_ids")``: read the ids, check them, no tokenizer;
    the same with the tokenizer given (ids bounded by its vocabulary, ``max_length=64`` cut keeping
    ``[SEP]``).
 2. ``StreamingTextDataset`` over the same file, one reader, items taken one by one: text against ids.
@@ -71,14 +71,14 @@ def main() -> None:
         built = {
             "tokenise the text column": lambda: TokenizedTextDataset(path, tokenizer),
             "bare encode_batch_fast, texts in memory": lambda: tokenizer.encode_batch_fast(texts),
-            "ids_field, no tokenizer": lambda: TokenizedTextDataset(path, ids_field="input_ids"),
-            "ids_field + tokenizer, max_length=64": lambda: TokenizedTextDataset(
+            "ids_field, no tokenizer": lambda: TokenizedTextDataset.from_ids(path, ids_field="input_ids"),
+            "ids_field + tokenizer, max_length=64": lambda: TokenizedTextDataset.from_ids(
                 path, tokenizer, ids_field="input_ids", max_length=64
             ),
         }
         streamed = {
             "stream, tokenise the text": lambda: sum(1 for _ in StreamingTextDataset(path, tokenizer)),
-            "stream, ids_field": lambda: sum(1 for _ in StreamingTextDataset(path, ids_field="input_ids")),
+            "stream, ids_field": lambda: sum(1 for _ in StreamingTextDataset.from_ids(path, ids_field="input_ids")),
         }
         for title, cases in (("1. build a map-style dataset", built), ("2. drain a stream, one reader", streamed)):
             times = {name: [] for name in cases}

@@ -91,6 +91,7 @@ from recipes.fixtures import WORDS, fixtures_dir
 from recipes.multimodal import ImageTextShards, expand_shards, multimodal_loader, write_shards
 from recipes.multimodal.tar_shards import read_samples
 from recipes.vision import train_transform
+from recipes.core.stream_order import StreamOrder
 
 # torchvision 0.29 deprecates its decoders for TorchCodec and warns on every call: it is the
 # peers' decoder here (litdata's own JPEG serializer calls it), so that warning is silenced, and
@@ -428,7 +429,8 @@ def full_contenders(data: Data, peers: dict[str, Any], tokenizer: Tokenizer) -> 
     litdata = peers.get("litdata")
 
     def ours(paths: str, cache_dir: Path | None = None) -> DataLoader:
-        shards = ImageTextShards(paths, tokenizer, transform=train_transform(SIZE), seed=0, cache_dir=cache_dir)
+        shards = ImageTextShards(paths, tokenizer, transform=train_transform(SIZE), cache_dir=cache_dir,
+                                 order=StreamOrder(seed=0))
         return multimodal_loader(shards, BATCH, device="cpu", num_workers=WORKERS, seed=0)
 
     def plain(dataset: Any, batch_size: int | None) -> DataLoader:

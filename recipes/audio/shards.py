@@ -1,7 +1,7 @@
 """Clips and transcripts streamed from WebDataset-style tar shards, split across ranks and workers.
 
     shards = AudioShards("s3://bucket/speech/shard-{000000..000511}.tar", "tokenizer.json",
-                         sample_rate=16000, shuffle_buffer=1000, seed=0)
+                         sample_rate=16000, order=StreamOrder(shuffle_buffer=1000, seed=0))
     loader = audio_loader(shards, batch_size=32, device="cuda", stateful=True)
 
 A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
@@ -32,10 +32,12 @@ import torch
 from recipes.audio.decoding import MAX_SECONDS, decode
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.moved_keywords import moved_keywords
 from recipes.core.seeding import epoch_generator, sample_seed
 from recipes.core.shard_index import ShardIndex
 from recipes.core.states import check_int
 from recipes.core.storage import basename, shown
+from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tar_samples import expand_shards, read_samples
 
@@ -54,15 +56,17 @@ class AudioShards(ResumableStream):
         tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
-        shuffle_buffer: samples held for shuffling (0: shards and samples in order).
-        seed: shuffling seed, shared by all ranks; None draws one.
         max_seconds: the per-sample limit that bounds memory (default :data:`MAX_SECONDS`).
         max_length: keep at most this many ids per transcript, special tokens included.
         on_error: ``"raise"`` a DataError naming the shard and member, or ``"skip"`` the sample
             (a shard that cannot be read: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards; never shown.
+        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+            for shuffling (0: shards and samples in order), the shuffling ``seed`` shared by all
+            ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
 
+    @moved_keywords("AudioShards", groups={"order": (StreamOrder, {"shuffle_buffer": "shuffle_buffer", "seed": "seed"})})
     def __init__(
         self,
         urls: str | os.PathLike | Sequence[str | os.PathLike],
@@ -70,18 +74,18 @@ class AudioShards(ResumableStream):
         *,
         sample_rate: int = 16000,
         num_channels: int | None = 1,
-        shuffle_buffer: int = 0,
-        seed: int | None = None,
         max_seconds: float | None = None,
         max_length: int | None = None,
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
+        order: StreamOrder | None = None,
     ) -> None:
-        if shuffle_buffer < 0:
-            raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
+        order = order_or_default(order, "AudioShards")
+        shuffle_buffer, seed = order.shuffle_buffer, order.seed
         self.storage_options = storage_options
         # listed and indexed once per job: on rank 0, sent to the others (recipes.core.shard_index)
-        self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options))
+        self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
+                                                order.world_size)
         self.sample_rate, self.num_channels, self.shuffle_buffer = int(sample_rate), num_channels, shuffle_buffer
         self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
         self.on_error = check_on_error(on_error)
@@ -92,7 +96,7 @@ class AudioShards(ResumableStream):
             tokenizer = load_tokenizer(tokenizer)
             self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
-        super().__init__(seed, source=source)
+        super().__init__(seed, order.rank, order.world_size, source=source)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""

@@ -7,7 +7,7 @@ Each image is read once: PIL parses the header (format, mode, size; a decompress
 refused there, before any pixel is allocated), then :func:`recipes.core.images.decode_image`
 decodes it exactly as the loaders will, so a file that passes here loads in training, with
 ``strict=True``: a JPEG libjpeg reports as corrupt (it would load with grey or smeared blocks) is
-named with libjpeg's reason, as the loaders' ``strict_decode=True`` would refuse it. The files
+named with libjpeg's reason, as the loaders' ``ReadOptions(strict_decode=True)`` would refuse it. The files
 go to a ``multiprocessing`` pool in chunks (one task per ``chunksize`` files, so 100k small files
 cost a few hundred round trips, not 100k); results come back in order under a tqdm bar.
 """

@@ -17,7 +17,7 @@
   ``arrays`` (per-sample tables workers share), ``storage`` (local paths and fsspec URLs, secrets
   never shown, retries logged) and ``timeouts`` (a silent server is an error), ``disk_cache``,
   ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths`` (the
-  bad-input policy, safe paths).
+  bad-input policy, safe paths), ``read_options`` and ``stream_order`` (rarely changed knobs).
 
 Names are loaded on first use (``from recipes.core import MixedDataset`` imports ``mixing``
 then), so a domain that needs no tokenizer, Parquet or object storage never imports them.
@@ -71,6 +71,8 @@ _HOMES = {
     "ByLength": "plans",
     "TokenBudget": "plans",
     "draws_of": "plans",
+    "ReadOptions": "read_options",
+    "StreamOrder": "stream_order",
     "SeededDataset": "seeding",
     "sample_seeds": "seeding",
     "seeded": "seeding",

@@ -32,13 +32,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from recipes.core.errors import DataError
+from recipes.core.read_options import MAX_ROW_GROUP_BYTES
 from recipes.core.storage import SIZE_THREADS, glob_sizes, has_glob, is_url, open_stream, shown, stream_size, suffix
 
 PARQUET_SUFFIX = ".parquet"
 TABLE_BATCH_ROWS = 1024  # rows per batch of an in-memory Arrow table (it has no row groups of its own)
-# A row group is read whole, then held as Python objects (several times its size): the limit on
-# what its footer declares, uncompressed, in the columns read. Hub files keep row groups far smaller.
-MAX_ROW_GROUP_BYTES = 256 * 2**20
 
 
 def require_pyarrow() -> Any:

@@ -36,13 +36,17 @@ from torchvision import tv_tensors
 
 from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.images import image_size, read_image
+from recipes.core.moved_keywords import moved_keywords
 from recipes.core.paths import resolve_under
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, shown
 from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
+# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
+MOVED_TO_READ_OPTIONS = {"strict": "strict_annotations", "strict_decode": "strict_decode"}
 
 
 class CocoDataset(Dataset):
@@ -65,15 +69,13 @@ class CocoDataset(Dataset):
             ``file_name`` escaping ``image_root``, an annotation of an image not in ``images``
             (the annotation is left out) or of an unknown category (its image is left out);
             duplicate ids and a malformed file always raise.
-        strict: raise on boxes with a non-positive or non-finite width or height instead of
-            dropping them with one :class:`DegenerateBoxWarning`.
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
             instead of COCO ids, for models built with ``num_classes=K + 1``.
         storage_options: passed to fsspec when ``ann_file`` is a URL; never shown.
-        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
-            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
-            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
-            decodes (rare EXIF metadata); benchmarks/README.md.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``strict_annotations`` (raise on boxes with a non-positive or non-finite width or
+            height instead of dropping them with one :class:`DegenerateBoxWarning`) and
+            ``strict_decode`` (raise or skip, per ``on_error``, an image libjpeg reports as corrupt).
 
     Attributes:
         index: the :class:`recipes.detection.coco_index.CocoIndex` (image sizes and file names,
@@ -82,6 +84,7 @@ class CocoDataset(Dataset):
             ``label_to_category`` map ids to 1..K and back.
     """
 
+    @moved_keywords("CocoDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         image_root: str | os.PathLike,
@@ -92,11 +95,11 @@ class CocoDataset(Dataset):
         include_crowd: bool = False,
         remove_empty: bool = False,
         on_error: str = "raise",
-        strict: bool = False,
         contiguous_labels: bool = False,
         storage_options: dict[str, Any] | None = None,
-        strict_decode: bool = False,
+        read_options: ReadOptions | None = None,
     ) -> None:
+        options = read_options_or_default(read_options, "CocoDataset", ("strict_annotations", "strict_decode"))
         self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
             raise FileNotFoundError(f"image_root {shown(image_root)} is not a directory")
@@ -104,11 +107,11 @@ class CocoDataset(Dataset):
             raise FileNotFoundError(f"ann_file {self.ann_file} does not exist (expected a COCO instances .json)")
         self._real_root = os.path.realpath(self.image_root) + os.sep
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
-        self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
+        self.on_error, self.strict_decode = check_on_error(on_error), options.strict_decode
         self.index = index_instances(
             read_instances(self.ann_file, masks=masks, storage_options=storage_options), shown(self.ann_file),
             on_error=on_error,
-            include_crowd=include_crowd, remove_empty=remove_empty, strict=strict,
+            include_crowd=include_crowd, remove_empty=remove_empty, strict=options.strict_annotations,
         )
         self.categories = self.index.categories
         self.category_to_label = {cid: k + 1 for k, cid in enumerate(self.categories)}

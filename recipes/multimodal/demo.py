@@ -13,6 +13,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
+from recipes.core.parquet_files import is_parquet
 from recipes.multimodal.pairs import ImageTextDataset, multimodal_loader
 
 
@@ -34,9 +35,10 @@ def open_path(options: Any, *, train: bool) -> ImageTextDataset:
         transform = v2.Compose([v2.RandomResizedCrop(size, scale=(0.5, 1.0), antialias=True), v2.RandomHorizontalFlip()])
     else:
         transform = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
-    return ImageTextDataset(
-        options.path, options.tokenizer_path(), image_root=options.image_root, transform=transform,
-        max_length=77 if options.max_length is None else options.max_length,
-        captions="random" if train else "first", image_field=options.image_field, caption_field=options.caption_field,
-        on_error=options.on_error,
-    )
+    max_length = 77 if options.max_length is None else options.max_length
+    common = {"image_root": options.image_root, "transform": transform, "max_length": max_length,
+              "captions": "random" if train else "first", "on_error": options.on_error}
+    if not is_parquet(options.path):  # a JSONL, CSV or COCO manifest names its own fields
+        return ImageTextDataset(options.path, options.tokenizer_path(), **common)
+    columns = {"image_field": options.image_field, "caption_field": options.caption_field}
+    return ImageTextDataset.from_parquet(options.path, options.tokenizer_path(), **columns, **common)

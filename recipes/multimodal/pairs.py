@@ -48,8 +48,10 @@ from recipes.core.errors import (
 )
 from recipes.core.images import decode_image, read_file
 from recipes.core.loader import build_loader
-from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, entry_name, is_arrow_dataset, is_parquet
+from recipes.core.moved_keywords import moved_keywords
+from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, parent, shown
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch
@@ -57,6 +59,10 @@ from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
 
 CAPTION_CHOICES = ("random", "first", "all")
+PAIRS_READ_OPTIONS = ("strict_decode", "max_row_group_bytes", "truncation")
+# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
+MOVED_TO_READ_OPTIONS = {"strict_decode": "strict_decode", "max_row_group_bytes": "max_row_group_bytes",
+                         "truncation": "truncation"}
 # OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -90,22 +96,19 @@ class ImageTextDataset(Dataset):
             an empty or missing caption, an unsafe path or a bad image; or ``"skip"`` it with a
             warning (bad rows leave the index at construction, bad images their batch).
         storage_options: passed to fsspec for URLs (endpoint, credentials); never shown.
-        image_field, caption_field: the Parquet columns of the image and the caption(s).
         cache_dir: Parquet with embedded images: keep their bytes here, keyed by the source's
             content, so that later runs map that copy (else each construction, in every rank,
             copies them into a temporary file of its own). Ranks that build a cold cache at the
             same moment each write; the last one published stays.
-        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
-            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
-            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
-            decodes (rare EXIF metadata); benchmarks/README.md. With ``decode="device"``
-            every image is then decoded, and checked, in the worker.
-        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
-            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
-            it for a trusted file written with larger row groups.
-        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(caption).ids[:max_length]``.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``strict_decode`` (with ``decode="device"`` every image is then decoded, and checked,
+            in the worker), ``max_row_group_bytes`` and ``truncation``.
+
+    Parquet columns named other than ``image`` and ``caption``: :meth:`from_parquet`.
     """
 
+    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+                    mode=("from_parquet", "_init_columns", ("image_field", "caption_field")))
     def __init__(
         self,
         manifest: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -117,13 +120,63 @@ class ImageTextDataset(Dataset):
         captions: str = "random",
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        read_options: ReadOptions | None = None,
+    ) -> None:
+        self._init_columns(manifest, tokenizer, image_root=image_root, transform=transform, max_length=max_length,
+                           captions=captions, on_error=on_error, storage_options=storage_options, cache_dir=cache_dir,
+                           read_options=read_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        source: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_field: str = "image",
+        caption_field: str = "caption",
+        **options: Any,
+    ) -> ImageTextDataset:
+        """Image-caption pairs from Parquet (or a ``datasets.Dataset``) whose columns have other names.
+
+        Args:
+            source: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: as for the constructor.
+            image_field: the column of the image: a path, the bytes or an HF ``Image`` struct.
+            caption_field: the column of the caption, or of a list of captions.
+            options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
+                ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
+        """
+        if not is_parquet(source):
+            raise ValueError(
+                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
+                "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
+            )
+        dataset = cls.__new__(cls)
+        cls._init_columns(dataset, source, tokenizer, image_field=image_field, caption_field=caption_field, **options)
+        return dataset
+
+    def _init_columns(
+        self,
+        manifest: Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_root: str | os.PathLike | None = None,
+        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        max_length: int | None = 77,
+        captions: str = "random",
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
         image_field: str = "image",
         caption_field: str = "caption",
         cache_dir: str | os.PathLike | None = None,
-        strict_decode: bool = False,
-        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-        truncation: str = "tokenizer",
+        read_options: ReadOptions | None = None,
     ) -> None:
+        """The constructor's work, with the Parquet column names :meth:`from_parquet` takes."""
+        options = read_options_or_default(read_options, "ImageTextDataset", PAIRS_READ_OPTIONS)
+        strict_decode, max_row_group_bytes, truncation = (
+            options.strict_decode, options.max_row_group_bytes, options.truncation
+        )
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         if max_length is not None and max_length < 1:

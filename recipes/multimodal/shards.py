@@ -2,7 +2,7 @@
 
     shards = ImageTextShards("s3://bucket/shards/shard-{000000..000127}.tar", tokenizer,
                              transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)]),
-                             shuffle_buffer=2000, seed=0)
+                             order=StreamOrder(shuffle_buffer=2000, seed=0))
     loader = multimodal_loader(shards, batch_size=256, device="cuda")
     for epoch in range(epochs):
         for batch in loader: ...                                       # the epoch advances by itself
@@ -40,10 +40,13 @@ from recipes.core.disk_cache import DiskCache
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.images import decode_image
+from recipes.core.moved_keywords import moved_keywords
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.seeding import epoch_generator, sample_seed, seeded
 from recipes.core.shard_index import ShardIndex
 from recipes.core.states import check_int
 from recipes.core.storage import basename, filesystem, is_url, shown
+from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tar_samples import expand_shards
 from recipes.core.tokens import TruncatingEncoder, load_tokenizer
@@ -51,6 +54,11 @@ from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
+SHARDS_READ_OPTIONS = ("strict_decode", "truncation", "cache_limit_bytes", "verify_cache")
+# the constructor keywords that moved into order= and read_options= (each still works, with a DeprecationWarning)
+MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
+MOVED_TO_READ_OPTIONS = {"strict_decode": "strict_decode", "truncation": "truncation",
+                         "cache_limit_bytes": "cache_limit_bytes", "cache_verify": "verify_cache"}
 
 
 class ImageTextShards(ResumableStream):
@@ -68,64 +76,57 @@ class ImageTextShards(ResumableStream):
         transform: applied to the uint8 image; must bring images to one size to batch them. An
             exception it raises is a :class:`recipes.core.errors.SampleError` naming the shard and
             member (a bug, not bad data: ``on_error="skip"`` does not drop it).
-        shuffle_buffer: samples held for shuffling (0: shards and samples in order).
-        seed: shuffling and augmentation seed, shared by all ranks; None draws one.
         max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
         on_error: ``"raise"`` a :class:`DataError` naming the shard and member, or ``"skip"`` the
             sample (a bad shard: the rest of it) with a warning.
-        rank, world_size: override what is read from ``torch.distributed`` at construction
-            (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
         cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
-            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none;
-            ``cache_limit_bytes`` bounds it (least recently used out; see
-            :class:`recipes.core.disk_cache.DiskCache`).
-        strict_decode: also raise or skip (per ``on_error``) an image that libjpeg reports as
-            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
-            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
-            decodes (rare EXIF metadata); benchmarks/README.md.
-        cache_verify: check each cached shard's CRC-32 at every open, not only its size and
-            modification time (one more read of the shard); a copy that differs is fetched again.
-        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(caption).ids[:max_length]``.
+            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none
+            (:class:`recipes.core.disk_cache.DiskCache`).
+        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+            for shuffling (0: shards and samples in order), the shuffling and augmentation
+            ``seed`` shared by all ranks (None draws one), and a rank and world size to use
+            instead of ``torch.distributed``'s.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound, least
+            recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
+            only its size and modification time; a copy that differs is fetched again).
     """
 
+    @moved_keywords("ImageTextShards", groups={"order": (StreamOrder, MOVED_TO_ORDER),
+                                               "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike],
         tokenizer: Tokenizer | str | os.PathLike,
         *,
         transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-        shuffle_buffer: int = 0,
-        seed: int | None = None,
         max_length: int | None = 77,
         captions: str = "random",
         on_error: str = "raise",
-        rank: int | None = None,
-        world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike | None = None,
-        cache_limit_bytes: int = 64 * 2**30,
-        strict_decode: bool = False,
-        cache_verify: bool = False,
-        truncation: str = "tokenizer",
+        order: StreamOrder | None = None,
+        read_options: ReadOptions | None = None,
     ) -> None:
+        order = order_or_default(order, "ImageTextShards")
+        options = read_options_or_default(read_options, "ImageTextShards", SHARDS_READ_OPTIONS)
+        shuffle_buffer, seed, rank, world_size = order.shuffle_buffer, order.seed, order.rank, order.world_size
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
-        if shuffle_buffer < 0:
-            raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
         self.shards, self.index = shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
                                                 world_size)
         self.storage_options = storage_options
-        self.cache = None if cache_dir is None else DiskCache(cache_dir, cache_limit_bytes, verify=cache_verify)
+        self.cache = None if cache_dir is None else DiskCache(cache_dir, options.cache_limit_bytes, verify=options.verify_cache)
         if is_url(self.shards[0]):
             filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = load_tokenizer(tokenizer)
-        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)  # copies made once
+        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=options.truncation)  # copies made once
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
-        self.strict_decode = strict_decode
+        self.strict_decode = options.strict_decode
         # what a state names as its data: the shards' count and names (not where they are kept)
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         super().__init__(seed, rank, world_size, source=source)

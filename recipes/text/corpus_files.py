@@ -40,13 +40,12 @@ from typing import Any
 import numpy as np
 
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.read_options import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
 from recipes.core.storage import is_url, read_bytes, shown
 from recipes.core.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns
-# Longest text tokenised whole (without max_length): about 100 MB of tokenizer memory per line.
-MAX_LINE_CHARS = 1_000_000
 _INTEGER = re.compile(r"[+-]?\d+")
 
 

@@ -11,7 +11,8 @@ index keeps each file's line count and the byte offset of every ``STRIDE``-th li
 ``STRIDE`` lines); a share's first line is found from the nearest kept one, reading fewer than
 ``STRIDE`` lines. Blank lines count as lines (the stream passes over them). The build reads every
 file once, on rank 0: for a remote corpus, a download before the first step. :meth:`LineIndex.cached`
-keeps the index in a ``cache_dir`` (:mod:`recipes.core.index_cache`): a second build reads no file.
+keeps the index in a folder (``ReadOptions(index_dir=...)``; :mod:`recipes.core.index_cache`): a
+second build reads no file.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Stream tokenised lines from .txt / .jsonl files too large to tokenise up front.
 
-    stream = StreamingTextDataset(["shard-0.jsonl", "shard-1.jsonl"], "tokenizer.json",
-                                  max_length=1024, shuffle_buffer=10_000, seed=0)
+    stream = StreamingTextDataset(["shard-0.jsonl", "shard-1.jsonl"], "tokenizer.json", max_length=1024,
+                                  order=StreamOrder(shuffle_buffer=10_000, seed=0))
     loader = streaming_loader(stream, batch_size=32, device="cuda", seed=0)
     for epoch in range(3):
         stream.set_epoch(epoch)          # optional: epochs also advance by themselves
@@ -42,16 +42,18 @@ from recipes.core.batching import extra_columns
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
+from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import (
-    MAX_ROW_GROUP_BYTES,
     is_arrow_dataset,
     is_parquet,
     iter_rows,
     parquet_listing,
     read_footers,
 )
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
+from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import (
@@ -64,13 +66,19 @@ from recipes.core.tokens import (
     require_pad_id,
 )
 from recipes.core.truncation import check_truncation
-from recipes.text.corpus_files import MAX_LINE_CHARS, check_format, integer_label, parse_line
+from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
 from recipes.text.parquet_ids import IdsColumn
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
+TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "index_dir")
+IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
+# the constructor keywords that moved into order= and read_options= (each still works, with a DeprecationWarning)
+MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
+MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
+                         "max_row_group_bytes": "max_row_group_bytes"}
 
 
 class StreamingTextDataset(ResumableStream):
@@ -85,34 +93,29 @@ class StreamingTextDataset(ResumableStream):
             files sorted by name): local paths or fsspec URLs
             (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
             (files, a glob, a ``datasets.Dataset``).
-        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``; None only with ``ids_field``.
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
         max_length: keep at most this many ids per line, special tokens included, as the
             tokenizer's ``enable_truncation(max_length)`` cuts (the closing ``[SEP]``/``</s>`` stays;
             the tokenizer you pass is not changed). A long line is tokenised from a bounded prefix.
-        shuffle_buffer: items held in a buffer and drawn from at random (0: file order). Bigger
-            mixes further apart lines and costs memory; each slot has its own buffer.
-        seed: seeds the buffer with ``(seed, epoch, slot)``; None draws one shared by all ranks.
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
-        rank, world_size: override what is read from ``torch.distributed`` at construction
-            (built on every rank of the group, rank 0 lists for all; ``0, 1`` for one rank alone).
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
-        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
-            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
-            it for a trusted file written with larger row groups.
-        truncation: ``"tokenizer"`` (as above) or ``"slice"``: ``encode(text).ids[:max_length]``.
-        max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
-            byte offset (each is tokenised whole: about 100 bytes of memory a character).
-        ids_field: Parquet only: stream this column of token-id lists, a row group at a time, instead of
-            tokenising ``text_field``; ids, labels, ``pad_id``, ``max_length`` and ``vocab_size`` as in
-            :class:`recipes.text.TokenizedTextDataset` (with a tokenizer the cut keeps its special
-            tokens, without one it slices); the same rows, order and state as the text column gives.
-        vocab_size: with ``ids_field``: ids must be below it (default: the tokenizer's ``get_vocab_size()``).
-        cache_dir: keep the line index here (.txt / .jsonl), so that the next build of the same
-            files (path, size, modification time) reads none of them (:mod:`recipes.text.line_index`).
+        order: a :class:`recipes.core.stream_order.StreamOrder`: the shuffle buffer, its seed
+            (``(seed, epoch, slot)``; None draws one shared by all ranks), and a rank and world
+            size to use instead of ``torch.distributed``'s.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``truncation``, ``max_line_chars`` (a longer text is a DataError naming its byte
+            offset), ``max_row_group_bytes`` and ``index_dir``: where the line index of .txt and
+            .jsonl files is kept, so the next build of the same files reads none of them
+            (:mod:`recipes.text.line_index`).
+
+    A Parquet column of token-id lists streams without a tokenizer: :meth:`from_ids`.
     """
 
+    @moved_keywords("StreamingTextDataset", groups={"order": (StreamOrder, MOVED_TO_ORDER),
+                                                    "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+                    mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
@@ -121,25 +124,81 @@ class StreamingTextDataset(ResumableStream):
         text_field: str = "text",
         label_field: str | None = None,
         max_length: int | None = None,
-        shuffle_buffer: int = 0,
-        seed: int | None = None,
         pad_id: int | None = None,
         on_error: str = "raise",
-        rank: int | None = None,
-        world_size: int | None = None,
         storage_options: dict[str, Any] | None = None,
-        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-        truncation: str = "tokenizer",
-        max_line_chars: int = MAX_LINE_CHARS,
+        order: StreamOrder | None = None,
+        read_options: ReadOptions | None = None,
+    ) -> None:
+        fields = {"text_field": text_field, "label_field": label_field, "storage_options": storage_options}
+        self._build(paths, tokenizer, max_length=max_length, pad_id=pad_id, on_error=on_error,
+                    order=order_or_default(order, "StreamingTextDataset"),
+                    options=read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
+
+    @classmethod
+    def from_ids(
+        cls,
+        paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        vocab_size: int | None = None,
+        **options: Any,
+    ) -> StreamingTextDataset:
+        """Stream a Parquet column of token-id lists, a row group at a time, instead of tokenising text.
+
+        Ids, labels, ``pad_id``, ``max_length`` and ``vocab_size`` as in
+        :meth:`recipes.text.TokenizedTextDataset.from_ids` (with a tokenizer the cut keeps its
+        special tokens, without one it slices); the same rows, order and state as the text column
+        gives. ``options``: the constructor's keywords but ``text_field``; ``read_options``: this
+        reads its ``truncation`` and ``max_row_group_bytes``.
+        """
+        if "text_field" in options:
+            raise TypeError("StreamingTextDataset.from_ids reads ids_field, stored ids: it takes no text_field")
+        stream = cls.__new__(cls)
+        cls._init_ids(stream, paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
+        return stream
+
+    def _init_ids(
+        self,
+        paths: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
         ids_field: str | None = None,
         vocab_size: int | None = None,
-        cache_dir: str | os.PathLike | None = None,
+        text_field: str = "text",
+        order: StreamOrder | None = None,
+        read_options: ReadOptions | None = None,
+        **fields: Any,
     ) -> None:
+        """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
+        options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
+        self._build(paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, text_field=text_field,
+                    order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+
+    def _build(
+        self,
+        paths: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None,
+        *,
+        text_field: str = "text",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        order: StreamOrder,
+        options: ReadOptions,
+        ids_field: str | None = None,
+        vocab_size: int | None = None,
+    ) -> None:
+        shuffle_buffer, seed, rank, world_size = order.shuffle_buffer, order.seed, order.rank, order.world_size
+        truncation, max_line_chars = options.truncation, options.max_line_chars
         self.storage_options, self.parquet = storage_options, is_parquet(paths)
-        self.max_row_group_bytes = max_row_group_bytes
+        self.max_row_group_bytes = options.max_row_group_bytes
         if tokenizer is None and ids_field is None:
-            raise ValueError("StreamingTextDataset needs a tokenizer to tokenise the text; pass one, or ids_field=... "
-                             "to stream a Parquet column of token ids")
+            raise ValueError("StreamingTextDataset needs a tokenizer to tokenise the text; pass one, or use "
+                             "StreamingTextDataset.from_ids(...) to stream a Parquet column of token ids")
         if vocab_size is not None and ids_field is None:
             raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
         if not self.parquet:
@@ -186,14 +245,12 @@ class StreamingTextDataset(ResumableStream):
 
             def sized_and_counted() -> tuple[list[Any], list[int], LineIndex]:
                 files, sizes = sized_files(self.paths, storage_options)
-                return files, sizes, LineIndex.cached(files, sizes, storage_options, cache_dir)
+                return files, sizes, LineIndex.cached(files, sizes, storage_options, options.index_dir)
 
             # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
             self.paths, self.sizes, self.lines = shared_result(sized_and_counted, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
-        if shuffle_buffer < 0:
-            raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
         # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
         if self.tokenizer is not None:

@@ -7,7 +7,7 @@
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
 
     loader = text_loader(dataset, max_tokens=4096, collate_fn=pack_collate)   # no padding at all
-    dataset = TokenizedTextDataset("train-*.parquet", ids_field="input_ids", pad_id=0)   # ids already made
+    dataset = TokenizedTextDataset.from_ids("train-*.parquet", ids_field="input_ids", pad_id=0)   # ids already made
 
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
@@ -31,20 +31,27 @@ from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import check_on_error, drop_skipped
 from recipes.core.loader import build_loader
-from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, PARQUET_SUFFIX, is_parquet
+from recipes.core.moved_keywords import moved_keywords
+from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget
 from recipes.core.protocols import collate_of
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
 from recipes.core.truncation import check_truncation
-from recipes.text.corpus_files import MAX_LINE_CHARS, TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
+from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import IdsColumn, read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
+TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
+IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
+# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
+MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
+                         "max_row_group_bytes": "max_row_group_bytes", "verify": "verify_cache"}
 
 
 class TokenizedTextDataset(Dataset):
@@ -68,44 +75,29 @@ class TokenizedTextDataset(Dataset):
     row group at a time, the same rules apply per row, and ``line_numbers[i]`` is the row of
     sample ``i`` counted from 0 across the files. A missing column lists the file's columns.
 
-    Pre-tokenised Parquet (:mod:`recipes.text.parquet_ids`): ``ids_field="input_ids"`` reads a
-    column of token-id lists, as ``datasets.map``, Ray Data or Spark write them, instead of
-    tokenising ``text_field``; items, labels, padding and packing are the same. ``tokenizer`` may
-    then be None. Given, it sets ``vocab_size`` and ``pad_id`` when they are not passed, and
-    ``max_length`` cuts the stored ids as the text path cuts (its special tokens kept; a cut row
-    that does not end in them is a DataError); without one ``max_length`` slices,
-    ``ids[:max_length]``. A bad id or row is a DataError naming the file, row and row group.
+    Pre-tokenised Parquet (ids made by ``datasets.map``, Ray Data or Spark): :meth:`from_ids`.
 
     Args:
         path: the data file, a local path or an fsspec URL (``s3://``, ``https://``...); its
             suffix picks the format. For Parquet also a list, a glob or a ``datasets.Dataset``.
-        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``; None only with ``ids_field``.
-        text_field: the text's JSON field or CSV / Parquet column (unused for .txt and with ``ids_field``).
+        tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
+        text_field: the text's JSON field or CSV / Parquet column (unused for .txt).
         label_field: the label's field or column; None for no labels.
         max_length: keep at most this many ids per sample, special tokens included (None: all).
         cache_dir: store the ids here as ``.npy``, keyed by the file's bytes, the tokenizer and
             these options, and memory-map them on the next run. Never pickled. Each open checks
             the files' sizes, dtypes and shapes against the entry's record; a damaged entry is
-            rebuilt with one ``DamagedCacheWarning`` naming the file. Refused with ``ids_field``:
-            the ids are read as stored, there is no tokenising to save.
-        pad_id: the padding id; None reads the tokenizer's padding config or its pad token (with
-            ``ids_field`` and no tokenizer: none, so ``text_collate`` raises and ``pack_collate`` works).
+            rebuilt with one ``DamagedCacheWarning`` naming the file.
+        pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
-        max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
-            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
-            it for a trusted file written with larger row groups.
-        verify: with ``cache_dir``, also check every cached file's CRC-32 (reads it whole),
-            which alone catches a file replaced by another valid array of the same size.
-        truncation: ``"tokenizer"`` (above) or ``"slice"``: ``tokenizer.encode(text).ids[:max_length]``,
-            which drops the closing special token of a cut text (to match data cut that way).
-        max_line_chars: without ``max_length``, a text longer than this is a DataError naming its
-            line (each is tokenised whole: about 100 bytes of memory a character).
-        ids_field: Parquet only: the column of token-id lists to read instead of tokenising text.
-        vocab_size: with ``ids_field``: ids must be below it (default: the tokenizer's
-            ``get_vocab_size()``; without a tokenizer, no bound but uint32's).
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``truncation``, ``max_line_chars``, ``max_row_group_bytes`` and ``verify_cache`` (with
+            ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
+    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+                    mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -118,53 +110,17 @@ class TokenizedTextDataset(Dataset):
         pad_id: int | None = None,
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
-        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-        verify: bool = False,
-        truncation: str = "tokenizer",
-        max_line_chars: int = MAX_LINE_CHARS,
-        ids_field: str | None = None,
-        vocab_size: int | None = None,
+        read_options: ReadOptions | None = None,
     ) -> None:
-        # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
-        parquet = parquet_source(path, storage_options) if is_parquet(path) else None
-        self._line_name = "line" if parquet is None else "row"  # what line_numbers count, for messages
-        self._no_tokenizer = tokenizer is None  # for the pad_id message
-        if parquet is not None:
-            self.path, suffix, self._name = parquet.path, PARQUET_SUFFIX, parquet.name
-        else:
-            self.path = path if is_url(path) else Path(path)
-            suffix = check_format(self.path, TEXT_FORMATS)  # the message lists .parquet too
-            if ids_field is not None:
-                raise ValueError(
-                    f"{shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
-                    "such column; write the ids to Parquet (datasets.Dataset.to_parquet, pyarrow.parquet.write_table) "
-                    "or pass a tokenizer to tokenise the text"
-                )
-            if not is_url(path) and not self.path.is_file():
-                raise FileNotFoundError(f"text file {self.path} does not exist")
-            self._name = shown(path)  # for messages
-        if ids_field is not None:  # token ids already made: read, checked and cut, never tokenised
-            if cache_dir is not None:
-                raise ValueError(
-                    f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
-                    "already made, straight from the file, so there is nothing to cache: drop cache_dir"
-                )
-            check_truncation(max_length, truncation)
-            tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-            encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=truncation)
-            column = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                               encoder=encoder, on_error=on_error)
-            self._read_ids(parquet, column, tokenizer, pad_id=pad_id, max_row_group_bytes=max_row_group_bytes)
-            return
+        options = read_options_or_default(read_options, "TokenizedTextDataset", TEXT_READ_OPTIONS)
+        parquet, suffix = self._open_source(path, storage_options)
         if tokenizer is None:
             raise ValueError(
-                f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or "
-                "ids_field=... to read a Parquet column of token ids"
+                f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or use "
+                "TokenizedTextDataset.from_ids(...) to read a Parquet column of token ids"
             )
-        if vocab_size is not None:
-            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
         tokenizer = load_tokenizer(tokenizer)
-        encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)  # checks both
+        encoder = TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)  # checks both
         check_on_error(on_error)
         self._pad_id = find_pad_id(tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
@@ -172,18 +128,19 @@ class TokenizedTextDataset(Dataset):
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
         else:
             key_path, data = self.path, read_bytes(self.path, storage_options)
-        max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
-        options = [suffix, text_field, label_field, max_length, on_error, truncation, max_chars]
-        self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, options)
+        max_chars = options.max_line_chars if max_length is None else None  # with max_length a line is read in part
+        key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars]
+        self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
         needed = ("lines",) if label_field is None else ("lines", "labels")
         cached = None if self._cache is None else reuse_cache(
-            self._cache, verify=verify, require_columns=needed, require_meta=("label_names",)
+            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",)
         )
         if cached is not None:
             self._set_cached(*cached)
             return
         if parquet is not None:
-            corpus = parquet.read(encoder, max_chars=max_chars, max_row_group_bytes=max_row_group_bytes, **fields)
+            read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
+            corpus = parquet.read(encoder, **read, **fields)
             tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
         else:
             rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
@@ -194,17 +151,105 @@ class TokenizedTextDataset(Dataset):
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)
 
-    def _read_ids(self, parquet: Any, column: IdsColumn, tokenizer: Tokenizer | None, *, pad_id: int | None,
-                  max_row_group_bytes: int) -> None:
-        """Read the token ids of ``column`` from the Parquet source (:mod:`recipes.text.parquet_ids`)."""
+    @classmethod
+    def from_ids(
+        cls,
+        path: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        vocab_size: int | None = None,
+        **options: Any,
+    ) -> TokenizedTextDataset:
+        """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
+
+        ``datasets.map``, Ray Data and Spark write such columns (:mod:`recipes.text.parquet_ids`).
+        Items, labels, padding and packing are those of the text path. A tokenizer, when given,
+        sets ``vocab_size`` and ``pad_id`` when they are not passed, and ``max_length`` cuts the
+        stored ids as the text path cuts (its special tokens kept; a cut row that does not end in
+        them is a DataError); without one ``max_length`` slices, ``ids[:max_length]``, and ``pad_id``
+        is None unless passed (``text_collate`` then asks for one, ``pack_collate`` needs none). A
+        bad id or row is a DataError naming the file, row and row group.
+
+        Args:
+            path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: None, or the tokenizer that made the ids.
+            ids_field: the column of token-id lists.
+            vocab_size: ids must be below it (default: the tokenizer's ``get_vocab_size()``;
+                without a tokenizer, no bound but uint32's).
+            options: the constructor's ``label_field``, ``max_length``, ``pad_id``, ``on_error``,
+                ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
+                ``max_row_group_bytes``).
+        """
+        refused = sorted(set(options) & {"text_field", "cache_dir"})
+        if refused:
+            raise TypeError(f"TokenizedTextDataset.from_ids reads ids_field, stored ids: it takes no {', '.join(refused)}")
+        dataset = cls.__new__(cls)
+        cls._init_ids(dataset, path, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
+        return dataset
+
+    def _init_ids(
+        self,
+        path: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str | None = None,
+        vocab_size: int | None = None,
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        read_options: ReadOptions | None = None,
+        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
+        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        if ids_field is None:
+            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
+        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
+        self._no_tokenizer = tokenizer is None
+        if cache_dir is not None:
+            raise ValueError(
+                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
+                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
+            )
+        check_truncation(max_length, options.truncation)
+        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+        encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)
+        column = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
+                           encoder=encoder, on_error=on_error)
         if tokenizer is not None:
             self._pad_id = find_pad_id(tokenizer, pad_id)
         else:  # nothing names a pad id: text_collate asks for one, pack_collate needs none
             self._pad_id = None if pad_id is None else int(pad_id)
         self._cache = None
-        options = {"storage_options": parquet.storage_options, "max_row_group_bytes": max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, column, **options)
+        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
+        corpus = read_id_corpus(parquet.entries, column, **reading)
         self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+
+    def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
+        """``(the Parquet source or None, the format's suffix)``; sets ``path`` and the names messages use."""
+        # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
+        parquet = parquet_source(path, storage_options) if is_parquet(path) else None
+        self._line_name = "line" if parquet is None else "row"  # what line_numbers count, for messages
+        self._no_tokenizer = False  # set by from_ids without a tokenizer, for the pad_id message
+        if parquet is not None:
+            self.path, self._name = parquet.path, parquet.name
+            return parquet, PARQUET_SUFFIX
+        self.path = path if is_url(path) else Path(path)
+        suffix = check_format(self.path, TEXT_FORMATS)  # the message lists .parquet too
+        if ids_field is not None:
+            raise ValueError(
+                f"{shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
+                "such column; write the ids to Parquet (datasets.Dataset.to_parquet, pyarrow.parquet.write_table) "
+                "or pass a tokenizer to tokenise the text"
+            )
+        if not is_url(path) and not self.path.is_file():
+            raise FileNotFoundError(f"text file {self.path} does not exist")
+        self._name = shown(path)  # for messages
+        return None, suffix
 
     def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
         self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names

@@ -48,6 +48,8 @@ from recipes.core.errors import (
 )
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
+from recipes.core.moved_keywords import moved_keywords
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
@@ -68,11 +70,10 @@ class ImageFolderDataset(Dataset):
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
             ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
-        strict_decode: also raise or skip (per ``on_error``) a JPEG that libjpeg reports as
-            corrupt (``Corrupt JPEG data: ...``; it would decode with grey or smeared blocks).
-            Off by default: about 1% of a decode, but a second, full decode for a JPEG that PIL
-            decodes (``draft_size``, rare EXIF metadata); benchmarks/README.md. With ``decode="device"``
-            every image is then decoded, and checked, in the worker.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``strict_decode`` (raise or skip, per ``on_error``, a JPEG libjpeg reports as corrupt: a
+            second, full decode where ``draft_size`` drafts; with ``decode="device"`` every image is
+            then decoded, and checked, in the worker).
 
     The index is two numpy arrays (paths relative to ``root`` in a :class:`StringArray`, labels
     as int64), so forked workers share it instead of copying it page by page. ``samples`` and
@@ -80,6 +81,7 @@ class ImageFolderDataset(Dataset):
     in a loop.
     """
 
+    @moved_keywords("ImageFolderDataset", groups={"read_options": (ReadOptions, {"strict_decode": "strict_decode"})})
     def __init__(
         self,
         root: str | os.PathLike,
@@ -89,8 +91,9 @@ class ImageFolderDataset(Dataset):
         on_error: str = "raise",
         allow_empty: bool = False,
         draft_size: tuple[int, int] | str | None = "auto",
-        strict_decode: bool = False,
+        read_options: ReadOptions | None = None,
     ) -> None:
+        options = read_options_or_default(read_options, "ImageFolderDataset", ("strict_decode",))
         self.root = os.path.expanduser(os.fspath(root))
         self.transform = transform
         self.on_error = check_on_error(on_error)
@@ -99,7 +102,7 @@ class ImageFolderDataset(Dataset):
         elif isinstance(draft_size, str):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
-        self.strict_decode = strict_decode
+        self.strict_decode = options.strict_decode
         self.extensions = _normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}

@@ -14,6 +14,7 @@ from torchcodec.decoders import AudioDecoder
 from recipes.audio import AudioShards, audio_loader
 from recipes.core.errors import DataError
 from recipes.core.loader import SET_VITAL_WARNING
+from recipes.core.stream_order import StreamOrder
 from tests.harness import STOPS, check_resume, with_skip_warnings
 from tests.servers import FaultyHTTPServer
 
@@ -42,9 +43,24 @@ def test_every_sample_comes_once_as_the_decoder_decodes_its_member(shards, rows,
 
 
 def test_a_shuffle_buffer_reorders_each_epoch_and_keeps_every_sample(shards):
-    stream = AudioShards(str(shards / "speech-{000000..000001}.tar"), shuffle_buffer=3, seed=1)
+    stream = AudioShards(str(shards / "speech-{000000..000001}.tar"), order=StreamOrder(shuffle_buffer=3, seed=1))
     first, second = [item["key"] for item in stream], [item["key"] for item in stream]
     assert sorted(first) == sorted(second) and len(set(first)) == 8 and first != second
+
+
+def test_the_old_shuffle_keywords_warn_at_the_caller_and_give_the_same_order(shards):
+    expected = [item["key"] for item in AudioShards(shards, order=StreamOrder(shuffle_buffer=3, seed=1))]
+    pattern = r"AudioShards\(shuffle_buffer=\.\.\., seed=\.\.\.\) is deprecated: pass order=StreamOrder\("
+    with pytest.warns(DeprecationWarning, match=pattern) as caught:
+        stream = AudioShards(shards, shuffle_buffer=3, seed=1)
+    assert len(caught) == 1 and caught[0].filename == str(Path(__file__).resolve())  # the caller's line
+    assert [item["key"] for item in stream] == expected
+
+
+def test_an_order_with_a_rank_reads_that_ranks_share_of_the_shards(shards):
+    keys = {rank: [item["key"] for item in AudioShards(shards, order=StreamOrder(rank=rank, world_size=2))] for rank in (0, 1)}
+    assert keys[0] and keys[1] and not set(keys[0]) & set(keys[1])
+    assert sorted(keys[0] + keys[1]) == sorted(item["key"] for item in AudioShards(shards))
 
 
 def test_the_loader_pads_stream_batches_and_refuses_a_seconds_budget(shards, tokenizer):
@@ -56,7 +72,7 @@ def test_the_loader_pads_stream_batches_and_refuses_a_seconds_budget(shards, tok
 
 
 def _make(pattern, workers):
-    stream = AudioShards(pattern, shuffle_buffer=3, seed=2)
+    stream = AudioShards(pattern, order=StreamOrder(shuffle_buffer=3, seed=2))
     return audio_loader(stream, 2, device="cpu", seed=2, stateful=True, num_workers=workers)
 
 

@@ -18,6 +18,7 @@ from recipes.cli.datasets import DataOptions
 from recipes.core.arrays import TokenArray
 from recipes.core.disk_cache import DiskCache
 from recipes.text.token_cache import cache_prefix, load_cache, save_cache
+from recipes.core.read_options import ReadOptions
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 from tests.servers import FaultyHTTPServer
 
@@ -407,7 +408,8 @@ def _dataset_error(root, path, parser, monkeypatch):
         if parser == "stdlib":
             patch.setattr(coco_files, "msgspec", None)
         with pytest.raises(DataError) as raised:
-            CocoDataset(root, path, strict=True)  # strict: a degenerate box is an error, not a dropped box
+            # strict: a degenerate box is an error, not a dropped box
+            CocoDataset(root, path, read_options=ReadOptions(strict_annotations=True))
     return raised.value
 
 

@@ -3,7 +3,8 @@
 - Dependencies run one way: cli -> domains -> core. The core imports no domain and names none;
   multimodal may import vision and text (it is their composition); no other domain imports another.
 - Public functions and methods of the core, and the loader presets, take at most 8 parameters;
-  dataset constructors at most 3 positional ones.
+  dataset constructors at most 3 positional ones and 10 in all (a mode is a classmethod, rarely
+  changed knobs travel in one object: CONVENTIONS rule 18).
 - Importing a domain loads only what it uses.
 """
 
@@ -29,6 +30,7 @@ COMPOSES = {entry.name: set(entry.composes) for entry in REGISTRY}
 NICKNAMES = {entry.name: entry.nickname for entry in REGISTRY}
 MAX_PARAMETERS = 8
 MAX_POSITIONAL = 3
+MAX_DATASET_PARAMETERS = 10
 
 
 def _recipes_imports(path: Path) -> set[str]:
@@ -112,6 +114,43 @@ def test_presets_take_at_most_eight_parameters_and_datasets_three_positional(dom
             if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name != "self"
         ]
         assert len(positional) <= MAX_POSITIONAL, f"{dataset.__name__}: positional {positional}; the rest keyword-only"
+
+
+def _constructors(dataset: type) -> dict[str, int]:
+    """``{"Name.__init__" or "Name.from_x": parameter count}``: the constructor (every parameter but
+    self, as ``inspect.signature`` shows it) and each classmethod that builds the class (its named
+    parameters; its ``**options`` are the constructor's, counted there)."""
+    counts = {f"{dataset.__name__}.__init__": len(inspect.signature(dataset.__init__).parameters) - 1}
+    for name, member in vars(dataset).items():
+        if isinstance(member, classmethod) and not name.startswith("_"):
+            built = inspect.signature(member.__func__).return_annotation in (dataset.__name__, dataset)
+            if built:
+                counts[f"{dataset.__name__}.{name}"] = len(_parameters(getattr(dataset, name)))
+    return counts
+
+
+@pytest.mark.parametrize("domain", DOMAINS, ids=NICKNAMES.get)
+def test_no_public_dataset_takes_more_than_ten_parameters(domain):
+    package = importlib.import_module(f"recipes.{domain}")
+    values = [getattr(package, name) for name in package.__all__]
+    datasets = [value for value in values if inspect.isclass(value) and issubclass(value, Dataset)]
+    counts = {name: count for dataset in datasets for name, count in _constructors(dataset).items()}
+    assert len(counts) >= len(datasets) > 0
+    over = {name: count for name, count in counts.items() if count > MAX_DATASET_PARAMETERS}
+    assert not over, (
+        f"more than {MAX_DATASET_PARAMETERS} parameters: {over}; a mode that changes what comes out is a classmethod, "
+        "rarely changed knobs go into recipes.core.ReadOptions / StreamOrder"
+    )
+
+
+def test_the_parameter_count_sees_a_wide_constructor_and_its_modes():
+    class Wide(Dataset):
+        def __init__(self, a, b, *, c=0, d=0, e=0, f=0, g=0, h=0, i=0, j=0, k=0) -> None: ...
+
+        @classmethod
+        def from_other(cls, a, *, b=0, c=0, **options) -> "Wide": ...
+
+    assert _constructors(Wide) == {"Wide.__init__": 11, "Wide.from_other": 3}
 
 
 # What a domain must not pay for at import: other domains' libraries and the stream machinery.

@@ -25,6 +25,7 @@ from recipes.detection import CocoDataset, detection_loader
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
 from recipes.vision import ImageFolderDataset, train_transform, vision_loader
+from recipes.core.stream_order import StreamOrder
 
 STATES = Path(__file__).resolve().parents[1] / "states"
 OPTIONS = {"stateful": True, "num_workers": 0, "device": "cpu"}
@@ -74,13 +75,16 @@ def mixture(fixtures: Path, scratch: Path) -> Any:
 
 
 def stream(fixtures: Path, scratch: Path) -> Any:
-    lines = StreamingTextDataset(fixtures / "text" / "corpus.txt", _tokenizer(fixtures), shuffle_buffer=16, seed=3)
+    lines = StreamingTextDataset(fixtures / "text" / "corpus.txt", _tokenizer(fixtures),
+                                 order=StreamOrder(shuffle_buffer=16, seed=3))
     return streaming_loader(lines, 4, train=True, seed=3, **OPTIONS)
 
 
 def stream_mixture(fixtures: Path, scratch: Path) -> Any:
-    small = StreamingTextDataset(fixtures / "text" / "labeled.jsonl", _tokenizer(fixtures), shuffle_buffer=8, seed=1)
-    big = StreamingTextDataset(fixtures / "text" / "corpus.txt", _tokenizer(fixtures), shuffle_buffer=8, seed=2)
+    small = StreamingTextDataset(fixtures / "text" / "labeled.jsonl", _tokenizer(fixtures),
+                                 order=StreamOrder(shuffle_buffer=8, seed=1))
+    big = StreamingTextDataset(fixtures / "text" / "corpus.txt", _tokenizer(fixtures),
+                               order=StreamOrder(shuffle_buffer=8, seed=2))
     mixed = MixedStream([small, big], [3, 1], samples_per_epoch=96, seed=5)
     return streaming_loader(mixed, 8, train=True, seed=3, **OPTIONS)
 
@@ -88,7 +92,7 @@ def stream_mixture(fixtures: Path, scratch: Path) -> Any:
 def shards(fixtures: Path, scratch: Path) -> Any:
     written = write_shards(fixtures / "multimodal" / "captions.json", scratch, samples_per_shard=2)  # 4 shards of 2
     dataset = ImageTextShards([str(path) for path in written], _tokenizer(fixtures), transform=CROP, captions="random",
-                              shuffle_buffer=3, seed=2)
+                              order=StreamOrder(shuffle_buffer=3, seed=2))
     return multimodal_loader(dataset, 2, train=True, seed=2, **OPTIONS)
 
 

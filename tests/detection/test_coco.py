@@ -23,6 +23,7 @@ import recipes.detection.coco_files as instances_module
 from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning
+from recipes.core.read_options import ReadOptions
 
 EMPTY_IMAGE_ID, CROWD_ANNOTATIONS = 42, {1038, 1073}
 # The references decode masks with pycocotools, which warns on numpy 2 about its own __array__
@@ -265,7 +266,7 @@ def test_hostile_negative_box_is_dropped_with_one_counting_warning(fixtures):
 def test_hostile_negative_box_raises_under_strict(fixtures):
     root = fixtures / "hostile/coco"
     with pytest.raises(DataError, match=r"negative_box.json, annotation 3: bbox \[35.0, 20.0, -30.0, 25.0\] has a non-positive width"):
-        CocoDataset(root / "images", root / "negative_box.json", strict=True)
+        CocoDataset(root / "images", root / "negative_box.json", read_options=ReadOptions(strict_annotations=True))
 
 
 # -- the other load-time checks ------------------------------------------------------------------

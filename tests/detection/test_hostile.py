@@ -16,6 +16,7 @@ from PIL import Image
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning, detection_loader
+from recipes.core.read_options import ReadOptions
 from tests.core.hostile import (
     BAD_IMAGES,
     assert_one_warning_each,
@@ -192,8 +193,8 @@ def test_strict_decode_raises_or_skips_an_image_with_overwritten_scan_data(tmp_p
     assert lenient[1][0].shape == (3, 240, 320)  # the default decodes it, damaged blocks and all
     reason = r"instances\.json, image 2: .*damaged\.jpg: cannot decode image \(Corrupt JPEG data"
     with pytest.raises(DataError, match=reason):
-        CocoDataset(tmp_path / "images", ann_file, strict_decode=True)[1]
-    strict = CocoDataset(tmp_path / "images", ann_file, strict_decode=True, on_error="skip")
+        CocoDataset(tmp_path / "images", ann_file, read_options=ReadOptions(strict_decode=True))[1]
+    strict = CocoDataset(tmp_path / "images", ann_file, on_error="skip", read_options=ReadOptions(strict_decode=True))
     with pytest.warns(SkippedSampleWarning, match=reason):
         assert strict[1] is None
     assert np.array_equal(strict[0][0].numpy(), lenient[0][0].numpy())

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.multimodal import ImageTextShards, multimodal_loader
+from recipes.core.stream_order import StreamOrder
 from tests.harness import rank_main
 from tests.servers import mark_together
 
@@ -43,7 +44,7 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
             mark_together(config["server"], f"{case}/{name}")
 
         begin("build")
-        shards = ImageTextShards(source, config["tokenizer"], shuffle_buffer=4, seed=1)
+        shards = ImageTextShards(source, config["tokenizer"], order=StreamOrder(shuffle_buffer=4, seed=1))
         loader = multimodal_loader(shards, 8, train=False, device="cpu", num_workers=2,
                                    multiprocessing_context=context)
         epochs = []

@@ -15,6 +15,7 @@ from typing import Any
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
+from recipes.core.stream_order import StreamOrder
 from tests.harness import rank_main, sample_passes, train_passes
 
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
@@ -68,8 +69,10 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
     tokenizer = config["tokenizer"]
     train = ImageTextDataset(config["manifest"], tokenizer, transform=AUGMENT, captions="random")
     evaluate = ImageTextDataset(config["manifest"], tokenizer, transform=RESIZE, captions="first")
-    shards = ImageTextShards(config["shards"], tokenizer, transform=AUGMENT, shuffle_buffer=5, seed=2)
-    unequal = ImageTextShards(config["unequal"], tokenizer, transform=RESIZE, shuffle_buffer=3, seed=4)
+    shards = ImageTextShards(config["shards"], tokenizer, transform=AUGMENT,
+                             order=StreamOrder(shuffle_buffer=5, seed=2))
+    unequal = ImageTextShards(config["unequal"], tokenizer, transform=RESIZE,
+                              order=StreamOrder(shuffle_buffer=3, seed=4))
     return {
         "train": train_passes(
             multimodal_loader(train, 3, device="cpu", seed=5, num_workers=2), lambda batch: batch["index"].tolist()

@@ -23,6 +23,7 @@ import recipes.multimodal.tar_shards as tar_shards
 from recipes.core import DevicePrefetcher
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader
+from recipes.core.read_options import ReadOptions
 from tests.core.hostile import (
     BAD_IMAGES,
     assert_one_warning_each,
@@ -288,9 +289,9 @@ def test_strict_decode_raises_or_skips_a_pair_with_overwritten_scan_data(tmp_pat
     assert len(batches()[0]["index"]) == 2  # the default decodes it, damaged blocks and all
     reason = r"m\.jsonl line 2: .*damaged\.jpg: cannot decode image \(Corrupt JPEG data"
     with pytest.raises(DataError, match=reason):
-        batches(strict_decode=True)
+        batches(read_options=ReadOptions(strict_decode=True))
     with pytest.warns(SkippedSampleWarning, match=reason) as caught:
-        (batch,) = batches(strict_decode=True, on_error="skip")
+        (batch,) = batches(read_options=ReadOptions(strict_decode=True), on_error="skip")
     assert len(caught) == 1 and batch["index"].tolist() == [0]
     assert torch.equal(batch["pixel_values"], batches("worker")[0]["pixel_values"][:1])
 
@@ -303,7 +304,7 @@ def test_strict_decode_raises_or_skips_a_shard_sample_with_overwritten_scan_data
     assert len(list(ImageTextShards(shard, tokenizer))) == 2  # the default decodes it
     reason = r"s\.tar:001\.jpg: cannot decode image \(Corrupt JPEG data"
     with pytest.raises(DataError, match=reason):
-        list(ImageTextShards(shard, tokenizer, strict_decode=True))
+        list(ImageTextShards(shard, tokenizer, read_options=ReadOptions(strict_decode=True)))
     with pytest.warns(SkippedSampleWarning, match=reason) as caught:
-        items = list(ImageTextShards(shard, tokenizer, strict_decode=True, on_error="skip"))
+        items = list(ImageTextShards(shard, tokenizer, on_error="skip", read_options=ReadOptions(strict_decode=True)))
     assert len(caught) == 1 and [item["key"] for item in items] == ["s.tar/000"]

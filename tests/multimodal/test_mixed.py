@@ -7,6 +7,7 @@ from torchvision.transforms import v2
 
 from recipes.core import MixedDataset, MixedStream
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
+from recipes.core.stream_order import StreamOrder
 from tests.harness import check_resume, check_resume_mid_epoch
 
 RESIZE = v2.Resize((24, 24), antialias=True)
@@ -45,8 +46,9 @@ def shard_sets(fixtures, tmp_path_factory):
 
 
 def _stream_mixture(shard_sets, tokenizer, workers):
-    a = ImageTextShards(shard_sets / "a", tokenizer, transform=RESIZE, shuffle_buffer=3, seed=1)
-    b = ImageTextShards(str(shard_sets / "b" / "other-*.tar"), tokenizer, transform=RESIZE, shuffle_buffer=3, seed=2)
+    a = ImageTextShards(shard_sets / "a", tokenizer, transform=RESIZE, order=StreamOrder(shuffle_buffer=3, seed=1))
+    b = ImageTextShards(str(shard_sets / "b" / "other-*.tar"), tokenizer, transform=RESIZE,
+                        order=StreamOrder(shuffle_buffer=3, seed=2))
     mixture = MixedStream([a, b], [1, 3], samples_per_epoch=24, seed=0)
     return multimodal_loader(mixture, 3, device="cpu", seed=2, stateful=True, num_workers=workers)
 

@@ -15,6 +15,7 @@ from PIL import Image, ImageOps
 
 from recipes.core.errors import DataError
 from recipes.multimodal import ImageTextDataset, multimodal_loader, write_shards
+from recipes.core.read_options import ReadOptions
 from tests.harness import with_skip_warnings
 
 
@@ -63,7 +64,8 @@ def test_embedded_bytes_and_a_renamed_captions_column_decode_as_pil_does(folder,
     pq.write_table(table, folder / "bytes.parquet", row_group_size=2)
     with pytest.raises(DataError, match=r"no column \['caption', 'image'\] \(columns: \['jpg', 'texts'\]\)"):
         ImageTextDataset(folder / "bytes.parquet", tokenizer)
-    dataset = ImageTextDataset(folder / "bytes.parquet", tokenizer, image_field="jpg", caption_field="texts", captions="first")
+    dataset = ImageTextDataset.from_parquet(folder / "bytes.parquet", tokenizer, image_field="jpg",
+                                            caption_field="texts", captions="first")
     for i, (name, captions) in enumerate(rows):
         assert torch.equal(dataset[i]["image"], pil_decode((folder / name).read_bytes()))
         assert dataset[i]["input_ids"].tolist() == tokenizer.encode(captions[0]).ids
@@ -151,23 +153,25 @@ def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, 
     pq.write_table(table, folder / "embedded.parquet", row_group_size=3)
     cache = tmp_path / "cache"
     options = {"image_field": "jpg", "captions": "all", "cache_dir": cache}
-    first = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    first = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)
     blob = first.blobs.path
     assert blob.parent == cache and sorted(p.name for p in cache.iterdir()) == [blob.name, blob.name.replace(".blobs", ".offsets.npy")]
     written = blob.stat().st_mtime_ns
-    second = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)  # another run, another rank
+    second = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)  # another run, another rank
     assert second.blobs.path == blob and blob.stat().st_mtime_ns == written  # found, not written again
-    assert_same_items(second, ImageTextDataset(folder / "embedded.parquet", tokenizer, image_field="jpg", captions="all"))
+    assert_same_items(second, ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, image_field="jpg",
+                                                            captions="all"))
     del first, second
     assert blob.exists()  # a cache outlives its datasets
     pq.write_table(table.slice(0, 5), folder / "embedded.parquet")  # the content changed: another key
-    third = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    third = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)
     assert third.blobs.path != blob and len(third.blobs) == 5
     blob.write_bytes(b"cut")  # a damaged entry is not used: its size disagrees with its offsets
     pq.write_table(table, folder / "embedded.parquet", row_group_size=3)
-    again = ImageTextDataset(folder / "embedded.parquet", tokenizer, **options)
+    again = ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, **options)
     assert again.blobs.path == blob and blob.stat().st_size > 3
-    assert_same_items(again, ImageTextDataset(folder / "embedded.parquet", tokenizer, image_field="jpg", captions="all"))
+    assert_same_items(again, ImageTextDataset.from_parquet(folder / "embedded.parquet", tokenizer, image_field="jpg",
+                                                           captions="all"))
 
 
 def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, monkeypatch):
@@ -189,7 +193,7 @@ def test_a_row_group_over_max_row_group_bytes_is_refused_by_the_dataset_and_the_
     rows = manifest_rows(folder)
     pq.write_table(pa.table({"image": [r[0] for r in rows], "caption": [r[1] for r in rows]}), folder / "m.parquet")
     with pytest.raises(DataError, match="m.parquet: row group 0 declares .* over the limit of 100 "):
-        ImageTextDataset(folder / "m.parquet", tokenizer, max_row_group_bytes=100)
+        ImageTextDataset(folder / "m.parquet", tokenizer, read_options=ReadOptions(max_row_group_bytes=100))
     with pytest.raises(DataError, match="m.parquet: row group 0 declares .* over the limit of 100 "):
         write_shards(folder / "m.parquet", folder / "out", max_row_group_bytes=100)
     assert len(ImageTextDataset(folder / "m.parquet", tokenizer)) == len(rows)

@@ -6,6 +6,8 @@ import pytest
 from torchvision.transforms import v2
 
 from recipes.core.errors import DataError
+from recipes.core.read_options import ReadOptions
+from recipes.core.stream_order import StreamOrder
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer, s3_server, upload
@@ -40,7 +42,7 @@ def _by_key(batches):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_http_shards_with_503s_and_cut_bodies_give_the_local_samples(shard_folder, tokenizer, workers):
-    options = dict(transform=RESIZE, captions="all", shuffle_buffer=3, seed=0)
+    options = dict(transform=RESIZE, captions="all", order=StreamOrder(shuffle_buffer=3, seed=0))
     local = _batches(ImageTextShards(str(shard_folder / "shard-{000000..000003}.tar"), tokenizer, **options), workers)
     with FaultyHTTPServer(shard_folder, fail_every=3, cut_every=4) as server:
         url = server.url("shard-{000000..000003}.tar")
@@ -53,7 +55,7 @@ def test_http_shards_with_503s_and_cut_bodies_give_the_local_samples(shard_folde
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_s3_shards_through_s3fs_give_the_local_samples(shard_folder, tokenizer, workers):
-    options = dict(transform=RESIZE, captions="first", seed=0)
+    options = dict(transform=RESIZE, captions="first", order=StreamOrder(seed=0))
     local = _batches(ImageTextShards(shard_folder, tokenizer, **options), workers)
     with s3_server() as (endpoint, storage):
         upload(endpoint, shard_folder)
@@ -70,7 +72,7 @@ def test_a_server_that_keeps_failing_is_named_or_skipped(shard_folder, tokenizer
 
 
 def test_spawned_workers_read_url_shards(shard_folder, tokenizer):
-    options = dict(transform=RESIZE, captions="first", seed=0)
+    options = dict(transform=RESIZE, captions="first", order=StreamOrder(seed=0))
     local = _batches(ImageTextShards(shard_folder, tokenizer, **options), 0)
     with FaultyHTTPServer(shard_folder, cut_every=3) as server:
         shards = ImageTextShards(server.url("shard-{000000..000003}.tar"), tokenizer, **options)
@@ -95,7 +97,7 @@ def test_a_caption_manifest_and_its_images_from_urls_equal_the_local_ones(fixtur
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_cached_url_shards_are_read_from_disk_in_later_epochs(shard_folder, tokenizer, tmp_path, workers):
-    options = dict(transform=RESIZE, captions="first", seed=0)
+    options = dict(transform=RESIZE, captions="first", order=StreamOrder(seed=0))
     local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
     with FaultyHTTPServer(shard_folder, cut_every=3) as server:
         shards = ImageTextShards(server.url("shard-{000000..000003}.tar"), tokenizer, cache_dir=tmp_path, **options)
@@ -122,12 +124,13 @@ def test_a_cached_sample_index_lets_the_next_build_read_no_shard(shard_folder, t
 
 
 def test_cache_verify_fetches_again_a_cached_shard_damaged_behind_its_mtime(shard_folder, tokenizer, tmp_path):
-    options = dict(transform=RESIZE, captions="first", seed=0)
+    options = dict(transform=RESIZE, captions="first", order=StreamOrder(seed=0))
     local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
     with FaultyHTTPServer(shard_folder) as server:
         url = server.url("shard-{000000..000003}.tar")
         trusting = ImageTextShards(url, tokenizer, cache_dir=tmp_path, **options)
-        verifying = ImageTextShards(url, tokenizer, cache_dir=tmp_path, cache_verify=True, **options)
+        verifying = ImageTextShards(url, tokenizer, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True),
+                                    **options)
         assert _by_key(_batches(trusting, 0)) == local
         copy = trusting.cache.entry(server.url("shard-000001.tar"))
         stat, data = copy.stat(), bytearray(copy.read_bytes())

@@ -9,6 +9,7 @@ import pytest
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
+from recipes.core.stream_order import StreamOrder
 from tests.harness import STOPS, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 
@@ -26,7 +27,8 @@ def shard_folder(fixtures, tmp_path_factory):
 
 
 def _make(pattern, tokenizer, workers):
-    shards = ImageTextShards(pattern, tokenizer, transform=AUGMENT, captions="all", shuffle_buffer=3, seed=2)
+    shards = ImageTextShards(pattern, tokenizer, transform=AUGMENT, captions="all",
+                             order=StreamOrder(shuffle_buffer=3, seed=2))
     return multimodal_loader(shards, 3, device="cpu", seed=2, stateful=True, num_workers=workers)
 
 
@@ -79,7 +81,8 @@ VALID_VALUES = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-larg
 
 
 def _shards(shard_folder, tokenizer):
-    return ImageTextShards(str(shard_folder / "shard-{000000..000003}.tar"), tokenizer, captions="first", shuffle_buffer=3, seed=2)
+    return ImageTextShards(str(shard_folder / "shard-{000000..000003}.tar"), tokenizer, captions="first",
+                           order=StreamOrder(shuffle_buffer=3, seed=2))
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +120,7 @@ def test_a_negative_shard_index_no_longer_replays_the_epoch(shard_folder, tokeni
 
 
 def test_a_state_of_other_shards_is_refused(shard_folder, tokenizer, mid_pass):
-    others = ImageTextShards(str(shard_folder / "shard-{000000..000002}.tar"), tokenizer, captions="first", shuffle_buffer=3)
+    others = ImageTextShards(str(shard_folder / "shard-{000000..000002}.tar"), tokenizer, captions="first",
+                             order=StreamOrder(shuffle_buffer=3))
     with pytest.raises(ValueError, match=r"ImageTextShards state: source = '4 shards [0-9a-f]{8}' is not this one's '3 shards"):
         others.load_state_dict(mid_pass[0])

@@ -16,6 +16,7 @@ from torchvision.transforms import v2
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, multimodal_loader, write_shards
+from recipes.core.stream_order import StreamOrder
 
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])
@@ -147,7 +148,8 @@ def test_missing_caption_and_bad_image_name_the_shard_and_key(fixtures, tokenize
 
 
 def test_two_workers_read_every_sample_exactly_once(coco_shards, tokenizer):
-    shards = ImageTextShards(coco_shards, tokenizer, transform=RESIZE, captions="all", shuffle_buffer=4, seed=0)
+    shards = ImageTextShards(coco_shards, tokenizer, transform=RESIZE, captions="all",
+                             order=StreamOrder(shuffle_buffer=4, seed=0))
     loader = multimodal_loader(shards, 3, train=False, device="cpu", num_workers=2)
     first = [key for batch in loader for key in batch["key"]]
     second = [key for batch in loader for key in batch["key"]]  # persistent workers: the next epoch
@@ -159,11 +161,12 @@ def test_two_workers_read_every_sample_exactly_once(coco_shards, tokenizer):
 def test_more_readers_than_shards_share_the_samples_equally_by_count(coco_shards, tokenizer):
     # two shards of 2 samples among 3 ranks: runs of 1, 1 and 2 samples, none read twice
     everything = [item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))]
-    shares = [[item["key"] for item in items(ImageTextShards(coco_shards[:2], tokenizer, rank=rank, world_size=3))]
+    shares = [[item["key"] for item in items(ImageTextShards(coco_shards[:2], tokenizer,
+                                                             order=StreamOrder(rank=rank, world_size=3)))]
               for rank in range(3)]
     assert [len(share) for share in shares] == [1, 1, 2]
     assert sum(shares, []) == everything[:4]  # contiguous runs of the epoch's samples, in order
-    many = ImageTextShards(coco_shards[:1], tokenizer, rank=1, world_size=2)
+    many = ImageTextShards(coco_shards[:1], tokenizer, order=StreamOrder(rank=1, world_size=2))
     assert [item["key"] for item in items(many)] == everything[1:2]  # one shard, two ranks: one sample each
     two = ImageTextShards(coco_shards[:2], tokenizer, transform=RESIZE)
     assert multimodal_loader(two, 2, device="cuda").num_workers <= 4  # the preset caps workers at the samples
@@ -173,7 +176,7 @@ def test_more_readers_than_shards_share_the_samples_equally_by_count(coco_shards
 def test_a_state_saved_when_readers_read_whole_shards_resumes_on_whole_shards(coco_shards, tokenizer):
     # a two-item start [shard in the reader's list, byte offset]: reader 0 of 2 read shards 0 and 2
     everything = [item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))]
-    shards = ImageTextShards(coco_shards, tokenizer, rank=0, world_size=2)
+    shards = ImageTextShards(coco_shards, tokenizer, order=StreamOrder(rank=0, world_size=2))
     state = {**shards.state_dict(), "epoch": 0, "slots": 2, "position": [0, [1, 0], 0]}
     shards.load_state_dict(state)
     assert [item["key"] for item in items(shards)] == everything[4:6]  # the rest of shard 2
@@ -182,7 +185,8 @@ def test_a_state_saved_when_readers_read_whole_shards_resumes_on_whole_shards(co
 
 def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokenizer):
     def order(seed, epoch, buffer=8):
-        shards = ImageTextShards(coco_shards, tokenizer, captions="all", shuffle_buffer=buffer, seed=seed)
+        shards = ImageTextShards(coco_shards, tokenizer, captions="all",
+                                 order=StreamOrder(shuffle_buffer=buffer, seed=seed))
         shards.set_epoch(epoch)
         return [item["key"] for item in shards]
 
@@ -191,13 +195,14 @@ def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokeni
     assert order(0, 0) == order(0, 0)
     assert order(0, 0) != order(0, 1) and order(0, 0) != order(1, 0)
     assert Counter(order(0, 1)) == Counter(in_order)
-    shards = ImageTextShards(coco_shards, tokenizer, captions="all", shuffle_buffer=8, seed=0)
+    shards = ImageTextShards(coco_shards, tokenizer, captions="all", order=StreamOrder(shuffle_buffer=8, seed=0))
     assert [i["key"] for i in shards] == order(0, 0) and [i["key"] for i in shards] == order(0, 1)  # auto-advance
 
 
 def test_random_captions_and_crops_do_not_depend_on_the_worker(coco_shards, tokenizer):
     def by_key(num_workers, epoch=0):
-        shards = ImageTextShards(coco_shards, tokenizer, transform=AUGMENT, shuffle_buffer=3, seed=2)
+        shards = ImageTextShards(coco_shards, tokenizer, transform=AUGMENT,
+                                 order=StreamOrder(shuffle_buffer=3, seed=2))
         shards.set_epoch(epoch)
         loader = DataLoader(shards, batch_size=None, num_workers=num_workers)
         return {item["key"]: (item["image"], item["input_ids"].tolist()) for item in loader}

@@ -6,6 +6,7 @@ import random
 import pytest
 
 from recipes.multimodal import ImageTextDataset, ImageTextShards, write_shards
+from recipes.core.read_options import ReadOptions
 from tests.special_tokens import clip_style, truncated
 
 
@@ -47,7 +48,8 @@ def test_long_captions_end_in_eot_as_enable_truncation_gives(fixtures, clip, man
     assert [dataset.caption_tokens[i].tolist() for i in range(len(dataset))] == expected
     eot = clip.token_to_id("<|endoftext|>")
     assert all(ids[-1] == eot for ids in expected) and sum(len(ids) == 77 for ids in expected) == 4
-    sliced = ImageTextDataset(path, clip, image_root=fixtures / "multimodal", captions="all", truncation="slice")
+    sliced = ImageTextDataset(path, clip, image_root=fixtures / "multimodal", captions="all",
+                              read_options=ReadOptions(truncation="slice"))
     cut = [clip.encode(caption).ids[:77] for caption in all_captions]
     assert [sliced.caption_tokens[i].tolist() for i in range(len(sliced))] == cut
     assert clip.truncation is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from recipes.core.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.harness import rank_main
 from tests.servers import mark_together
@@ -41,8 +42,11 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
 
         begin("build")
         # the "ids" case reads the tables' id column, without a tokenizer
-        words = {"tokenizer": None, "ids_field": "input_ids", "pad_id": 0} if case == "ids" else {}
-        stream = StreamingTextDataset(source, **{"tokenizer": config["tokenizer"], **words}, shuffle_buffer=4, seed=1)
+        order = StreamOrder(shuffle_buffer=4, seed=1)
+        if case == "ids":
+            stream = StreamingTextDataset.from_ids(source, ids_field="input_ids", pad_id=0, order=order)
+        else:
+            stream = StreamingTextDataset(source, config["tokenizer"], order=order)
         loader = streaming_loader(stream, 8, train=False, device="cpu", num_workers=2)
         epochs = []
         for epoch in range(2):

@@ -13,6 +13,7 @@ from typing import Any
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
+from recipes.core.stream_order import StreamOrder
 from tests.harness import rank_main, sample_passes, train_passes
 
 MIXED_PER_EPOCH, MIXED_EPOCHS = 50, 6  # 25 draws of each source an epoch: its 60 or 43 lines take 2 or 3 epochs
@@ -56,10 +57,12 @@ def report(config: dict[str, Any]) -> dict[str, Any]:
         return batch["index"].tolist()
 
     def stream(seed: int | None) -> StreamingTextDataset:
-        return StreamingTextDataset(config["shards"], config["tokenizer"], label_field="label", shuffle_buffer=8, seed=seed)
+        return StreamingTextDataset(config["shards"], config["tokenizer"], label_field="label",
+                                    order=StreamOrder(shuffle_buffer=8, seed=seed))
 
     def mixed() -> MixedStream:
-        sources = [StreamingTextDataset(path, config["tokenizer"], label_field="label", shuffle_buffer=8, seed=k)
+        sources = [StreamingTextDataset(path, config["tokenizer"], label_field="label",
+                                        order=StreamOrder(shuffle_buffer=8, seed=k))
                    for k, path in enumerate(config["mixed"])]
         return MixedStream(sources, [1, 1], samples_per_epoch=MIXED_PER_EPOCH, seed=6)
 

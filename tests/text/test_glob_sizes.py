@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from recipes.core.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_log, s3_server, upload
 
@@ -28,7 +29,8 @@ def folder(tmp_path_factory):
 
 
 def _batches(source, tokenizer, rank, **options):
-    stream = StreamingTextDataset(source, tokenizer, shuffle_buffer=4, seed=1, rank=rank, world_size=2, **options)
+    stream = StreamingTextDataset(source, tokenizer, order=StreamOrder(shuffle_buffer=4, seed=1, rank=rank, world_size=2),
+                                  **options)
     loader = streaming_loader(stream, 4, train=False, device="cpu", num_workers=0)
     return stream.sizes, [(batch["index"].tolist(), batch["input_ids"].tolist()) for batch in loader]
 

@@ -13,6 +13,7 @@ from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader
+from recipes.core.stream_order import StreamOrder
 from tests.core.hostile import assert_one_warning_each, recording, worker_error
 from tests.special_tokens import truncated
 
@@ -95,7 +96,8 @@ def test_an_over_long_line_is_read_once_however_many_slices_it_spans(tmp_path, t
     path, offsets = write(tmp_path / "d.txt", lines)
     seen = []
     for rank in range(16):  # most of the 16 slices start and end inside the long line
-        seen += [item["index"] for item in StreamingTextDataset(path, tok, max_length=5, rank=rank, world_size=16)]
+        seen += [item["index"] for item in StreamingTextDataset(path, tok, max_length=5,
+                                                                order=StreamOrder(rank=rank, world_size=16))]
     assert sorted(seen) == [offsets[1], offsets[2], offsets[3]]
 
 

@@ -14,6 +14,8 @@ from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, pack_collate, streaming_loader, text_loader
+from recipes.core.read_options import ReadOptions
+from recipes.core.stream_order import StreamOrder
 from tests.harness import assert_same_batches, check_resume, with_skip_warnings
 from tests.special_tokens import bert_style, t5_style, truncated
 
@@ -44,7 +46,7 @@ def _epochs(loader, count=2):
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
 def test_loader_batches_over_the_ids_equal_those_over_the_tokenised_text(tmp_path, tokenizer, rows, id_type, train):
     path = _write(tmp_path / "ids.parquet", tokenizer, rows, ID_TYPES[id_type])
-    ids = TokenizedTextDataset(path, None, ids_field="input_ids", label_field="label", pad_id=0)
+    ids = TokenizedTextDataset.from_ids(path, None, ids_field="input_ids", label_field="label", pad_id=0)
     text = TokenizedTextDataset(path, tokenizer, text_field="text", label_field="label", pad_id=0)
     assert ids.line_numbers.tolist() == text.line_numbers.tolist() == list(range(len(rows)))
     for options in ({"batch_size": 8}, {"max_tokens": 96}, {"batch_size": 8, "collate_fn": pack_collate}):
@@ -56,8 +58,8 @@ def test_loader_batches_over_the_ids_equal_those_over_the_tokenised_text(tmp_pat
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
 def test_stream_batches_over_the_ids_equal_those_over_the_tokenised_text(tmp_path, tokenizer, rows, id_type, train):
     path = _write(tmp_path / "ids.parquet", tokenizer, rows, ID_TYPES[id_type], row_group_size=7)
-    options = {"label_field": "label", "shuffle_buffer": 10, "seed": 2, "pad_id": 0}
-    ids = StreamingTextDataset(path, ids_field="input_ids", **options)
+    options = {"label_field": "label", "order": StreamOrder(shuffle_buffer=10, seed=2), "pad_id": 0}
+    ids = StreamingTextDataset.from_ids(path, ids_field="input_ids", **options)
     text = StreamingTextDataset(path, tokenizer, **options)
     for collate in (None, pack_collate):
         make = partial(streaming_loader, batch_size=8, train=train, device="cpu", seed=2, num_workers=0, collate_fn=collate)
@@ -67,25 +69,25 @@ def test_stream_batches_over_the_ids_equal_those_over_the_tokenised_text(tmp_pat
 def test_a_datasets_object_and_other_list_types_give_the_same_items(tmp_path, tokenizer, rows):
     data = datasets.Dataset.from_list(rows).map(lambda row: {"input_ids": tokenizer.encode(row["text"]).ids})
     expected = [tokenizer.encode(row["text"]).ids for row in rows]
-    assert _ids(TokenizedTextDataset(data, ids_field="input_ids")) == expected
-    assert [item["input_ids"].tolist() for item in StreamingTextDataset(data, ids_field="input_ids")] == expected
+    assert _ids(TokenizedTextDataset.from_ids(data, ids_field="input_ids")) == expected
+    assert [item["input_ids"].tolist() for item in StreamingTextDataset.from_ids(data, ids_field="input_ids")] == expected
     for kind in (pa.large_list(pa.uint16()), pa.list_(pa.uint64())):
         pq.write_table(pa.table({"input_ids": pa.array(expected, kind)}), tmp_path / "d.parquet", row_group_size=50)
-        assert _ids(TokenizedTextDataset(tmp_path / "d.parquet", ids_field="input_ids")) == expected
+        assert _ids(TokenizedTextDataset.from_ids(tmp_path / "d.parquet", ids_field="input_ids")) == expected
     square = [ids[:3] for ids in expected]
     pq.write_table(pa.table({"input_ids": pa.array(square, pa.list_(pa.int32(), 3))}), tmp_path / "f.parquet", row_group_size=7)
-    assert _ids(TokenizedTextDataset(tmp_path / "f.parquet", ids_field="input_ids")) == square
+    assert _ids(TokenizedTextDataset.from_ids(tmp_path / "f.parquet", ids_field="input_ids")) == square
 
 
 def test_string_labels_are_numbered_as_the_text_path_numbers_them(tmp_path, tokenizer, rows):
     named = [{"text": row["text"], "label": ["neg", "pos", "neutral"][row["label"] % 3]} for row in rows]
     path = _write(tmp_path / "named.parquet", tokenizer, named)
-    ids = TokenizedTextDataset(path, ids_field="input_ids", label_field="label")
+    ids = TokenizedTextDataset.from_ids(path, ids_field="input_ids", label_field="label")
     text = TokenizedTextDataset(path, tokenizer, label_field="label")
     assert ids.label_names == text.label_names == ["neg", "neutral", "pos"]
     assert ids.labels.tolist() == text.labels.tolist()
     with pytest.raises(DataError, match=r"named.parquet row 0 \(row group 0\): label 'neg' is not an integer"):
-        list(StreamingTextDataset(path, ids_field="input_ids", label_field="label"))
+        list(StreamingTextDataset.from_ids(path, ids_field="input_ids", label_field="label"))
 
 
 @pytest.mark.parametrize("max_length", [5, 12])
@@ -94,16 +96,18 @@ def test_max_length_with_the_tokenizer_keeps_its_closing_token_as_the_text_path_
     for styled in (bert_style(texts), t5_style(texts)):
         path = _write(tmp_path / "ids.parquet", styled, rows)
         expected = [truncated(styled, text, max_length) for text in texts]
-        cut = TokenizedTextDataset(path, styled, ids_field="input_ids", max_length=max_length)
+        cut = TokenizedTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=max_length)
         assert _ids(cut) == _ids(TokenizedTextDataset(path, styled, max_length=max_length)) == expected
-        streamed = StreamingTextDataset(path, styled, ids_field="input_ids", max_length=max_length)
+        streamed = StreamingTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=max_length)
         assert [item["input_ids"].tolist() for item in streamed] == expected
         closing = styled.encode("a").ids[-1]
         assert any(len(ids) == max_length for ids in expected) and all(ids[-1] == closing for ids in _ids(cut))
         stored = [styled.encode(text).ids for text in texts]  # without a tokenizer, and with "slice": a slice
-        assert _ids(TokenizedTextDataset(path, ids_field="input_ids", max_length=max_length)) == [s[:max_length] for s in stored]
-        sliced = TokenizedTextDataset(path, styled, ids_field="input_ids", max_length=max_length, truncation="slice")
-        assert _ids(sliced) == _ids(TokenizedTextDataset(path, styled, max_length=max_length, truncation="slice"))
+        assert _ids(TokenizedTextDataset.from_ids(path, ids_field="input_ids", max_length=max_length)) == [s[:max_length] for s in stored]
+        sliced = TokenizedTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=max_length,
+                                               read_options=ReadOptions(truncation="slice"))
+        assert _ids(sliced) == _ids(TokenizedTextDataset(path, styled, max_length=max_length,
+                                                         read_options=ReadOptions(truncation="slice")))
 
 
 def test_a_left_truncating_tokenizer_keeps_the_end_of_the_stored_ids(tmp_path, rows):
@@ -115,7 +119,7 @@ def test_a_left_truncating_tokenizer_keeps_the_end_of_the_stored_ids(tmp_path, r
     oracle.enable_truncation(7, direction="left")
     expected = [oracle.encode(text).ids for text in texts]
     assert any(ids[1:-1] != styled.encode(text).ids[1:6] for ids, text in zip(expected, texts))  # the end was kept
-    assert _ids(TokenizedTextDataset(path, styled, ids_field="input_ids", max_length=7)) == expected
+    assert _ids(TokenizedTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=7)) == expected
     assert _ids(TokenizedTextDataset(path, styled, max_length=7)) == expected
 
 
@@ -124,8 +128,9 @@ def test_ids_stored_without_the_special_tokens_are_not_cut_as_if_they_had_them(t
     path = _write(tmp_path / "bare.parquet", styled, rows, special_tokens=False)
     with pytest.raises(DataError, match=r"bare.parquet row 0 \(row group 0\): \d+ ids, over the 6 .*do not begin with "
                                         r"\[2\] and end with \[3\].*truncation='slice'"):
-        TokenizedTextDataset(path, styled, ids_field="input_ids", max_length=6)
-    plain = TokenizedTextDataset(path, styled, ids_field="input_ids", max_length=6, truncation="slice")
+        TokenizedTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=6)
+    plain = TokenizedTextDataset.from_ids(path, styled, ids_field="input_ids", max_length=6,
+                                          read_options=ReadOptions(truncation="slice"))
     assert _ids(plain) == [styled.encode(row["text"], add_special_tokens=False).ids[:6] for row in rows]
 
 
@@ -150,18 +155,18 @@ def _bad_ids(tmp_path, column):
 def test_a_bad_row_names_file_row_and_row_group_or_is_skipped(tmp_path, tokenizer, ids, options, message):
     path = _bad_ids(tmp_path, pa.array(ids, pa.list_(pa.int64())))
     with pytest.raises(DataError, match=r"bad.parquet " + message):
-        TokenizedTextDataset(path, tokenizer, ids_field="input_ids", **options)
+        TokenizedTextDataset.from_ids(path, tokenizer, ids_field="input_ids", **options)
     with pytest.raises(DataError, match=r"bad.parquet " + message):
-        list(StreamingTextDataset(path, tokenizer, ids_field="input_ids", **options))
+        list(StreamingTextDataset.from_ids(path, tokenizer, ids_field="input_ids", **options))
     bad = int(message.split(" ", 2)[1])
     dataset, reasons = with_skip_warnings(
-        lambda: TokenizedTextDataset(path, tokenizer, ids_field="input_ids", on_error="skip", **options)
+        lambda: TokenizedTextDataset.from_ids(path, tokenizer, ids_field="input_ids", on_error="skip", **options)
     )
     assert len(reasons) == 1 and f"bad.parquet row {bad} (row group {bad // 3})" in reasons[0]
     assert dataset.line_numbers.tolist() == [row for row in range(len(ids)) if row != bad]
     assert _ids(dataset) == [row for k, row in enumerate(ids) if k != bad]
     streamed, reasons = with_skip_warnings(
-        lambda: list(StreamingTextDataset(path, tokenizer, ids_field="input_ids", on_error="skip", **options))
+        lambda: list(StreamingTextDataset.from_ids(path, tokenizer, ids_field="input_ids", on_error="skip", **options))
     )
     assert len(reasons) == 1 and [item["index"] for item in streamed] == dataset.line_numbers.tolist()
 
@@ -176,25 +181,25 @@ def test_a_column_that_is_not_integer_lists_is_named_and_never_skipped(tmp_path,
     for on_error in ("raise", "skip"):
         for reader in (TokenizedTextDataset, StreamingTextDataset):
             with pytest.raises(DataError, match=rf"bad.parquet row group 0 \(rows 0-1\): column 'input_ids' holds {kind}"):
-                reader(path, ids_field="input_ids", on_error=on_error)
+                reader.from_ids(path, ids_field="input_ids", on_error=on_error)
 
 
 def test_a_missing_column_lists_the_columns_the_file_has(tmp_path, tokenizer, rows):
     path = _write(tmp_path / "d.parquet", tokenizer, rows)
     pattern = r"d.parquet: no column \['token_ids'\] \(columns: \['text', 'label', 'input_ids'\]\); pass ids_field="
     with pytest.raises(DataError, match=pattern):
-        TokenizedTextDataset(path, ids_field="token_ids")
+        TokenizedTextDataset.from_ids(path, ids_field="token_ids")
     with pytest.raises(DataError, match=pattern):
-        StreamingTextDataset(path, ids_field="token_ids")
+        StreamingTextDataset.from_ids(path, ids_field="token_ids")
 
 
 def test_a_bad_label_is_named_by_row_and_skipped_with_its_row(tmp_path, tokenizer, rows):
     labels = pa.array([row["label"] if k != 10 else None for k, row in enumerate(rows)])
     path = _write(tmp_path / "d.parquet", tokenizer, rows, label=labels)
     with pytest.raises(DataError, match=r"d.parquet row 10 \(row group 1\): column 'label' is null"):
-        TokenizedTextDataset(path, ids_field="input_ids", label_field="label")
+        TokenizedTextDataset.from_ids(path, ids_field="input_ids", label_field="label")
     dataset, reasons = with_skip_warnings(
-        lambda: TokenizedTextDataset(path, ids_field="input_ids", label_field="label", on_error="skip")
+        lambda: TokenizedTextDataset.from_ids(path, ids_field="input_ids", label_field="label", on_error="skip")
     )
     text, text_reasons = with_skip_warnings(lambda: TokenizedTextDataset(path, tokenizer, label_field="label", on_error="skip"))
     assert len(reasons) == len(text_reasons) == 1 and 10 not in dataset.line_numbers
@@ -203,30 +208,32 @@ def test_a_bad_label_is_named_by_row_and_skipped_with_its_row(tmp_path, tokenize
 
 def test_without_a_pad_id_padding_asks_for_one_and_packing_works(tmp_path, tokenizer, rows):
     path = _write(tmp_path / "d.parquet", tokenizer, rows)
-    dataset = TokenizedTextDataset(path, ids_field="input_ids")
+    dataset = TokenizedTextDataset.from_ids(path, ids_field="input_ids")
     with pytest.raises(ValueError, match=r"TokenizedTextDataset\(.*d.parquet, no tokenizer\): .*pass pad_id="):
         text_loader(dataset, 8, device="cpu", num_workers=0)
     packed = next(iter(text_loader(dataset, 8, train=False, device="cpu", num_workers=0, collate_fn=pack_collate)))
     assert packed["input_ids"].shape[1] == sum(len(ids) for ids in _ids(dataset)[:8])
-    stream = StreamingTextDataset(path, ids_field="input_ids")
+    stream = StreamingTextDataset.from_ids(path, ids_field="input_ids")
     with pytest.raises(ValueError, match="pass pad_id="):
         streaming_loader(stream, 8, device="cpu", num_workers=0)
-    assert TokenizedTextDataset(path, tokenizer, ids_field="input_ids").pad_id == tokenizer.token_to_id("[PAD]")
+    assert TokenizedTextDataset.from_ids(path, tokenizer, ids_field="input_ids").pad_id == tokenizer.token_to_id("[PAD]")
 
 
 def test_what_ids_field_cannot_do_is_refused_by_name(tmp_path, fixtures, tokenizer, rows):
     path = _write(tmp_path / "d.parquet", tokenizer, rows)
     for reader in (TokenizedTextDataset, StreamingTextDataset):
         with pytest.raises(ValueError, match=r"labeled.jsonl: ids_field reads|labeled.jsonl: ids_field streams"):
-            reader(fixtures / "text" / "labeled.jsonl", tokenizer, ids_field="input_ids")
-        with pytest.raises(ValueError, match="needs a tokenizer .* or ids_field="):
+            reader.from_ids(fixtures / "text" / "labeled.jsonl", tokenizer, ids_field="input_ids")
+        with pytest.raises(ValueError, match=r"needs a tokenizer .*from_ids\(\.\.\.\)"):
             reader(path)
-        with pytest.raises(ValueError, match="vocab_size bounds the stored ids of ids_field"):
-            reader(path, tokenizer, vocab_size=800)
         with pytest.raises(ValueError, match="vocab_size must be a positive integer"):
-            reader(path, ids_field="input_ids", vocab_size=0)
-    with pytest.raises(ValueError, match="cache_dir stores the ids of tokenised text.*drop cache_dir"):
-        TokenizedTextDataset(path, tokenizer, ids_field="input_ids", cache_dir=tmp_path / "cache")
+            reader.from_ids(path, ids_field="input_ids", vocab_size=0)
+        with pytest.warns(DeprecationWarning, match=r"vocab_size=\.\.\.\) is deprecated: use .*from_ids"):
+            with pytest.raises(ValueError, match="vocab_size bounds the stored ids of ids_field"):
+                reader(path, tokenizer, vocab_size=800)
+    with pytest.warns(DeprecationWarning, match=r"ids_field=\.\.\.\) is deprecated: use TokenizedTextDataset.from_ids"):
+        with pytest.raises(ValueError, match="cache_dir stores the ids of tokenised text.*drop cache_dir"):
+            TokenizedTextDataset(path, tokenizer, ids_field="input_ids", cache_dir=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()
 
 
@@ -235,8 +242,8 @@ def test_an_ids_stream_resumes_mid_epoch_with_the_batches_of_the_tokenised_one(t
     path = _write(tmp_path / "ids.parquet", tokenizer, rows, row_group_size=9)
 
     def make(ids_field="input_ids"):  # the tokenizer cuts the ids as it cuts the text
-        stream = StreamingTextDataset(path, tokenizer, ids_field=ids_field, label_field="label",
-                                      shuffle_buffer=10, seed=1, pad_id=0, max_length=16)
+        stream = StreamingTextDataset.from_ids(path, tokenizer, ids_field=ids_field, label_field="label", pad_id=0,
+                                               max_length=16, order=StreamOrder(shuffle_buffer=10, seed=1))
         return streaming_loader(stream, 8, device="cpu", seed=1, stateful=True, num_workers=workers)
 
     loader = make(ids_field=None)
@@ -249,24 +256,26 @@ def test_an_ids_stream_resumes_mid_epoch_with_the_batches_of_the_tokenised_one(t
 
 def test_ids_are_stored_flat_in_the_smallest_dtype(tmp_path, tokenizer, rows):
     path = _write(tmp_path / "d.parquet", tokenizer, rows, pa.int64())
-    dataset = TokenizedTextDataset(path, ids_field="input_ids")
+    dataset = TokenizedTextDataset.from_ids(path, ids_field="input_ids")
     assert dataset.tokens.ids.dtype == np.uint16
     assert dataset[3]["input_ids"].dtype == torch.int64
     pq.write_table(pa.table({"input_ids": pa.array([[1, 70_000]], pa.list_(pa.int64()))}), tmp_path / "big.parquet")
-    assert TokenizedTextDataset(tmp_path / "big.parquet", ids_field="input_ids").tokens.ids.dtype == np.uint32
+    assert TokenizedTextDataset.from_ids(tmp_path / "big.parquet", ids_field="input_ids").tokens.ids.dtype == np.uint32
 
 
 def test_the_row_group_limit_holds_for_the_id_column(tmp_path, tokenizer, rows):
     path = _write(tmp_path / "d.parquet", tokenizer, rows, row_group_size=60)
     pattern = r"d.parquet: row group 0 declares [\d,]+ bytes uncompressed .* columns \['input_ids'\].*max_row_group_bytes="
     with pytest.raises(DataError, match=pattern):
-        TokenizedTextDataset(path, ids_field="input_ids", max_row_group_bytes=1000)
+        TokenizedTextDataset.from_ids(path, ids_field="input_ids", read_options=ReadOptions(max_row_group_bytes=1000))
     with pytest.raises(DataError, match=pattern):
-        list(StreamingTextDataset(path, ids_field="input_ids", max_row_group_bytes=1000))
-    assert len(TokenizedTextDataset(path, ids_field="input_ids", max_row_group_bytes=100_000)) == len(rows)
+        list(StreamingTextDataset.from_ids(path, ids_field="input_ids",
+                                           read_options=ReadOptions(max_row_group_bytes=1000)))
+    assert len(TokenizedTextDataset.from_ids(path, ids_field="input_ids",
+                                             read_options=ReadOptions(max_row_group_bytes=100_000))) == len(rows)
 
 
 def test_a_bad_id_in_a_datasets_object_is_named_by_its_row(tokenizer, rows):
     data = datasets.Dataset.from_dict({"input_ids": [[5, 6], [7], [8, 900], [9]]})
     with pytest.raises(DataError, match=r"datasets.Dataset \(4 rows\) row 2: id 900 at position 1 .*vocab_size 800"):
-        TokenizedTextDataset(data, tokenizer, ids_field="input_ids")
+        TokenizedTextDataset.from_ids(data, tokenizer, ids_field="input_ids")

@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, streaming_loader
+from recipes.core.stream_order import StreamOrder
 from tests.harness import check_resume, mutated_state, mutation_cases
 from tests.loader_errors import loader_error
 
@@ -27,8 +28,8 @@ def files(tmp_path_factory, fixtures):
 
 
 def _mixture(files, tokenizer, **options):
-    small = StreamingTextDataset(files / "small.txt", tokenizer, shuffle_buffer=8, seed=1, **options)
-    big = StreamingTextDataset(files / "big.jsonl", tokenizer, shuffle_buffer=8, seed=2, **options)
+    small = StreamingTextDataset(files / "small.txt", tokenizer, order=StreamOrder(shuffle_buffer=8, seed=1), **options)
+    big = StreamingTextDataset(files / "big.jsonl", tokenizer, order=StreamOrder(shuffle_buffer=8, seed=2), **options)
     return MixedStream([small, big], [3, 1], samples_per_epoch=EPOCH, seed=5)
 
 
@@ -57,8 +58,8 @@ def test_items_are_the_sources_own_and_the_order_is_deterministic(files, tokeniz
 
 
 def test_streams_of_other_ranks_or_without_state_are_refused(files, tokenizer):
-    small = StreamingTextDataset(files / "small.txt", tokenizer, rank=0, world_size=2)
-    big = StreamingTextDataset(files / "big.jsonl", tokenizer, rank=1, world_size=2)
+    small = StreamingTextDataset(files / "small.txt", tokenizer, order=StreamOrder(rank=0, world_size=2))
+    big = StreamingTextDataset(files / "big.jsonl", tokenizer, order=StreamOrder(rank=1, world_size=2))
     with pytest.raises(ValueError, match="different ranks"):
         MixedStream([small, big], [1, 1], samples_per_epoch=10)
 

@@ -9,6 +9,8 @@ import pytest
 
 from recipes.core.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
+from recipes.core.read_options import ReadOptions
+from recipes.core.stream_order import StreamOrder
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
 
@@ -106,7 +108,8 @@ def test_parquet_stream_slots_read_every_row_once(tmp_path, tokenizer, rows, wor
     for source in (tmp_path / "s.parquet", data):
         seen = []
         for rank in range(world_size):
-            stream = StreamingTextDataset(source, tokenizer, rank=rank, world_size=world_size, shuffle_buffer=5, seed=1)
+            stream = StreamingTextDataset(source, tokenizer,
+                                          order=StreamOrder(rank=rank, world_size=world_size, shuffle_buffer=5, seed=1))
             seen += [item["index"] for item in stream]
         assert sorted(seen) == list(range(len(rows)))
 
@@ -119,7 +122,8 @@ def test_a_parquet_stream_resumes_mid_epoch_exactly(tmp_path, tokenizer, rows, w
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "labeled.parquet", row_group_size=9)
 
     def make():
-        stream = StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, label_field="label", shuffle_buffer=10, seed=1)
+        stream = StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, label_field="label",
+                                      order=StreamOrder(shuffle_buffer=10, seed=1))
         return streaming_loader(stream, 8, device="cpu", seed=1, stateful=True, num_workers=workers)
 
     check_resume_mid_epoch(make)
@@ -149,7 +153,10 @@ def test_a_row_group_over_max_row_group_bytes_is_refused_by_both_datasets(tmp_pa
     meta = pq.ParquetFile(tmp_path / "labeled.parquet").metadata
     declared = meta.row_group(0).column(meta.schema.names.index("text")).total_uncompressed_size
     with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
-        TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared)
+        TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer,
+                             read_options=ReadOptions(max_row_group_bytes=declared))
     with pytest.raises(DataError, match=f"labeled.parquet: row group 0 declares {declared:,} bytes uncompressed and 9 rows"):
-        list(StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=declared))
-    assert len(TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer, max_row_group_bytes=2**20)) == len(rows)
+        list(StreamingTextDataset(tmp_path / "labeled.parquet", tokenizer,
+                                  read_options=ReadOptions(max_row_group_bytes=declared)))
+    assert len(TokenizedTextDataset(tmp_path / "labeled.parquet", tokenizer,
+                                    read_options=ReadOptions(max_row_group_bytes=2**20))) == len(rows)

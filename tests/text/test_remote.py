@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from recipes.core.read_options import ReadOptions
+from recipes.core.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
@@ -33,10 +35,10 @@ def _items(stream, workers):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, tokenizer, workers):
     files = [folder / "a.txt", folder / "b.jsonl"]
-    local = _items(StreamingTextDataset(files, tokenizer, shuffle_buffer=64, seed=0), workers)
+    local = _items(StreamingTextDataset(files, tokenizer, order=StreamOrder(shuffle_buffer=64, seed=0)), workers)
     with FaultyHTTPServer(folder, fail_every=3, cut_every=2) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        remote = _items(StreamingTextDataset(urls, tokenizer, shuffle_buffer=64, seed=0), workers)
+        remote = _items(StreamingTextDataset(urls, tokenizer, order=StreamOrder(shuffle_buffer=64, seed=0)), workers)
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
     assert len(local) == 4000 and len({index for index, _ in local}) == 4000
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
@@ -44,11 +46,11 @@ def test_http_lines_with_503s_and_cut_bodies_equal_the_local_lines(folder, token
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_s3_lines_through_s3fs_equal_the_local_lines(folder, tokenizer, workers):
-    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tokenizer, seed=0), workers)
+    local = _items(StreamingTextDataset([folder / "a.txt", folder / "b.jsonl"], tokenizer, order=StreamOrder(seed=0)), workers)
     with s3_server() as (endpoint, options):
         upload(endpoint, folder)
         urls = ["s3://data/a.txt", "s3://data/b.jsonl"]
-        stream = StreamingTextDataset(urls, tokenizer, seed=0, storage_options=options)
+        stream = StreamingTextDataset(urls, tokenizer, storage_options=options, order=StreamOrder(seed=0))
         remote = _items(stream, workers)
     assert remote == local if workers == 0 else sorted(remote) == sorted(local)
 
@@ -72,13 +74,13 @@ def test_a_tokenized_file_from_a_url_equals_the_local_one(folder, tokenizer, tmp
 
 def test_a_cached_line_index_lets_the_next_build_read_no_line_over_http(folder, tokenizer, tmp_path):
     files = [folder / "a.txt", folder / "b.jsonl"]
-    local = _items(StreamingTextDataset(files, tokenizer, world_size=2, rank=1), 0)
+    local = _items(StreamingTextDataset(files, tokenizer, order=StreamOrder(rank=1, world_size=2)), 0)
     with FaultyHTTPServer(folder) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        first = StreamingTextDataset(urls, tokenizer, world_size=2, rank=1, cache_dir=tmp_path)
+        first = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2), read_options=ReadOptions(index_dir=tmp_path))
         assert server.count("GET") >= 2  # the first build reads both files to count their lines
         before = len(server.log)
-        again = StreamingTextDataset(urls, tokenizer, world_size=2, rank=1, cache_dir=tmp_path)
+        again = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2), read_options=ReadOptions(index_dir=tmp_path))
         assert server.count("GET", before) == 0  # the second asks the sizes, reads nothing
         assert _items(again, 0) == _items(first, 0) == local  # rank 1's equal share, as built from the files
     assert [path.name.startswith("lines-index-") for path in tmp_path.iterdir()] == [True]

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
+from recipes.core.stream_order import StreamOrder
 from tests.harness import STOPS, assert_same_batches, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 
@@ -23,8 +24,9 @@ def files(tmp_path_factory, fixtures):
 
 
 
-def _make(paths, tokenizer, workers, **options):
-    stream = StreamingTextDataset(paths, tokenizer, shuffle_buffer=16, seed=3, **options)
+def _make(paths, tokenizer, workers, rank=None, world_size=None):
+    order = StreamOrder(shuffle_buffer=16, seed=3, rank=rank, world_size=world_size)
+    stream = StreamingTextDataset(paths, tokenizer, order=order)
     return streaming_loader(stream, 8, device="cpu", seed=3, stateful=True, num_workers=workers)
 
 
@@ -97,7 +99,8 @@ def mid_pass(files, tokenizer):
 
 
 def _stream(files, tokenizer):
-    return StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer, shuffle_buffer=16, seed=3)
+    return StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer,
+                                order=StreamOrder(shuffle_buffer=16, seed=3))
 
 
 def test_a_checked_state_still_resumes_exactly(files, tokenizer, mid_pass):
@@ -130,12 +133,14 @@ def test_a_resume_offset_inside_a_line_or_another_readers_share_is_refused(files
         stream = _stream(files, tokenizer)
         stream.load_state_dict(inside)
         list(stream)
-    two = StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer, shuffle_buffer=16, seed=3, rank=1, world_size=2)
+    two = StreamingTextDataset([files / "a.txt", files / "b.jsonl"], tokenizer,
+                               order=StreamOrder(shuffle_buffer=16, seed=3, rank=1, world_size=2))
     with pytest.raises(ValueError, match=r"position\[1\] \(offset\) = \d+ is not an integer in \[\d"):
         two.load_state_dict({**state, "slots": 2})  # rank 0's offset, loaded by rank 1
 
 
 def test_a_state_of_other_files_is_refused(files, tokenizer, mid_pass):
-    other = StreamingTextDataset([files / "b.jsonl", files / "a.txt", files / "a.txt"], tokenizer, shuffle_buffer=16)
+    other = StreamingTextDataset([files / "b.jsonl", files / "a.txt", files / "a.txt"], tokenizer,
+                                 order=StreamOrder(shuffle_buffer=16))
     with pytest.raises(ValueError, match=r"StreamingTextDataset state: source = '2 files, \d+ bytes' is not this one's '3 files"):
         other.load_state_dict(mid_pass[0])

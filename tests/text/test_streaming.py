@@ -11,6 +11,7 @@ from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, streaming_loader, text_collate
+from recipes.core.stream_order import StreamOrder
 from tests.special_tokens import truncated
 
 
@@ -52,7 +53,8 @@ def test_slots_split_the_lines_exactly_and_ids_match_encode(files, tok, world_si
     expected = _expected(files)
     seen = {}
     for rank in range(world_size):
-        for item in StreamingTextDataset(files, tok, max_length=12, rank=rank, world_size=world_size, seed=0):
+        for item in StreamingTextDataset(files, tok, max_length=12,
+                                         order=StreamOrder(rank=rank, world_size=world_size, seed=0)):
             assert item["index"] not in seen, "a line was read by two slots"
             seen[item["index"]] = item["input_ids"].tolist()
     assert seen.keys() == expected.keys()
@@ -61,7 +63,7 @@ def test_slots_split_the_lines_exactly_and_ids_match_encode(files, tok, world_si
 
 @pytest.mark.parametrize("buffer", [0, 16], ids=["in-order", "buffered"])
 def test_two_loader_workers_read_every_line_once(files, tok, buffer):
-    stream = StreamingTextDataset(files, tok, shuffle_buffer=buffer, seed=1)
+    stream = StreamingTextDataset(files, tok, order=StreamOrder(shuffle_buffer=buffer, seed=1))
     loader = streaming_loader(stream, 8, train=False, device="cpu", num_workers=2)
     batches = list(loader)
     offsets = [i for b in batches for i in b["index"].tolist()]
@@ -71,7 +73,7 @@ def test_two_loader_workers_read_every_line_once(files, tok, buffer):
 
 
 def test_stream_batches_equal_text_collate_of_the_same_items(files, tok):
-    stream = StreamingTextDataset(files, tok, seed=0)
+    stream = StreamingTextDataset(files, tok, order=StreamOrder(seed=0))
     items = list(stream)[:8]
     ours = next(iter(streaming_loader(stream, 8, device="cpu", num_workers=0)))
     reference = text_collate(items, pad_id=stream.pad_id)
@@ -82,13 +84,13 @@ def test_shuffle_buffer_is_seeded_and_reshuffles_every_epoch(files, tok):
     def order(stream):
         return [item["index"] for item in stream]
 
-    in_file_order = order(StreamingTextDataset(files, tok, seed=0))
+    in_file_order = order(StreamingTextDataset(files, tok, order=StreamOrder(seed=0)))
     assert in_file_order == sorted(in_file_order)
-    stream = StreamingTextDataset(files, tok, shuffle_buffer=32, seed=5)
+    stream = StreamingTextDataset(files, tok, order=StreamOrder(shuffle_buffer=32, seed=5))
     first, second = order(stream), order(stream)  # the epoch advances by itself
     assert sorted(first) == sorted(second) == in_file_order
     assert first != second and first != in_file_order
-    assert order(StreamingTextDataset(files, tok, shuffle_buffer=32, seed=5)) == first  # same seed, same order
+    assert order(StreamingTextDataset(files, tok, order=StreamOrder(shuffle_buffer=32, seed=5))) == first  # same seed, same order
     stream.set_epoch(0)
     assert order(stream) == first
 
@@ -121,7 +123,7 @@ def test_formats_it_cannot_split_and_bad_options_are_refused(fixtures, tok):
     with pytest.raises(ValueError, match="label_field needs"):
         StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, label_field="label")
     with pytest.raises(ValueError, match="shuffle_buffer"):
-        StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, shuffle_buffer=-1)
+        StreamingTextDataset(fixtures / "text" / "corpus.txt", tok, order=StreamOrder(shuffle_buffer=-1))
 
 
 @pytest.mark.parametrize("option", ["text_field", "label_field"])
@@ -137,7 +139,8 @@ def test_skip_mode_warns_line_by_line_where_a_reader_sees_only_one_of_two_schema
     # a reader's share may lack a field the file has elsewhere: it warns, it does not refuse
     rows = [{"text": f"new line {i}"} for i in range(40)] + [{"body": f"old line number {i}"} for i in range(40)]
     (tmp_path / "two.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    readers = [StreamingTextDataset(tmp_path / "two.jsonl", tok, on_error="skip", rank=r, world_size=2) for r in (0, 1)]
+    readers = [StreamingTextDataset(tmp_path / "two.jsonl", tok, on_error="skip",
+                                    order=StreamOrder(rank=r, world_size=2)) for r in (0, 1)]
     with pytest.warns(SkippedSampleWarning) as caught:
         first, second = (list(reader) for reader in readers)
     assert second == [] and len(caught) == 40  # reader 1's share: "body" lines only, each warned

@@ -11,6 +11,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.read_options import ReadOptions
 from recipes.text import TokenizedTextDataset, pack_collate
 from recipes.text.token_cache import DamagedCacheWarning
 from tests.harness import with_skip_warnings
@@ -289,7 +290,7 @@ def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, f
             warnings.simplefilter("error")
             assert _items(TokenizedTextDataset(path, tok, cache_dir=tmp_path, **options)) != _items(fresh)
     with pytest.warns(DamagedCacheWarning) as caught:
-        healed = TokenizedTextDataset(path, tok, cache_dir=tmp_path, verify=True, **options)
+        healed = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True), **options)
     assert len(caught) == 1 and str(spoiled) in str(caught[0].message)
     assert _items(healed) == _items(fresh) and healed.label_names == fresh.label_names
     assert np.array_equal(healed.line_numbers, fresh.line_numbers) and np.array_equal(healed.lengths, fresh.lengths)
@@ -300,7 +301,7 @@ def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, f
     monkeypatch.setattr("recipes.text.tokenized.encode_texts", refuse)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, verify=True, **options)
+        again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True), **options)
     assert _items(again) == _items(fresh)
     assert sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir()) == ["ids.npy", "json", "labels.npy", "lines.npy", "offsets.npy"]
 

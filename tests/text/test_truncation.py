@@ -10,6 +10,7 @@ from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.tokens import WHOLE_TEXT_CHARS
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
 from recipes.text.corpus_files import MAX_LINE_CHARS
+from recipes.core.read_options import ReadOptions
 from tests.core.hostile import peak_rss_growth_mb
 from tests.special_tokens import bert_style, truncated
 
@@ -54,26 +55,27 @@ def test_both_readers_end_long_lines_in_sep_as_enable_truncation_does(tmp_path, 
 
 def test_slice_truncation_cuts_encode_ids_and_has_its_own_cache_entry(tmp_path, minilm, corpus):
     path = _write_jsonl(tmp_path / "long.jsonl", corpus)
-    sliced = TokenizedTextDataset(path, minilm, max_length=16, truncation="slice", cache_dir=tmp_path / "cache")
+    sliced = TokenizedTextDataset(path, minilm, max_length=16, cache_dir=tmp_path / "cache",
+                                  read_options=ReadOptions(truncation="slice"))
     assert [sliced[i]["input_ids"].tolist() for i in range(len(sliced))] == [minilm.encode(t).ids[:16] for t in corpus]
     kept = TokenizedTextDataset(path, minilm, max_length=16, cache_dir=tmp_path / "cache")
     assert [kept[i]["input_ids"].tolist() for i in range(len(kept))] == [truncated(minilm, t, 16) for t in corpus]
     assert len(list((tmp_path / "cache").glob("*.json"))) == 2
     with pytest.raises(ValueError, match="truncation must be one of"):
-        StreamingTextDataset(path, minilm, max_length=16, truncation="cut")
+        StreamingTextDataset(path, minilm, max_length=16, read_options=ReadOptions(truncation="cut"))
 
 
 def test_a_line_too_long_to_tokenise_whole_is_named_by_its_line(tmp_path, minilm):
     path = _write_jsonl(tmp_path / "huge.jsonl", ["short one", "x " * 600, "short two"])
     with pytest.raises(DataError, match=r"huge\.jsonl line 2: field 'text' holds 1,200 characters, over the 1,000"):
-        TokenizedTextDataset(path, minilm, max_line_chars=1_000)
+        TokenizedTextDataset(path, minilm, read_options=ReadOptions(max_line_chars=1_000))
     with pytest.raises(DataError, match=r"huge\.jsonl byte 22: field 'text' holds 1,200 characters.*max_line_chars"):
-        list(StreamingTextDataset(path, minilm, max_line_chars=1_000))
+        list(StreamingTextDataset(path, minilm, read_options=ReadOptions(max_line_chars=1_000)))
     with pytest.warns(SkippedSampleWarning, match="line 2: field 'text' holds 1,200 characters"):
-        skipped = TokenizedTextDataset(path, minilm, max_line_chars=1_000, on_error="skip")
+        skipped = TokenizedTextDataset(path, minilm, on_error="skip", read_options=ReadOptions(max_line_chars=1_000))
     assert skipped.line_numbers.tolist() == [1, 3]
-    assert len(TokenizedTextDataset(path, minilm, max_line_chars=2_000)) == 3  # raised: all kept
-    assert len(TokenizedTextDataset(path, minilm, max_line_chars=1_000, max_length=8)) == 3  # read in part
+    assert len(TokenizedTextDataset(path, minilm, read_options=ReadOptions(max_line_chars=2_000))) == 3  # raised: all kept
+    assert len(TokenizedTextDataset(path, minilm, max_length=8, read_options=ReadOptions(max_line_chars=1_000))) == 3  # read in part
     txt = tmp_path / "huge.txt"
     txt.write_text("short\n" + "y" * (MAX_LINE_CHARS + 1) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=rf"huge\.txt line 2: the line holds {MAX_LINE_CHARS + 1:,} characters"):
@@ -101,7 +103,7 @@ def test_a_parquet_row_too_long_to_tokenise_whole_is_named_by_its_row(tmp_path, 
     path = tmp_path / "huge.parquet"
     pq.write_table(pa.table({"text": ["short one", "x " * 600, "short two"]}), path)
     with pytest.raises(DataError, match=r"huge\.parquet row 1: field 'text' holds 1,200 characters"):
-        TokenizedTextDataset(path, minilm, max_line_chars=1_000)
+        TokenizedTextDataset(path, minilm, read_options=ReadOptions(max_line_chars=1_000))
     with pytest.raises(DataError, match=r"huge\.parquet row 1: field 'text' holds 1,200 characters"):
-        list(StreamingTextDataset(path, minilm, max_line_chars=1_000))
-    assert len(TokenizedTextDataset(path, minilm, max_line_chars=1_000, max_length=8)) == 3
+        list(StreamingTextDataset(path, minilm, read_options=ReadOptions(max_line_chars=1_000)))
+    assert len(TokenizedTextDataset(path, minilm, max_length=8, read_options=ReadOptions(max_line_chars=1_000))) == 3

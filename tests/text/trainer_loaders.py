@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_collate, text_loader
+from recipes.core.stream_order import StreamOrder
 
 DATA, TOKENIZER = "fixtures/text/labeled.jsonl", "fixtures/text/tokenizer.json"
 
@@ -33,6 +34,6 @@ def next_tokens(config: dict[str, Any], *, train: bool) -> Any:
 
 
 def stream(config: dict[str, Any], *, train: bool) -> Any:
-    dataset = StreamingTextDataset(DATA, TOKENIZER, label_field="label", shuffle_buffer=16, seed=0)
+    dataset = StreamingTextDataset(DATA, TOKENIZER, label_field="label", order=StreamOrder(shuffle_buffer=16, seed=0))
     return streaming_loader(dataset, 8, train=train, device="cpu", seed=0, stateful=True,
                             num_workers=config.get("workers", 0))

@@ -12,6 +12,7 @@ from PIL import Image, ImageOps
 from torchvision import tv_tensors
 from torchvision.datasets import DatasetFolder, ImageFolder
 
+from recipes.core.read_options import ReadOptions
 from recipes.core import DevicePrefetcher
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vision_loader
@@ -276,9 +277,9 @@ def test_strict_decode_raises_or_skips_a_jpeg_with_overwritten_scan_data(tmp_pat
     assert len(batches()[0][1]) == 2  # the default decodes it, damaged blocks and all
     reason = r"a[/\\]damaged\.jpg: cannot decode image \(Corrupt JPEG data"
     with pytest.raises(DataError, match=reason):
-        batches(strict_decode=True)
+        batches(read_options=ReadOptions(strict_decode=True))
     with pytest.warns(SkippedSampleWarning, match=reason) as caught:
-        (images, labels), = batches(strict_decode=True, on_error="skip")
+        (images, labels), = batches(read_options=ReadOptions(strict_decode=True), on_error="skip")
     assert len(caught) == 1 and labels.tolist() == [0]
     # the clean photo (sorted first), decoded in the worker as the plain path decodes it
     assert torch.equal(images, batches("worker")[0][0][:1])
