@@ -132,9 +132,9 @@ class Plan(abc.ABC):
         return CutBatches(None, lo, hi, batch_size, drop_last)
 
     def earlier_forms(self) -> list[Plan]:
-        """Plans that earlier versions built from the same arguments (none here): a loader state
-        saved under one of them (its ``plan`` field) resumes with it, and a state that names no
-        plan with the first, so a run goes on with the batches it began with."""
+        """Other plans the same arguments have stood for (none here): a loader state saved under
+        one of them (its ``plan`` field) resumes with it, and a state that names no plan with the
+        first, so a run goes on with the batches it began with."""
         return []
 
     def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
