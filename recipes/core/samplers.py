@@ -79,6 +79,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.num_samples = int(num_samples)
         self.plan = Shuffle() if plan is None else plan
         self.plan.check(self.num_samples, batch_size)
+        self._built_plan = self.plan  # what resumed_plan starts from, whichever state loaded last
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed, self._given_seed = shared_seed(seed), seed
@@ -124,12 +125,12 @@ class GroupedBatchSampler(Sampler[list[int]]):
 
     def resumed_plan(self, saved: str | None) -> Plan:
         """The plan a state whose identity names the plan ``saved`` (None: a state that names none)
-        resumes with: the form of this sampler's plan it was saved under
-        (:meth:`recipes.core.plans.Plan.earlier_forms`), else this sampler's own."""
-        for plan in self.plan.earlier_forms():
+        resumes with: the form of the plan this sampler was built with that it was saved under
+        (:meth:`recipes.core.plans.Plan.earlier_forms`), else that plan."""
+        for plan in self._built_plan.earlier_forms():
             if saved is None or saved == self.plan_name(plan):
                 return plan
-        return self.plan
+        return self._built_plan
 
     def plan_name(self, plan: Plan) -> str:
         """``plan`` as this sampler's identity names it: its repr, shuffled or in order, drop_last."""

@@ -77,6 +77,11 @@ def test_a_default_plan_resumes_a_state_saved_under_noise_0_05_with_its_batches(
     resumed.load_state_dict(state)
     assert taken + list(resumed) == expected
     assert resumed.identity()["plan"] == "ByLength(noise=0.05), shuffled"  # and so its later states
+    today = GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths))
+    today_batches = list(today)
+    today.set_epoch(0)
+    resumed.load_state_dict(today.state_dict())  # a state of today's default, on the same sampler
+    assert list(resumed) == today_batches
     with pytest.raises(ValueError, match="plan=ByLength"):  # a plan the user chose is not swapped
         GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths, noise=0.1)).load_state_dict(sampler.state_dict())
 
