@@ -11,7 +11,9 @@ included, with a unique placeholder for each message's content; a conversation o
 its spans off that skeleton, moved by its contents' lengths. That holds when the template writes
 each content verbatim, once, whatever it says, so it is checked on each conversation: its one real
 render must equal the skeleton filled with its contents. A template that trims, escapes or
-branches on the text fails the check, and the caller renders the prefixes as before.
+branches on the text fails the check, and the caller renders the prefixes instead. The check sees
+the whole render only: a template whose prefix renders branch on a content's text where the whole
+render does not would be read wrongly (tests/text/test_chat_turns.py holds the shipped styles).
 """
 
 from __future__ import annotations
