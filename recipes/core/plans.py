@@ -259,7 +259,7 @@ class ByLength(Plan):
         if not self._defaults:
             return []
         plan = copy.copy(self)  # what ByLength(lengths) names ByLength(noise=0.05) in saved states
-        plan.noise, plan.jitter, plan._defaults = DEFAULT_LENGTH_NOISE, 0.0, False
+        plan.noise, plan.jitter = DEFAULT_LENGTH_NOISE, 0.0
         return [plan]
 
     def _describe(self) -> str:
