@@ -268,7 +268,7 @@ def audio_loader(
     """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
 
     Training batches hold clips of similar duration: every epoch the clips are sorted by
-    ``log(duration)`` plus a little fresh noise (:class:`recipes.core.plans.ByLength`), cut into
+    duration with a little fresh jitter (:class:`recipes.core.plans.ByLength`), cut into
     batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.

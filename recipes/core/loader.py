@@ -341,6 +341,7 @@ class ResumableLoader(StatefulDataLoader):
             if other_workers:  # torchdata's state of other workers is not used: the sampler's position is the whole
                 sampler_state = {**sampler_state, "yielded": sampler_state["yielded"] + checked.steps_since_snapshot}
             self.batch_sampler.load_state_dict(sampler_state)  # it warns of a replaced seed, once
+            self._belongs_to = None  # the sampler may have taken the plan the state was saved under
         elif states and isinstance(self.dataset, ChecksStates):
             self.dataset.adopt_seed(states[0])  # before the workers get their copies
         if not other_workers:

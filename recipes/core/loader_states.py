@@ -74,6 +74,9 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
         if not isinstance(belongs, dict):
             raise ValueError(f"{OWNER} state: {BELONGS} = {_short(belongs)} is not a dict")
         mine = loader.belongs_to() if hasattr(loader, "belongs_to") else loader_identity(loader)
+        if isinstance(loader.batch_sampler, GroupedBatchSampler) and "plan" in mine:  # as the sampler resumes
+            sampler = loader.batch_sampler
+            mine["plan"] = sampler.plan_name(sampler.resumed_plan(belongs.get("plan")))
         check_belongs(belongs, mine, OWNER, "this loader")
     torchdata = {name: value for name, value in state.items() if name != BELONGS}
     grouped = isinstance(loader.batch_sampler, GroupedBatchSampler)

@@ -7,10 +7,11 @@
 - :class:`Shuffle`: a random order cut into batches (the default).
 - :class:`ByGroup`: one small int per sample (portrait/landscape); a batch never mixes two
   groups, as in torchvision's detection reference, and no sample is repeated to fill one.
-- :class:`ByLength`: the epoch sorted by ``log(length)`` plus fresh uniform noise of half-width
-  ``noise``, cut into batches whose order the sampler shuffles: padding stays near the sorted
-  floor while similar lengths change batchmates every epoch (figures: benchmarks/README.md).
-- :class:`TokenBudget`: as ``ByLength``, cut by ``len(batch) * longest <= max_tokens``.
+- :class:`ByLength`: the epoch sorted by length, each sample's place then moved by fresh uniform
+  noise of half-width ``jitter`` batches (or its ``log(length)`` by ``noise``), cut into batches
+  whose order the sampler shuffles: padding stays near the sorted floor while neighbours in
+  length change batchmates every epoch (figures: benchmarks/README.md).
+- :class:`TokenBudget`: as ``ByLength`` with ``noise``, cut by ``len(batch) * longest <= max_tokens``.
 
 Plans that must see the samples they batch together (groups, lengths) plan the epoch's order
 ``window`` places at a time (:class:`Windows`): O(window) memory per rank, not O(samples).
@@ -35,8 +36,14 @@ from recipes.core.permutation import Permutation
 from recipes.core.protocols import DrawsEpochs, check_hooks
 from recipes.core.seeding import sample_seeds
 
-# Half-width of the noise on log(length): samples within about 10% of each other's length can
-# trade places. More = fresher batchmates every epoch and more padding (benchmarks/README.md).
+# Half-width of the noise on a sample's place in the sorted order, in batches: it costs padding in
+# proportion to the length gaps between neighbours, not to the length (noise on log(length) padded
+# 21x the floor where lengths are dense, this 1.15x), and a quarter of the batchmates change every
+# epoch even when no two lengths are equal. More = fresher batches, more padding (benchmarks/README.md).
+DEFAULT_JITTER = 0.2
+# Half-width of the noise on log(length) that TokenBudget takes by default: samples within about
+# 10% of each other's length can trade places. Also the plan of a saved state that names
+# ByLength(noise=0.05) or no plan, for a ByLength built with defaults (ByLength.earlier_forms).
 DEFAULT_LENGTH_NOISE = 0.05
 # Places a grouped, length or budget plan orders at once: ~50 MB of planning at the peak, whatever
 # the epoch's size. Sorting lengths within 2^20 samples pads as the whole epoch would (each window
@@ -124,6 +131,12 @@ class Plan(abc.ABC):
         """Evaluation: samples ``lo .. hi - 1`` in order, cut into batches."""
         return CutBatches(None, lo, hi, batch_size, drop_last)
 
+    def earlier_forms(self) -> list[Plan]:
+        """Other plans the same arguments have stood for (none here): a loader state saved under
+        one of them (its ``plan`` field) resumes with it, and a state that names no plan with the
+        first, so a run goes on with the batches it began with."""
+        return []
+
     def cut(self, run: np.ndarray, index: np.ndarray, batch_size: int | None, drop_last: bool) -> list[np.ndarray]:
         """Consecutive batches of ``run``; ``index`` is the sample at each of its places."""
         stop = len(run) - len(run) % batch_size if drop_last else len(run)
@@ -193,16 +206,24 @@ class ByGroup(Plan):
 class ByLength(Plan):
     """Batches of similar lengths: ``lengths`` holds one int per sample (see module doc).
 
-    ``noise=0`` sorts exactly (least padding, least shuffling; equal lengths stay in random order).
+    Each epoch the samples are sorted by ``log(length)`` plus uniform noise of half-width
+    ``noise``, then each one's place in that order moves by uniform noise of half-width
+    ``jitter`` batches. Given neither, ``jitter=0.2`` alone (benchmarks/README.md: padding vs
+    batchmates kept); given ``noise`` alone, no jitter. ``noise=0`` alone, or ``jitter=0`` alone,
+    sorts exactly: least padding, least shuffling; equal lengths stay in random order.
     """
 
-    def __init__(self, lengths: Any, *, noise: float = DEFAULT_LENGTH_NOISE, window: int = DEFAULT_WINDOW,
-                 draws: Draws | None = None) -> None:
+    def __init__(self, lengths: Any, *, noise: float | None = None, jitter: float | None = None,
+                 window: int = DEFAULT_WINDOW, draws: Draws | None = None) -> None:
         super().__init__(draws=draws)
-        if not noise >= 0:
-            raise ValueError(f"noise must be >= 0, got {noise}")
+        self._defaults = noise is None and jitter is None  # the plan earlier_forms describes
+        noise = 0.0 if noise is None else noise
+        jitter = (DEFAULT_JITTER if self._defaults else 0.0) if jitter is None else jitter
+        for name, value in (("noise", noise), ("jitter", jitter)):
+            if not value >= 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         self.lengths = _integers(lengths)
-        self.noise = float(noise)
+        self.noise, self.jitter = float(noise), float(jitter)
         self.window = _check_window(window)
 
     def check(self, num_samples: int, batch_size: int | None) -> None:
@@ -216,6 +237,10 @@ class ByLength(Plan):
         key = np.log(np.maximum(self.lengths[index], 1)) + self.noise * (2 * noise - 1)
         # stable sort, longest first: with no noise, equal lengths keep their random order
         sort = np.argsort(-key, kind="stable")
+        if self.jitter > 0:
+            shift = torch.rand(len(order), generator=generator, dtype=torch.float64).numpy()
+            places = np.arange(len(sort)) + self.jitter * batch_size * (2 * shift - 1)
+            sort = sort[np.argsort(places, kind="stable")]
         return self.cut(order[sort], index[sort], batch_size, drop_last)
 
     def count(self, size: int, index: Callable[[], np.ndarray], batch_size: int | None,
@@ -230,8 +255,16 @@ class ByLength(Plan):
         keep = len(order) - len(order) % batch_size
         return order[:keep], index[:keep]
 
+    def earlier_forms(self) -> list[Plan]:
+        if not self._defaults:
+            return []
+        plan = copy.copy(self)  # what ByLength(lengths) names ByLength(noise=0.05) in saved states
+        plan.noise, plan.jitter = DEFAULT_LENGTH_NOISE, 0.0
+        return [plan]
+
     def _describe(self) -> str:
-        return f"noise={self.noise:g}"
+        jitter = f", jitter={self.jitter:g}" if self.jitter else ""
+        return f"noise={self.noise:g}{jitter}"
 
 
 class TokenBudget(ByLength):

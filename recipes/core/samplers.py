@@ -83,6 +83,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         self.num_samples = int(num_samples)
         self.plan = Shuffle() if plan is None else plan
         self.plan.check(self.num_samples, batch_size)
+        self._built_plan = self.plan  # what resumed_plan starts from, whichever state loaded last
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.seed, self._given_seed = shared_seed(seed), seed
@@ -136,10 +137,23 @@ class GroupedBatchSampler(Sampler[list[int]]):
         ``plan`` (the plan's repr, shuffled or in order, drop_last); the world size is not part of
         it, since a state resumes on any. Computed once (a plan's repr may count its groups)."""
         if self._identity is None:
-            order = "shuffled" if self.shuffle else "in order"
-            plan = f"{self.plan!r}, {order}{', drop_last' if self.drop_last else ''}"
-            self._identity = {"num_samples": self.num_samples, "batch_size": self.batch_size, "plan": plan}
+            self._identity = {"num_samples": self.num_samples, "batch_size": self.batch_size,
+                              "plan": self.plan_name(self.plan)}
         return self._identity
+
+    def resumed_plan(self, saved: str | None) -> Plan:
+        """The plan a state whose identity names the plan ``saved`` (None: a state that names none)
+        resumes with: the form of the plan this sampler was built with that it was saved under
+        (:meth:`recipes.core.plans.Plan.earlier_forms`), else that plan."""
+        for plan in self._built_plan.earlier_forms():
+            if saved is None or saved == self.plan_name(plan):
+                return plan
+        return self._built_plan
+
+    def plan_name(self, plan: Plan) -> str:
+        """``plan`` as this sampler's identity names it: its repr, shuffled or in order, drop_last."""
+        order = "shuffled" if self.shuffle else "in order"
+        return f"{plan!r}, {order}{', drop_last' if self.drop_last else ''}"
 
     def check_state(self, state: dict[str, Any]) -> tuple[int, bool]:
         """Raise the ValueError :meth:`load_state_dict` would raise for ``state``, changing nothing;
@@ -169,7 +183,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
     def _checked(self, state: dict[str, Any], *, keep: bool) -> tuple[int, int, int, int, int, bool]:
         """Check every field of ``state`` (see :meth:`load_state_dict`): ``(epoch, offset, yielded,
         world_size, batches still to come, whether that is the whole pass)``. ``keep``: take its
-        seed and order; else this sampler is left as it was."""
+        seed, order and plan (:meth:`resumed_plan`); else this sampler is left as it was."""
         owner = "GroupedBatchSampler"
         # a state without "order" was saved before the keyed permutation: its run goes on as it began
         order = state.get("order", "randperm") if isinstance(state, dict) else None
@@ -180,6 +194,21 @@ class GroupedBatchSampler(Sampler[list[int]]):
         else:
             saved_fields = list(known)
         check_keys(state, saved_fields, owner)
+        saved = self.plan, self._identity, self._cache
+        self.plan = self.resumed_plan(state.get("plan"))  # the batches of the plan the run began with
+        if self.plan is not saved[0]:
+            self._identity = self._cache = None
+        try:
+            checked = self._checked_position(state, order, owner, keep)
+        except ValueError:
+            self.plan, self._identity, self._cache = saved
+            raise
+        if not keep:
+            self.plan, self._identity, self._cache = saved
+        return checked
+
+    def _checked_position(self, state: dict[str, Any], order: str, owner: str,
+                          keep: bool) -> tuple[int, int, int, int, int, bool]:
         check_belongs(state, self.identity(), owner, "this sampler")
         if order not in ORDERS:
             raise ValueError(f"{owner} state: order = {str(order)[:40]!r} is not one of {ORDERS}")

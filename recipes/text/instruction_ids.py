@@ -75,14 +75,31 @@ def read_instruction_ids(
     return ids_out, learned_out, rows_out
 
 
-def _lists(column: Any) -> list[Any]:
-    """A list column as Python lists of ints (None for a null row): read once per row group."""
-    return column.to_pylist()
+def _lists(column: Any) -> list[np.ndarray | None]:
+    """A list column's rows as int64 arrays (None: a null row, or one holding a null), read once per
+    row group from its Arrow buffers: no Python int per value. Other types go through Python lists."""
+    import pyarrow as pa
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    listed = pa.types.is_list(array.type) or pa.types.is_large_list(array.type)
+    kind = array.type.value_type if listed else None
+    if kind is None or not (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):  # as _learned reads them
+        return [None if row is None or None in row else row for row in array.to_pylist()]
+    values = array.values  # the whole child: the offsets already count the array's own offset
+    numbers = values.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy(zero_copy_only=False)
+    numbers = numbers.astype(np.int64, copy=False)
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    nulls = np.zeros(len(values) + 1, dtype=np.int64)
+    if values.null_count:
+        np.cumsum(np.asarray(values.is_null()), out=nulls[1:])
+    held = (nulls[offsets[1:]] - nulls[offsets[:-1]]) > 0
+    absent = np.asarray(array.is_null()) | held
+    return [None if absent[k] else numbers[offsets[k] : offsets[k + 1]] for k in range(len(array))]
 
 
-def _learned(values: list[Any] | None, ids: np.ndarray, name: str, where: str) -> np.ndarray:
+def _learned(values: np.ndarray | list[Any] | None, ids: np.ndarray, name: str, where: str) -> np.ndarray:
     """Which ids of a row are learned, from its labels or mask; a DataError saying what is wrong."""
-    if values is None or None in values:
+    if values is None:
         raise DataError(f"{where}: column {name!r} is null or holds a null", skip_hint=SKIP_HINT)
     if len(values) != len(ids):
         raise DataError(f"{where}: {len(values)} values in {name!r} for {len(ids)} ids", skip_hint=SKIP_HINT)

@@ -11,13 +11,15 @@ so a token that the tokenizer merges across a boundary is learned when any of it
 
 A chat's assistant spans come from the template's ``{% generation %}`` blocks where it has them,
 else from rendering: turn ``i`` spans from the end of the conversation before it, rendered with
-the generation prompt, to the end of the conversation through it. Templates that render an
+the generation prompt, to the end of the conversation through it (read off one render per
+conversation where the template writes contents verbatim: :mod:`recipes.text.chat_turns`). Templates that render an
 earlier part differently once later turns follow (some drop past reasoning) need the markers:
 such a conversation is a DataError that says so.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from itertools import chain
 from typing import NamedTuple
@@ -27,7 +29,10 @@ from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError
 from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat_turns import TurnSkeletons
 from recipes.text.instruction_rows import SKIP_HINT, Sample
+
+_SKELETONS: weakref.WeakKeyDictionary[ChatTemplate, TurnSkeletons] = weakref.WeakKeyDictionary()
 
 
 class Rendered(NamedTuple):
@@ -82,6 +87,9 @@ def _render(sample: Sample, template: ChatTemplate | None, where: str) -> Render
     text, spans = template.render(messages)
     if template.has_generation:
         return Rendered(text, spans, False)
+    found = _skeletons(template).spans(messages, text)
+    if found is not None:
+        return Rendered(text, found, False)
     for turn, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
@@ -94,6 +102,14 @@ def _render(sample: Sample, template: ChatTemplate | None, where: str) -> Render
                 "markers around the assistant's text", skip_hint=SKIP_HINT)
         spans.append((len(before), len(through)))
     return Rendered(text, spans, False)
+
+
+def _skeletons(template: ChatTemplate) -> TurnSkeletons:
+    """The template's skeletons, kept as long as the template is (one render per conversation)."""
+    skeletons = _SKELETONS.get(template)
+    if skeletons is None:
+        skeletons = _SKELETONS[template] = TurnSkeletons(template)
+    return skeletons
 
 
 def _common_prefix(a: str, b: str) -> int:

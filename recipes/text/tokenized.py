@@ -406,7 +406,7 @@ def text_loader(
     """A DataLoader preset for :class:`TokenizedTextDataset`.
 
     Training batches hold samples of similar length: every epoch the samples are sorted by
-    ``log(length)`` plus a little fresh noise (:class:`recipes.core.plans.ByLength`) and cut into
+    length with a little fresh jitter (:class:`recipes.core.plans.ByLength`) and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
     epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
     Evaluation keeps the dataset order. Each rank of a process group gets the same number of

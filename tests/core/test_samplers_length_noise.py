@@ -1,11 +1,11 @@
-"""GroupedBatchSampler with a ByLength plan: a noisy full sort, new batchmates every epoch, no repeats."""
+"""GroupedBatchSampler with a ByLength plan: a jittered full sort, new batchmates every epoch, no repeats."""
 
 from itertools import pairwise
 
 import numpy as np
 import pytest
 
-from recipes.core.plans import DEFAULT_LENGTH_NOISE, ByLength, TokenBudget
+from recipes.core.plans import DEFAULT_JITTER, DEFAULT_LENGTH_NOISE, ByLength, TokenBudget
 from recipes.core.samplers import GroupedBatchSampler
 
 
@@ -36,12 +36,54 @@ def test_noise_zero_is_the_sorted_floor_and_small_noise_stays_near_it():
     assert _waste([np.array(b) for b in noisy], lengths) <= 0.2 * _waste([np.array(b) for b in plain], lengths)
 
 
-def test_lengths_alone_use_the_default_noise():
+def test_lengths_alone_use_the_default_jitter_and_noise_alone_no_jitter():
     lengths = _lengths(500)
     default = GroupedBatchSampler(500, 8, seed=4, plan=ByLength(lengths))
-    explicit = GroupedBatchSampler(500, 8, seed=4, plan=ByLength(lengths, noise=DEFAULT_LENGTH_NOISE))
-    assert default.plan.noise == DEFAULT_LENGTH_NOISE
+    explicit = GroupedBatchSampler(500, 8, seed=4, plan=ByLength(lengths, noise=0, jitter=DEFAULT_JITTER))
+    assert (default.plan.noise, default.plan.jitter) == (0, DEFAULT_JITTER)
     assert list(default) == list(explicit)
+    assert ByLength(lengths, noise=0.1).jitter == 0 and ByLength(lengths, jitter=0.5).noise == 0
+
+
+def test_jitter_changes_batchmates_of_distinct_lengths_at_little_padding():
+    lengths = np.random.default_rng(2).permutation(np.arange(1, 2001))  # no two equal: no ties to shuffle
+    rank = np.empty(2000, dtype=int)
+    rank[np.argsort(-lengths)] = np.arange(2000)
+    floor = _waste([np.argsort(-lengths)[i : i + 16] for i in range(0, 2000, 16)], lengths)
+    sampler = GroupedBatchSampler(2000, 16, seed=0, plan=ByLength(lengths, jitter=0.25))
+    epochs = [[np.array(b) for b in sampler] for _ in range(2)]
+    for batches in epochs:
+        # keys move by < 4 places (0.25 batches), so a sample by < 8: a batch spans < 16 + 2 * 8 ranks
+        assert max(int(np.ptp(rank[b])) for b in batches) < 16 + 16
+        assert _waste(batches, lengths) <= 1.3 * floor
+    kept = {frozenset(b.tolist()) for b in epochs[0]} & {frozenset(b.tolist()) for b in epochs[1]}
+    assert len(kept) < 0.5 * len(epochs[0])
+    exact = GroupedBatchSampler(2000, 16, seed=0, plan=ByLength(lengths, noise=0))
+    assert {frozenset(b) for b in exact} == {frozenset(b) for b in exact}  # without jitter: the same batches
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["plan-named", "no-identity"])
+def test_a_default_plan_resumes_a_state_saved_under_noise_0_05_with_its_batches(named):
+    lengths = _lengths(300)
+    sampler = GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths, noise=DEFAULT_LENGTH_NOISE))
+    expected = list(sampler)
+    sampler.set_epoch(0)
+    iterator = iter(sampler)
+    taken = [next(iterator) for _ in range(5)]
+    state = sampler.state_dict()
+    if not named:  # as saved before states named their data
+        state = {k: v for k, v in state.items() if k not in ("num_samples", "batch_size", "plan")}
+    resumed = GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths))
+    resumed.load_state_dict(state)
+    assert taken + list(resumed) == expected
+    assert resumed.identity()["plan"] == "ByLength(noise=0.05), shuffled"  # and so its later states
+    today = GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths))
+    today_batches = list(today)
+    today.set_epoch(0)
+    resumed.load_state_dict(today.state_dict())  # a state of today's default, on the same sampler
+    assert list(resumed) == today_batches
+    with pytest.raises(ValueError, match="plan=ByLength"):  # a plan the user chose is not swapped
+        GroupedBatchSampler(300, 8, seed=2, plan=ByLength(lengths, noise=0.1)).load_state_dict(sampler.state_dict())
 
 
 @pytest.mark.parametrize("budget", [None, 300], ids=["fixed-size", "token-budget"])
