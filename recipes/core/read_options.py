@@ -22,7 +22,7 @@ MAX_LINE_CHARS = 1_000_000
 # what its footer declares, uncompressed, in the columns read. Hub files keep row groups far smaller.
 MAX_ROW_GROUP_BYTES = 256 * 2**20
 SHARD_CACHE_BYTES = 64 * 2**30  # a local copy of remote shards: room for a few epochs' worth
-TRUNCATIONS = ("tokenizer", "slice")  # as recipes.core.tokens cuts; checked here so a typo fails where it is written
+TRUNCATIONS = ("tokenizer", "slice")  # as recipes.core.truncation cuts; checked where the option is written
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ def test_a_size_bound_must_be_a_positive_int(field, value):
 
 
 def test_a_truncation_must_be_one_the_tokens_module_knows():
-    from recipes.core.tokens import TRUNCATIONS
+    from recipes.core.truncation import TRUNCATIONS
 
     assert ReadOptions(truncation="slice").truncation == "slice"
     with pytest.raises(ValueError, match=re.escape(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got 'cut'")):

@@ -110,7 +110,7 @@ def test_cached_url_shards_are_read_from_disk_in_later_epochs(shard_folder, toke
 
 
 def test_a_cached_sample_index_lets_the_next_build_read_no_shard(shard_folder, tokenizer, tmp_path):
-    options = dict(transform=RESIZE, captions="first", seed=0, rank=1, world_size=3)
+    options = dict(transform=RESIZE, captions="first", order=StreamOrder(seed=0, rank=1, world_size=3))
     local = _by_key(_batches(ImageTextShards(shard_folder, tokenizer, **options), 0))
     with FaultyHTTPServer(shard_folder) as server:
         url = server.url("shard-{000000..000003}.tar")

@@ -77,10 +77,12 @@ def test_a_cached_line_index_lets_the_next_build_read_no_line_over_http(folder, 
     local = _items(StreamingTextDataset(files, tokenizer, order=StreamOrder(rank=1, world_size=2)), 0)
     with FaultyHTTPServer(folder) as server:
         urls = [server.url("a.txt"), server.url("b.jsonl")]
-        first = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2), read_options=ReadOptions(index_dir=tmp_path))
+        first = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2),
+                                     read_options=ReadOptions(index_dir=tmp_path))
         assert server.count("GET") >= 2  # the first build reads both files to count their lines
         before = len(server.log)
-        again = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2), read_options=ReadOptions(index_dir=tmp_path))
+        again = StreamingTextDataset(urls, tokenizer, order=StreamOrder(rank=1, world_size=2),
+                                     read_options=ReadOptions(index_dir=tmp_path))
         assert server.count("GET", before) == 0  # the second asks the sizes, reads nothing
         assert _items(again, 0) == _items(first, 0) == local  # rank 1's equal share, as built from the files
     assert [path.name.startswith("lines-index-") for path in tmp_path.iterdir()] == [True]
