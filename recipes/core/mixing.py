@@ -45,8 +45,8 @@ from recipes.core.protocols import (
     ReadsPaths,
     Resumable,
     ShardLimited,
+    agreed_collate,
     check_hooks,
-    collate_of,
 )
 from recipes.core.seeding import sample_seed
 from recipes.core.states import CURSOR_FIELDS, check_int, check_keys, check_source, sampled_digest
@@ -104,7 +104,7 @@ class MixedDataset(Dataset):
 
     def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
         """The collate the sources ask for (:class:`recipes.core.protocols.DefaultCollate`)."""
-        return _agreed_collate(self.datasets)
+        return agreed_collate(self.datasets)
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -207,7 +207,7 @@ class MixedStream(ResumableStream):
 
     def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
         """The collate the sources ask for (:class:`recipes.core.protocols.DefaultCollate`)."""
-        return _agreed_collate(self.streams)
+        return agreed_collate(self.streams)
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that every stream can feed (``sys.maxsize``: none limits them)."""
@@ -369,15 +369,6 @@ def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
         if any(not _equal(value, values[0]) for value in values[1:]):
             why = "batches are padded with one pad id" if name == "pad_id" else "labels would mean different things"
             raise ValueError(f"cannot mix datasets with different {name} ({_short(values)}): {why}")
-
-
-def _agreed_collate(sources: list[Any]) -> Callable[[list[Any]], Any] | None:
-    """The collate every source asks for (None: none asks for one); a ValueError if they differ."""
-    collates = [collate_of(source) for source in sources]
-    if any(collate != collates[0] for collate in collates[1:]):
-        raise ValueError(f"the sources ask for different collates ({_short(collates)}): pass collate_fn=... "
-                         "to the preset")
-    return collates[0]
 
 
 def _contract(dataset: Dataset) -> dict[str, Any] | None:

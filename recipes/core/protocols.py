@@ -250,6 +250,16 @@ def collate_of(dataset: Any) -> Callable[[list[Any]], Any] | None:
     return check_hooks(dataset).default_collate_fn() if isinstance(dataset, DefaultCollate) else None
 
 
+def agreed_collate(sources: list[Any]) -> Callable[[list[Any]], Any] | None:
+    """The collate every one of a mixture's ``sources`` asks for (:func:`collate_of`; None: none
+    asks for one); a ValueError if they differ."""
+    collates = [collate_of(source) for source in sources]
+    if any(collate != collates[0] for collate in collates[1:]):
+        shown = ", ".join(repr(collate)[:40] for collate in collates)
+        raise ValueError(f"the sources ask for different collates ({shown}): pass collate_fn=... to the preset")
+    return collates[0]
+
+
 def _check_method(where: str, protocol: type, shape: str, value: Any, arguments: int) -> None:
     if not callable(value):
         raise TypeError(f"{where} must be a method {shape} ({protocol.__name__}), got {type(value).__name__}")

@@ -12,12 +12,19 @@ folder into a project to edit.
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning
 from recipes.detection.evaluate import STAT_NAMES, evaluate, to_coco_results
-from recipes.detection.loader import aspect_ratio_groups, detection_collate, detection_loader, padded_detection_collate
+from recipes.detection.loader import (
+    PaddedDetectionCollate,
+    aspect_ratio_groups,
+    detection_collate,
+    detection_loader,
+    padded_detection_collate,
+)
 
 __all__ = [
     "STAT_NAMES",
     "CocoDataset",
     "DegenerateBoxWarning",
+    "PaddedDetectionCollate",
     "aspect_ratio_groups",
     "detection_collate",
     "detection_loader",

@@ -6,7 +6,7 @@
     for images, targets in loader:        # lists, the form torchvision detection models take
         losses = model([im.float() / 255 for im in images], targets)
 
-    loader = detection_loader(dataset, 8, collate_fn=partial(padded_detection_collate, size_divisibility=32))
+    loader = detection_loader(dataset, 8, collate_fn=PaddedDetectionCollate(size_divisibility=32))
 
 Detection images differ in size and in box count, so the default collate cannot stack them:
 :func:`detection_collate` keeps lists, :func:`padded_detection_collate` pads both (images to a
@@ -22,6 +22,7 @@ repeated to fill a group's last batch. A worker's batch holds five tensors per i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,18 @@ def padded_detection_collate(
     return out
 
 
+@dataclass(frozen=True)
+class PaddedDetectionCollate:
+    """:func:`padded_detection_collate` with its options as fields (a ``collate_fn`` that pickles
+    and shows them): ``PaddedDetectionCollate(size_divisibility=32)``."""
+
+    size_divisibility: int = 32
+    pad_value: int = 0
+
+    def __call__(self, batch: Sequence[Any]) -> dict[str, Any]:
+        return padded_detection_collate(batch, **vars(self))
+
+
 def aspect_ratio_groups(aspect_ratios: np.ndarray | Sequence[float], factor: int = 0) -> np.ndarray:
     """Group id per image from its width / height.
 
@@ -134,7 +147,7 @@ def detection_loader(
             ranks of a process group get equal batch counts. False: dataset order, every
             image once across ranks.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: default :func:`detection_collate`; :func:`padded_detection_collate` pads.
+        collate_fn: default :func:`detection_collate`; :class:`PaddedDetectionCollate` pads.
             Its batches leave worker processes packed (:func:`recipes.core.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision

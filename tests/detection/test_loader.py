@@ -15,6 +15,7 @@ from torchvision.transforms import v2
 from recipes.core.device import DevicePrefetcher
 from recipes.detection import (
     CocoDataset,
+    PaddedDetectionCollate,
     aspect_ratio_groups,
     detection_collate,
     detection_loader,
@@ -81,6 +82,9 @@ def test_padded_collate_pads_images_to_the_divisor_and_boxes_to_the_largest_coun
         assert torch.equal(batch["masks"][i, :n, :h, :w], target["masks"])
     assert padded_detection_collate(samples, size_divisibility=1)["images"].shape == (3, 3, 96, 96)
     assert padded_detection_collate([samples[0]], size_divisibility=100)["images"].shape == (1, 3, 100, 100)
+    configured = PaddedDetectionCollate(size_divisibility=32)  # the collate_fn form: pickles, shows its options
+    assert repr(configured) == "PaddedDetectionCollate(size_divisibility=32, pad_value=0)"
+    assert all(torch.equal(a, b) for a, b in zip(configured(samples).values(), batch.values()))
 
 
 def test_batches_cross_worker_processes_unchanged(flipping):

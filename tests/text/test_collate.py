@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 from torch import nn
 
-from recipes.text import TokenizedTextDataset, pack_collate, text_collate
+from recipes.text import StreamCollate, TextCollate, TokenizedTextDataset, pack_collate, stream_collate, text_collate
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +20,20 @@ def items(fixtures, tok):
     picked = [dataset[i] for i in (5, 0, 17, 3, 42, 9)]
     assert len({len(item["input_ids"]) for item in picked}) > 3  # genuinely ragged
     return picked
+
+
+def test_the_collate_objects_batch_as_their_functions_and_pickle_with_their_options(items):
+    import pickle
+
+    for made, function in [
+        (TextCollate(pad_id=3, pad_to_multiple_of=8, padding_side="left"),
+         lambda b: text_collate(b, pad_id=3, pad_to_multiple_of=8, padding_side="left")),
+        (StreamCollate(pad_id=3), lambda b: stream_collate(b, pad_id=3)),
+    ]:
+        again = pickle.loads(pickle.dumps(made))
+        assert again == made and repr(again) == repr(made) and "pad_id=3" in repr(made)
+        ours, expected = again(items), function(items)
+        assert ours.keys() == expected.keys() and all(torch.equal(ours[k], expected[k]) for k in ours)
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
