@@ -5,7 +5,7 @@
     python -m torch.distributed.run --nproc_per_node 2 -m tests.trainer_runs hf OUT CONFIG    # the HF Trainer
 
 CONFIG names a factory, ``"module:function"``, called as ``function(config, train=...)`` after
-the process group is up, and what to run: ``devices``, ``epochs``, ``stop_after`` (global steps,
+the process group is up, and what to run: ``devices`` (and Lightning's ``strategy``), ``epochs``, ``stop_after`` (global steps,
 then a checkpoint; Accelerate with ``go_on`` runs on after it), ``resume`` (a checkpoint to go on from)
 ``then`` (Accelerate, the HF Trainer: more configs, run one after the other in the same ranks) and
 ``predict`` (Lightning: then ``trainer.predict`` on the evaluation preset, each rank's ids to OUT/<run>-predicted-rank<r>.json). Every rank writes OUT/<run>-rank<r>.json:
@@ -80,7 +80,7 @@ def run_lightning(out: Path, config: dict[str, Any]) -> None:
         callbacks.append(ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=config["stop_after"],
                                          save_top_k=-1, filename="mid"))
     trainer = L.Trainer(
-        accelerator="cpu", devices=config.get("devices", 2), strategy="ddp", max_epochs=config["epochs"],
+        accelerator="cpu", devices=config.get("devices", 2), strategy=config.get("strategy", "ddp"), max_epochs=config["epochs"],
         max_steps=config.get("stop_after") or -1, logger=False, enable_checkpointing=bool(config.get("stop_after")),
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
         check_val_every_n_epoch=1,

@@ -52,12 +52,13 @@ def test_tensors_of_one_dtype_share_one_shared_memory_buffer():
 
 def test_a_dtypes_only_tensor_moves_to_shared_memory_itself_and_a_slice_crosses_alone():
     audio, whole = torch.randn(4, 1000), torch.arange(100, dtype=torch.int32)
-    sent = {"audio": audio, "mask": whole[10:20], "lengths": torch.tensor([3, 4])}
+    # two int64 tensors: the batch is packed (one with a tensor per dtype crosses as torch sends it)
+    sent = {"audio": audio, "mask": whole[10:20], "lengths": torch.tensor([3, 4]), "index": torch.tensor([7, 8])}
     got = _cross(sent)
     assert audio.is_shared() and not whole.is_shared()  # moved as it is (one copy); the slice copied out
     assert got["audio"].untyped_storage().nbytes() == audio.numel() * 4 and torch.equal(got["audio"], audio)
     assert got["mask"].untyped_storage().nbytes() == 10 * 4 and torch.equal(got["mask"], whole[10:20])
-    assert torch.equal(got["lengths"], sent["lengths"])
+    assert torch.equal(got["lengths"], sent["lengths"]) and torch.equal(got["index"], sent["index"])
 
 
 def test_a_batch_with_a_tensor_that_requires_grad_is_sent_as_it_is():

@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
-from recipes.core import image_size, load_tokenizer, read_image, resolve_under
+from recipes.core import ReadOptions, image_size, load_tokenizer, read_image, resolve_under
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
@@ -140,6 +140,8 @@ CASES = [
     ("streaming-state", "StreamingTextDataset", "http", lambda w: _after_one(_stream(w, "rows.jsonl"))),
     ("streaming-skip", "StreamingTextDataset", "http", lambda w: list(_stream(w, "bad_line.jsonl", on_error="skip"))),
     ("streaming-s3-404", "StreamingTextDataset", "s3", lambda w: _stream(w, "gone.jsonl")),
+    ("streaming-index-dir-404", "ReadOptions", "http",
+     lambda w: _stream(w, "gone.jsonl", read_options=ReadOptions(index_dir=w.local / "index"))),
     ("pairs-unsupported", "ImageTextDataset", "http", lambda w: _pairs(w, "c.xml")),
     ("pairs-404", "ImageTextDataset", "http", lambda w: _pairs(w, "gone.jsonl")),
     ("pairs-closed", "ImageTextDataset", "closed", lambda w: _pairs(w, "c.jsonl")),

@@ -20,12 +20,12 @@ LINES = "tests.text.trainer_loaders:lines"
 WORLD, EPOCHS, BATCH, SAMPLES = 2, 2, 8, 120
 
 
-def torchrun_batches(epoch: int, rank: int, max_length: int | None = None) -> list[list[int]]:
-    """What rank ``rank`` of 2 trains on in ``epoch`` under plain torchrun: the oracle."""
+def torchrun_batches(epoch: int, rank: int, max_length: int | None = None, world: int = WORLD) -> list[list[int]]:
+    """What rank ``rank`` of ``world`` trains on in ``epoch`` under plain torchrun: the oracle."""
     dataset = TokenizedTextDataset(DATA, TOKENIZER, max_length=max_length)
     plan = text_loader(dataset, BATCH, device="cpu", seed=0, num_workers=0).batch_sampler.plan
     sampler = SeededBatchSampler(SAMPLES, BATCH, shuffle=True, drop_last=True, seed=0, plan=plan, rank=rank,
-                                 world_size=WORLD)
+                                 world_size=world)
     return [batch.tolist() for batch in sampler.batches(epoch)]
 
 
@@ -136,3 +136,30 @@ def test_hf_trainer_trains_a_classifier_resumed_exactly_and_a_causal_lm_on_lengt
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 16 and report["loss"] > 0
 
+
+
+# Where each trainer keeps a checkpoint taken after 10 steps, and how its resumed run is told
+ONE_RANK_RESUME = {
+    "lightning": ("checkpoints/mid.ckpt", {"strategy": "auto"}),
+    "accelerate": ("accelerate-state", {}),
+    "hf": ("hf/checkpoint-10", {"model": "classifier", "max_length": 24}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trainer", sorted(ONE_RANK_RESUME))
+def test_each_trainer_resumes_mid_epoch_exactly_on_one_rank(tmp_path, trainer):
+    # one device, as most fine-tuning runs: stopped after 10 of the epoch's 15 steps, resumed from the trainer's
+    # own checkpoint, the steps are those of an uninterrupted run
+    checkpoint, options = ONE_RANK_RESUME[trainer]
+    config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "devices": 1, **options}
+    stopped = launch(trainer, tmp_path, {**config, "run": "stopped", "stop_after": 10})[0]
+    resumed = launch(trainer, tmp_path, {**config, "run": "resumed", "resume": str(tmp_path / checkpoint)})[0]
+    assert len(stopped["steps"]) == 10
+    steps = stopped["steps"] + resumed["steps"]
+    max_length = options.get("max_length")
+    for epoch in range(EPOCHS):
+        assert [step[1:] for step in steps if step[0] == epoch] == torchrun_batches(epoch, 0, max_length, world=1)
+    if trainer != "hf":  # PresetTrainer is given no evaluation loader here
+        evaluated = stopped["evaluated"] + resumed["evaluated"]
+        assert sorted(evaluated) == sorted(list(range(SAMPLES)) * EPOCHS)
