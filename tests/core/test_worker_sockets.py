@@ -30,7 +30,7 @@ try:
     if sys.argv[1] == "preset":
         from recipes.core.loader import loader_kwargs
         kwargs = loader_kwargs("cpu", train=False, num_workers=1)
-    kwargs["timeout"] = 10
+    kwargs["timeout"] = int(sys.argv[2])
     print(next(iter(DataLoader(list(range(4)), batch_size=4, **kwargs))).tolist())
 except RuntimeError as error:
     print(type(error).__name__, str(error).splitlines()[0][:200])
@@ -45,9 +45,10 @@ def deep_dir(root: Path, length: int) -> Path:
     return path
 
 
-def first_batch(temp: Path, how: str) -> str:
+def first_batch(temp: Path, how: str, timeout: int = 60) -> str:
+    """The first batch of a one-worker loader with ``temp`` as TMPDIR, or the error it raised."""
     env = {**os.environ, "TMPDIR": str(temp)}
-    result = subprocess.run([sys.executable, "-c", FIRST_BATCH, how], env=env, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-c", FIRST_BATCH, how, str(timeout)], env=env, capture_output=True, text=True,
                             timeout=120, cwd=Path(__file__).parents[2])
     return result.stdout.strip()
 
@@ -76,5 +77,5 @@ def test_the_limit_is_torchs_own(short_root):
     assert first_batch(deep_dir(short_root, LONGEST), "plain") == "[0, 1, 2, 3]"
     assert first_batch(deep_dir(short_root, LONGEST - 1), "preset") == "[0, 1, 2, 3]"
     too_deep = deep_dir(short_root, LONGEST + 1)
-    assert first_batch(too_deep, "plain").startswith("RuntimeError DataLoader timed out")
+    assert first_batch(too_deep, "plain", timeout=4).startswith("RuntimeError DataLoader timed out")
     assert first_batch(too_deep, "preset").startswith("RuntimeError the temporary directory")
