@@ -6,7 +6,7 @@
 
 CONFIG names a factory, ``"module:function"``, called as ``function(config, train=...)`` after
 the process group is up, and what to run: ``devices`` (and Lightning's ``strategy``), ``epochs``, ``stop_after`` (global steps,
-then a checkpoint; Accelerate with ``go_on`` runs on after it), ``resume`` (a checkpoint to go on from)
+then a checkpoint; Accelerate with ``go_on`` runs on after it; the HF Trainer's ``max_steps`` for a stream), ``resume`` (a checkpoint to go on from)
 ``then`` (Accelerate, the HF Trainer: more configs, run one after the other in the same ranks) and
 ``predict`` (Lightning: then ``trainer.predict`` on the evaluation preset, each rank's ids to OUT/<run>-predicted-rank<r>.json). Every rank writes OUT/<run>-rank<r>.json:
 the sample ids of each training step and the ids its evaluation saw. A factory's batches name
@@ -165,7 +165,7 @@ def _hf_job(out: Path, config: dict[str, Any]) -> None:
 
     stop = config.get("stop_after")
     args = transformers.TrainingArguments(
-        str(out / "hf"), num_train_epochs=config["epochs"], max_steps=stop or -1, per_device_train_batch_size=8,
+        str(out / "hf"), num_train_epochs=config["epochs"], max_steps=stop or config.get("max_steps", -1), per_device_train_batch_size=8,
         save_strategy="steps" if stop else "no", save_steps=stop or 500, report_to=[], use_cpu=True,
         logging_strategy="no", disable_tqdm=True, learning_rate=1e-3,
     )

@@ -18,6 +18,7 @@ pytest.importorskip("accelerate")
 
 LINES = "tests.text.trainer_loaders:lines"
 WORLD, EPOCHS, BATCH, SAMPLES = 2, 2, 8, 120
+STREAM_STEPS = 6  # a training stream's steps a rank in one pass (tests.text.trainer_loaders:stream)
 
 
 def torchrun_batches(epoch: int, rank: int, max_length: int | None = None, world: int = WORLD) -> list[list[int]]:
@@ -114,14 +115,18 @@ def _reports(folder, run: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_hf_trainer_trains_a_classifier_resumed_exactly_and_a_causal_lm_on_length_grouped_batches(tmp_path):
+def test_hf_trainer_trains_a_classifier_resumed_exactly_a_causal_lm_length_grouped_and_a_stream(tmp_path):
     pytest.importorskip("transformers")
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "model": "classifier", "max_length": 24}
     lm = {"run": "lm", "factory": "tests.text.trainer_loaders:next_tokens", "epochs": 1, "model": "causal",
           "max_length": 16}
     stopped = launch("hf", tmp_path, {**config, "run": "stopped", "stop_after": 10})
+    # a stream has no length, so the HF Trainer asks for max_steps: two passes of 6 equal steps a rank
+    # (4 readers of 30 lines, 3 whole batches each; training drops the partial ones)
+    stream = {"run": "hf-stream", "factory": "tests.text.trainer_loaders:stream", "workers": 2, "model": "classifier",
+              "epochs": EPOCHS, "max_steps": EPOCHS * STREAM_STEPS, "max_length": 24}
     resumed = launch("hf", tmp_path, {**config, "run": "resumed", "resume": str(tmp_path / "hf" / "checkpoint-10"),
-                                      "then": [lm]})
+                                      "then": [lm, stream]})
     for rank in range(WORLD):
         steps = stopped[rank]["steps"] + resumed[rank]["steps"]
         for epoch in range(EPOCHS):  # length-grouped, dealt to the ranks as under torchrun
@@ -135,6 +140,12 @@ def test_hf_trainer_trains_a_classifier_resumed_exactly_and_a_causal_lm_on_lengt
         assert [step[1:] for step in report["steps"]] == torchrun_batches(0, rank, 16)
         assert set(report["forward_keys"]) <= {"input_ids", "attention_mask", "labels", "num_items_in_batch"}
         assert report["widest"] <= 16 and report["loss"] > 0
+    streamed = _reports(tmp_path, "hf-stream")
+    assert [len(report["steps"]) for report in streamed] == [EPOCHS * STREAM_STEPS] * WORLD
+    for epoch in range(EPOCHS):
+        steps = slice(epoch * STREAM_STEPS, (epoch + 1) * STREAM_STEPS)
+        seen = [i for report in streamed for step in report["steps"][steps] for i in step[1:]]
+        assert len(seen) == len(set(seen)) > SAMPLES - WORLD * 2 * BATCH  # at most the workers' partial batches out
 
 
 

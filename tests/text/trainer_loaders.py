@@ -34,6 +34,7 @@ def next_tokens(config: dict[str, Any], *, train: bool) -> Any:
 
 
 def stream(config: dict[str, Any], *, train: bool) -> Any:
-    dataset = StreamingTextDataset(DATA, TOKENIZER, label_field="label", order=StreamOrder(shuffle_buffer=16, seed=0))
+    dataset = StreamingTextDataset(DATA, TOKENIZER, label_field="label", max_length=config.get("max_length"),
+                                   order=StreamOrder(shuffle_buffer=16, seed=0))
     return streaming_loader(dataset, 8, train=train, device="cpu", seed=0, stateful=True,
                             num_workers=config.get("workers", 0))
