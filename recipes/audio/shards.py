@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import random
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -33,8 +32,7 @@ from recipes.audio.decoding import MAX_SECONDS, decode
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.moved_keywords import moved_keywords
-from recipes.core.seeding import epoch_generator, sample_seed
-from recipes.core.shard_index import ShardIndex
+from recipes.core.shard_index import ShardIndex, block_shuffler, shard_order
 from recipes.core.states import check_int
 from recipes.core.storage import basename, shown
 from recipes.core.stream_order import StreamOrder, order_or_default
@@ -125,15 +123,10 @@ class AudioShards(ResumableStream):
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        seed, order = self.cursor.seed, list(range(len(self.shards)))
-        if self.shuffle_buffer:
-            order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
+        seed = self.cursor.seed
+        order = shard_order(len(self.shards), seed, epoch, shuffled=self.shuffle_buffer > 0)
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
-        rng_of_block = None
-        if self.shuffle_buffer > 1:
-
-            def rng_of_block(block: int) -> random.Random:
-                return random.Random(sample_seed(seed, epoch, block * slots + slot))
+        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
 
         def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
             return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from recipes.core.index_cache import cached_index, file_identities
+from recipes.core.seeding import epoch_generator, sample_seed
 from recipes.core.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -132,3 +135,19 @@ class ShardIndex:
                 f"{run.high - 1} of the epoch): a state of other shards or readers, or the shards have changed"
             )
         return [position, offset]
+
+
+def shard_order(count: int, seed: int, epoch: int, shuffled: bool) -> list[int]:
+    """The epoch's order of ``count`` shards: a permutation drawn from ``(seed, epoch)``, or in order."""
+    if not shuffled:
+        return list(range(count))
+    return torch.randperm(count, generator=epoch_generator(seed, epoch)).tolist()
+
+
+def block_shuffler(seed: int, epoch: int, slot: int, slots: int,
+                   buffer: int) -> Callable[[int], random.Random] | None:
+    """For :func:`recipes.core.streams.shuffled_blocks`: reader ``slot``'s generator of block
+    ``block`` in ``epoch``, or None when a buffer of ``buffer`` samples shuffles nothing."""
+    if buffer <= 1:
+        return None
+    return lambda block: random.Random(sample_seed(seed, epoch, block * slots + slot))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -42,8 +41,8 @@ from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_rai
 from recipes.core.images import decode_image
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.seeding import epoch_generator, sample_seed, seeded
-from recipes.core.shard_index import ShardIndex
+from recipes.core.seeding import sample_seed, seeded
+from recipes.core.shard_index import ShardIndex, block_shuffler, shard_order
 from recipes.core.states import check_int
 from recipes.core.storage import basename, filesystem, is_url, shown
 from recipes.core.stream_order import StreamOrder, order_or_default
@@ -167,15 +166,10 @@ class ImageTextShards(ResumableStream):
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this slot's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        seed, order = self.cursor.seed, list(range(len(self.shards)))
-        if self.shuffle_buffer:
-            order = torch.randperm(len(order), generator=epoch_generator(seed, epoch)).tolist()
+        seed = self.cursor.seed
+        order = shard_order(len(self.shards), seed, epoch, shuffled=self.shuffle_buffer > 0)
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
-        rng_of_block = None
-        if self.shuffle_buffer > 1:
-
-            def rng_of_block(block: int) -> random.Random:
-                return random.Random(sample_seed(seed, epoch, block * slots + slot))
+        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
 
         def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
             shards = [self.shards[number] for number in numbers]
