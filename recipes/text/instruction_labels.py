@@ -20,18 +20,21 @@ such a conversation is a DataError that says so.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from recipes.core.errors import DataError
 from recipes.text.chat_template import ChatTemplate
 from recipes.text.chat_turns import TurnSkeletons
 from recipes.text.instruction_rows import SKIP_HINT, Sample
 
+T = TypeVar("T")
 _SKELETONS: weakref.WeakKeyDictionary[ChatTemplate, TurnSkeletons] = weakref.WeakKeyDictionary()
 
 
@@ -134,18 +137,39 @@ class LabelEncoder:
             self.tokenizer.no_padding()
 
     def __call__(self, samples: Sequence[Rendered]) -> list[Encoded]:
-        out: list[Encoded | None] = [None] * len(samples)
+        return self.label(samples, self.tokenize(samples))
+
+    def tokenize(self, samples: Sequence[Rendered]) -> list[Encoding]:
+        """The samples' encodings, in order (``encode_batch``: Rust's threads, without the GIL)."""
+        out: list[Encoding | None] = [None] * len(samples)
         for special in (True, False):
             chosen = [k for k, sample in enumerate(samples) if sample.special == special]
-            if not chosen:
-                continue
-            encodings = self.tokenizer.encode_batch([samples[k].text for k in chosen], add_special_tokens=special)
-            for k, encoding in zip(chosen, encodings):
-                out[k] = _label(encoding, samples[k])
+            if chosen:
+                encodings = self.tokenizer.encode_batch([samples[k].text for k in chosen], add_special_tokens=special)
+                for k, encoding in zip(chosen, encodings):
+                    out[k] = encoding
         return out  # type: ignore[return-value]
 
+    def label(self, samples: Sequence[Rendered], encodings: Sequence[Encoding]) -> list[Encoded]:
+        return [_label(encoding, sample) for encoding, sample in zip(encodings, samples)]
 
-def _label(encoding: object, sample: Rendered) -> Encoded:
+    def pipelined(self, chunks: Iterable[list[tuple[T, Rendered]]]) -> Iterator[tuple[list[tuple[T, Rendered]], list[Encoded]]]:
+        """``(chunk, encoded)`` for each chunk of ``(key, rendered)`` pairs, in order. A chunk is
+        tokenised in a thread while the caller renders the next one and this labels the one before:
+        ``encode_batch`` lets go of the GIL, so the Python half of a build runs beside the Rust half
+        (wall time, at most two chunks' encodings alive)."""
+        with ThreadPoolExecutor(1, thread_name_prefix="tokenize") as pool:
+            waiting: deque = deque()
+            for chunk in chunks:
+                waiting.append((chunk, pool.submit(self.tokenize, [rendered for _, rendered in chunk])))
+                if len(waiting) == 2:
+                    done, future = waiting.popleft()
+                    yield done, self.label([rendered for _, rendered in done], future.result())
+            for done, future in waiting:
+                yield done, self.label([rendered for _, rendered in done], future.result())
+
+
+def _label(encoding: Encoding, sample: Rendered) -> Encoded:
     """Mark each token whose characters overlap a learned span; the post-processor's tokens: the
     closing ones are learned when a span reaches the text's end, the opening ones when the whole text is."""
     ids = encoding.ids

@@ -19,6 +19,7 @@ ids and a learned-token mask are kept nanoGPT-style in flat arrays, as
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.parquet_files import is_parquet, parquet_entries
-from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, require_pad_id, token_dtype
+from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, pad_to_width, require_pad_id, token_dtype
 from recipes.text.chat_template import ChatTemplate, load_template
 from recipes.text.corpus_files import sample_index
 from recipes.text.instruction_ids import read_instruction_ids
@@ -115,18 +116,17 @@ class InstructionDataset(Dataset):
             self._read_ids(source, ids_field, tokenizer, storage_options)
             return
         self._line_name, rows = read_records(source, storage_options)
-        encoder = LabelEncoder(tokenizer)
-        ids, learned, numbers, pending = [], [], [], []
-        for row in rows:
-            try:
-                sample = check_record(row.record, row.where)
-                pending.append((row, render_sample(sample, self.template, where=row.where, completion_only=completion_only)))
-            except DataError as error:
-                skip_or_raise(error, on_error)
-            if len(pending) == CHUNK_ROWS:
-                self._encode(pending, encoder, ids, learned, numbers)
-                pending = []
-        self._encode(pending, encoder, ids, learned, numbers)
+        ids, learned, numbers = [], [], []
+        for chunk, encoded in LabelEncoder(tokenizer).pipelined(self._rendered(rows)):
+            for (row, _), sample in zip(chunk, encoded):
+                try:
+                    sample_ids, mask = self._cut(sample, row.where)
+                except DataError as error:
+                    skip_or_raise(error, on_error)
+                    continue
+                ids.append(np.asarray(sample_ids, dtype=np.int64))
+                learned.append(np.asarray(mask, dtype=bool))
+                numbers.append(row.number)
         self._set(ids, learned, numbers, token_dtype(tokenizer))
 
     def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
@@ -180,18 +180,21 @@ class InstructionDataset(Dataset):
         self.line_numbers = np.array(numbers, dtype=np.int64)
         self.lengths = self.tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
-    def _encode(self, pending: list[tuple[Any, Rendered]], encoder: LabelEncoder, ids: list, learned: list,
-                numbers: list) -> None:
-        """Tokenise and label ``pending`` rows, cut them to ``max_length`` and keep the ones that pass."""
-        for (row, _), encoded in zip(pending, encoder([rendered for _, rendered in pending])):
+    def _rendered(self, rows: Iterable[Any]) -> Iterator[list[tuple[Any, Rendered]]]:
+        """The rows rendered, ``CHUNK_ROWS`` at a time; a row that fails is skipped or raises here."""
+        pending = []
+        for row in rows:
             try:
-                sample_ids, mask = self._cut(encoded, row.where)
+                sample = check_record(row.record, row.where)
+                pending.append((row, render_sample(sample, self.template, where=row.where,
+                                                   completion_only=self.completion_only)))
             except DataError as error:
                 skip_or_raise(error, self.on_error)
-                continue
-            ids.append(np.asarray(sample_ids, dtype=np.int64))
-            learned.append(np.asarray(mask, dtype=bool))
-            numbers.append(row.number)
+            if len(pending) == CHUNK_ROWS:
+                yield pending
+                pending = []
+        if pending:
+            yield pending
 
     @property
     def pad_id(self) -> int:
@@ -242,7 +245,7 @@ def instruction_collate(
     batch = drop_skipped(batch)
     options = {"pad_to_multiple_of": pad_to_multiple_of, "padding_side": padding_side}
     input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **options)
-    labels, _, _ = pad_batch([item["labels"] for item in batch], pad_id=IGNORE_INDEX, **options)
+    labels = pad_to_width([item["labels"] for item in batch], lengths.numpy(), input_ids.shape[1], IGNORE_INDEX, padding_side)
     index = torch.from_numpy(np.array([item["index"] for item in batch], dtype=np.int64))
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "lengths": lengths, "index": index}
     return out | extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
