@@ -48,8 +48,8 @@ def test_collate_pads_with_zeros_and_reports_lengths_and_mask(dataset):
     for row, (audio, _), length in zip(range(3), items, lengths):
         assert torch.equal(batch["audio"][row, :length], audio[0])
         assert not batch["audio"][row, length:].any()
-        assert batch["attention_mask"][row].tolist() == [1] * length + [0] * (max(lengths) - length)
-    assert batch["attention_mask"].dtype == torch.int32  # as Hugging Face's feature extractors give it
+        assert batch["attention_mask"][row].tolist() == [True] * length + [False] * (max(lengths) - length)
+    assert batch["attention_mask"].dtype == torch.bool  # a byte a sample: docs/audio.md, "Batches"
 
 
 @pytest.mark.parametrize("multiple", [None, 256])
@@ -63,8 +63,27 @@ def test_collate_pads_and_masks_as_the_wav2vec2_feature_extractor_does(dataset, 
                          pad_to_multiple_of=multiple, return_tensors="pt")
     batch = audio_collate(items, pad_to_multiple_of=multiple)
     assert torch.equal(batch["audio"], expected["input_values"])
-    assert batch["attention_mask"].dtype == expected["attention_mask"].dtype == torch.int32
-    assert torch.equal(batch["attention_mask"], expected["attention_mask"])
+    assert torch.equal(batch["attention_mask"], expected["attention_mask"].bool())  # the extractor's is int32
+
+
+def test_a_wav2vec2_model_reads_the_bool_mask_as_the_extractors_int32_one(dataset):
+    from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC
+
+    items = [dataset[i] for i in (0, 3, 8)]
+    extractor = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0,
+                                         do_normalize=False, return_attention_mask=True)
+    expected = extractor([audio[0].numpy() for audio, _ in items], sampling_rate=16000, padding=True,
+                         return_tensors="pt")
+    batch = audio_collate(items)
+    torch.manual_seed(0)
+    config = Wav2Vec2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                            conv_dim=(8,) * 7, vocab_size=8, feat_extract_norm="layer", do_stable_layer_norm=True,
+                            num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2)
+    model = Wav2Vec2ForCTC(config).eval()
+    with torch.no_grad():
+        ours = model(batch["audio"], attention_mask=batch["attention_mask"]).logits
+        theirs = model(expected["input_values"], attention_mask=expected["attention_mask"]).logits
+    assert torch.equal(ours, theirs)
 
 
 def test_collate_pads_to_a_multiple_drops_skipped_and_keeps_stereo(folder):
@@ -91,7 +110,7 @@ def test_dict_items_carry_transcripts_ids_and_index():
 
 
 def _padding(batches) -> float:
-    padded = sum(int((1 - b["attention_mask"]).sum()) for b in batches)
+    padded = sum(int((~b["attention_mask"]).sum()) for b in batches)
     return padded / sum(b["attention_mask"].numel() for b in batches)
 
 
