@@ -89,6 +89,14 @@ def _data_arguments(
                        "is a problem named by file (audio; default 600)")
 
 
+def _loader_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a command that runs the domain's loader over PATH (bench, show)."""
+    _data_arguments(parser, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
+                        "with a warning naming it (skip); recipes check lists every one")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``recipes`` argument parser, with one sub-parser per command."""
     formatter = argparse.RawDescriptionHelpFormatter
@@ -120,10 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cheapest within 5% of the best rate. A progress bar shows the sweep; the whole run takes about "
         "--seconds."),
     )
-    _data_arguments(bench, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
-    bench.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                       help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
-                       "with a warning naming it (skip); recipes check lists every one")
+    _loader_arguments(bench)
     bench.add_argument("--batch-size", type=int, default=32, metavar="N", help="samples per batch (default 32)")
     bench.add_argument("--device", choices=("cpu", "cuda"), help="where batches go; pin_memory is tried on cuda "
                        "only (default: cuda if available)")
@@ -167,10 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         "gives them (the raw pieces if it has none) and its padding in dark grey. Small images are enlarged. "
         "Evaluation mode by default (dataset order, no random augmentation)."),
     )
-    _data_arguments(show, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
-    show.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                       help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
-                       "with a warning naming it (skip); recipes check lists every one")
+    _loader_arguments(show)
     show.add_argument("-o", "--output", type=_local_path, required=True, metavar="PNG", help="the picture to write")
     show.add_argument("--batch-size", type=int, default=8, metavar="N", help="samples in the batch (default 8)")
     show.add_argument("--train", action="store_true",
