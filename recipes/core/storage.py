@@ -7,13 +7,14 @@
 A read from object storage fails now and then: a 5xx answer, a reset connection, a body cut
 short. :func:`open_stream` hides those: on such a fault it opens the object again at the byte
 offset already read (an HTTP Range request underneath) and carries on, after a backoff that
-doubles, at most ``retries`` times in a row. A server that sends no byte for a while is such a
-fault too: default connect and read timeouts (:mod:`recipes.core.timeouts`, overridable through
-``storage_options``) bound each request. Each retry is logged on the ``recipes`` logger (the
-URL without credentials, the byte offset, the reason, the attempt) and counted
-(:func:`retries_made`). A refusal (404, 403, S3's ``NoSuchBucket``) is final and fails at once. A stream therefore yields every byte exactly once or raises a
-:class:`DataError` naming the URL; credentials (``storage_options``, a URL's user:password or
-query string) never appear in a message.
+doubles, at most ``retries`` times in a row; each retry is logged and counted (which faults,
+the log line, :func:`retries_made`: :mod:`recipes.core.retries`). A server that sends no byte
+for a while is such a fault too: default connect and read timeouts (:mod:`recipes.core.timeouts`,
+overridable through ``storage_options``) bound each request. A refusal (404, 403, S3's
+``NoSuchBucket``) is final and fails at once. A stream therefore yields every byte exactly once
+or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
+user:password or query string) never appear in a message (:func:`shown`). The names of paths
+and URLs (:mod:`recipes.core.urls`) and of the retry loop import from here as well.
 
 fsspec is the one dependency; its backends are extras of the distribution ``dataloader-recipes``:
 ``pip install ".[s3]"`` from a clone (s3fs), ``".[gcs]"`` (gcsfs) or ``".[http]"`` (aiohttp).
@@ -23,84 +24,20 @@ from __future__ import annotations
 
 import glob
 import io
-import logging
 import os
 import re
-import threading
-import time
-from collections import Counter
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from recipes.core.errors import DataError
-from recipes.core.timeouts import is_timeout, read_timeout, with_timeouts
+from recipes.core.retries import BACKOFF_S, RETRIES, is_transient, retried, retries_made  # noqa: F401 (importable here)
+from recipes.core.timeouts import read_timeout, with_timeouts
+from recipes.core.urls import basename, cleaned, has_glob, is_url, join, parent, shown, suffix  # noqa: F401 (as above)
 
-RETRIES = 5  # faults in a row before giving up; each success resets the count
-BACKOFF_S = 0.1  # the first wait; it doubles with each fault in a row
 BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP server at ~0.4x the speed
 SIZE_THREADS = 64  # sizes asked at once (stream_sizes): each waits a round trip, tens of ms to an object store
 BACKENDS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "http": "aiohttp", "https": "aiohttp"}
-# Answers worth asking again: timeouts, throttling, server errors.
-TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-# S3's codes for the same, for an answer that carries no HTTP status
-TRANSIENT_CODES = frozenset({"RequestTimeout", "SlowDown", "Throttling", "ThrottlingException", "InternalError",
-                             "ServiceUnavailable"})
-# botocore's classes for a connection that failed or broke: every other botocore error is final
-BOTOCORE_TRANSIENT = frozenset({"HTTPClientError", "ConnectionError", "IncompleteReadError"})
-_URLS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-LOGGER = logging.getLogger(__name__)  # under "recipes": one retry a line
-_RETRIES: Counter[str] = Counter()  # retries made in this process, by URL as shown (retries_made)
-_RETRIES_LOCK = threading.Lock()
-
-
-def retries_made(paths: Iterable[str | os.PathLike] | None = None) -> int:
-    """How many reads this process retried after a transient fault: in all, or of ``paths``
-    (local paths count none). A DataLoader worker counts its own, and logs each one."""
-    with _RETRIES_LOCK:
-        if paths is None:
-            return sum(_RETRIES.values())
-        return sum(_RETRIES.get(name, 0) for name in {shown(path) for path in paths if is_url(path)})
-
-
-def is_url(path: Any) -> bool:
-    """True for ``scheme://...`` strings (fsspec URLs), False for local paths."""
-    return isinstance(path, str) and "://" in path
-
-
-def shown(path: str | os.PathLike) -> str:
-    """``path`` as messages may show it: a URL loses its user:password and its query string."""
-    if not is_url(path):
-        return os.fspath(path)
-    parts = urlsplit(path)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def cleaned(text: str) -> str:
-    """``text`` with every URL in it shown without its credentials (see :func:`shown`)."""
-    return _URLS.sub(lambda match: shown(match[0]), text)
-
-
-def has_glob(path: str | os.PathLike) -> bool:
-    """Does ``path`` hold ``*``, ``?`` or ``[``? A URL's query string (``?sig=...``) does not count."""
-    name = urlsplit(path).path if is_url(path) else os.fspath(path)
-    return any(mark in name for mark in "*?[")
-
-
-def suffix(path: str | os.PathLike) -> str:
-    """The lower-case file suffix of a path or URL (``.jsonl``), its query string ignored."""
-    name = urlsplit(path).path if is_url(path) else os.fspath(path)
-    return PurePosixPath(name).suffix.lower() if is_url(path) else os.path.splitext(name)[1].lower()
-
-
-def basename(path: str | os.PathLike) -> str:
-    """The last component of a path or URL."""
-    return PurePosixPath(urlsplit(path).path).name if is_url(path) else os.path.basename(os.fspath(path))
 
 
 def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
@@ -239,19 +176,6 @@ def stream_sizes(
     return [next(found) if size is None else size for size in known]
 
 
-def join(root: str | os.PathLike, name: str) -> str | os.PathLike:
-    """``name`` under ``root``: a URL gains ``/name``, a local folder a path component."""
-    return f"{root.rstrip('/')}/{name}" if is_url(root) else Path(root) / name
-
-
-def parent(path: str | os.PathLike) -> str | os.PathLike:
-    """The folder of a local path, or of a URL (its last ``/``-component dropped)."""
-    if not is_url(path):
-        return Path(path).parent
-    scheme, rest = path.split("://", 1)
-    return f"{scheme}://{rest.split('?')[0].rsplit('/', 1)[0]}"
-
-
 class _ResumingReader(io.RawIOBase):
     """Reads of one remote object, each block of ``BLOCK_BYTES`` one ranged GET (``cat_file``),
     asked again from the same byte after a fault: in sequence, or after a seek (pyarrow reads a
@@ -354,88 +278,3 @@ class _ResumingReader(io.RawIOBase):
     def close(self) -> None:
         self.block = memoryview(b"")
         super().close()
-
-
-def retried(
-    action: Any,
-    name: str,
-    *,
-    retries: int = RETRIES,
-    backoff: float = BACKOFF_S,
-    at: Any = lambda: "",
-    after: Any = lambda: None,
-    timeout: float | None = None,
-) -> Any:
-    """``action()``, called again after each transient fault (``after()`` first), with a doubling
-    backoff, at most ``retries`` times in a row. Each retry is logged (``name``, ``at()``: where,
-    the reason, the attempt) and counted (:func:`retries_made`); ``timeout``: the read timeout
-    the requests ran under, for the message of one that got no byte.
-
-    Raises:
-        FileNotFoundError: the object does not exist.
-        DataError: a fault that is not transient, or one too many in a row; names ``name``.
-    """
-    faults = 0
-    while True:
-        try:
-            return action()
-        except Exception as error:  # noqa: BLE001 - sorted here: transient faults or not
-            if not is_transient(error):
-                if isinstance(error, FileNotFoundError):
-                    raise FileNotFoundError(f"{name} does not exist") from None
-                raise DataError(f"{name}: cannot read ({_reason(error)})") from None
-            faults += 1
-            if faults > retries:
-                if is_timeout(error):
-                    within = f"in {timeout:g} s" if timeout is not None else "before the request timed out"
-                    raise DataError(
-                        f"no byte from {name} {within}, {faults} attempts{at()} ({_reason(error)}): the server "
-                        "accepts and does not answer; if it is only slow, raise the read timeout through "
-                        "storage_options (recipes.core.timeouts)"
-                    ) from None
-                raise DataError(f"{name}: read failed {faults} times in a row{at()} ({_reason(error)})") from None
-            with _RETRIES_LOCK:
-                _RETRIES[name] += 1
-            wait = backoff * 2 ** (faults - 1)
-            LOGGER.warning("retrying %s%s after %.2g s (attempt %d of %d): %s", name, at(), wait, faults + 1, retries + 1,
-                           _reason(error))
-            after()
-            time.sleep(wait)
-
-
-def _reason(error: BaseException) -> str:
-    """``Type: message`` with every URL in the message shown without its credentials; an error
-    with no message (fsspec's ``FSTimeoutError``) is told by the one it was raised from."""
-    if isinstance(error, FileNotFoundError) and error.__cause__ is not None:
-        error = error.__cause__
-    while not str(error) and error.__cause__ is not None:
-        error = error.__cause__
-    return f"{type(error).__name__}: " + (cleaned(str(error)) or "no message")
-
-
-def is_transient(error: BaseException) -> bool:
-    """Is ``error`` a fault that asking again may cure (a connection or server problem)?
-
-    A refusal is final: a missing object or bucket (404, ``NoSuchBucket``), a denied one (403),
-    a bad request; asking again gives the same answer, so it fails at once.
-    """
-    response = getattr(error, "response", None)  # botocore's ClientError: the answer S3 gave
-    if isinstance(response, dict):
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return status in TRANSIENT_STATUS or response.get("Error", {}).get("Code") in TRANSIENT_CODES
-    if type(error) in (OSError, FileNotFoundError, PermissionError) and error.__cause__ is not None:
-        # fsspec's http reports any failed lookup (a 503 too) as not found, and s3fs turns S3's
-        # answers into OSErrors, each raised from the real error: judge that one
-        return is_transient(error.__cause__)
-    if isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, DataError)):
-        return False
-    status = getattr(error, "status", None)  # aiohttp's ClientResponseError
-    if isinstance(status, int):
-        return status in TRANSIENT_STATUS
-    if isinstance(error, (ConnectionError, TimeoutError)):
-        return True
-    library = type(error).__module__.split(".")[0]
-    if library in ("botocore", "aiobotocore"):  # a parameter, credential or signing error is final
-        return any(kind.__name__ in BOTOCORE_TRANSIENT for kind in type(error).__mro__)
-    # aiohttp's payload and disconnection errors, urllib3's, and other I/O errors
-    return isinstance(error, OSError) or library in ("aiohttp", "urllib3")

@@ -6,7 +6,7 @@
 Without them a server that accepts a connection and never answers holds a read for aiohttp's
 300 s per request (fsspec's HTTP), or botocore's 60 s times its own retries (S3), at every
 retry: half an hour for one object. With them, a request that gets no byte for ``READ_TIMEOUT_S``
-(or cannot connect in ``CONNECT_TIMEOUT_S``) fails as a timeout, which :func:`recipes.core.storage.retried`
+(or cannot connect in ``CONNECT_TIMEOUT_S``) fails as a timeout, which :func:`recipes.core.retries.retried`
 retries like any transient fault; after ``RETRIES + 1`` attempts the error names the URL, the
 timeout and the attempts. A download that keeps sending bytes has no time limit. On S3, s3fs
 and botocore retry a timed-out request themselves before this layer sees it, so the bound
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT_S = 5.0  # a TCP and TLS handshake to an object store takes well under a second
 READ_TIMEOUT_S = 20.0  # no byte at all for this long: the server is stuck, not slow
-# What a never-answering server costs with the defaults, at most: storage.RETRIES + 1 = 6 attempts
+# What a never-answering server costs with the defaults, at most: retries.RETRIES + 1 = 6 attempts
 # of CONNECT_TIMEOUT_S + READ_TIMEOUT_S each, plus the backoffs (0.1 s doubling: 3.1 s), < 3 minutes
 HTTP_SCHEMES = ("http", "https")
 S3_SCHEMES = ("s3", "s3a")
