@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from recipes.fixtures_files import write
+
 OGG_SERIAL = 0x5EC1A1ED  # the serial number every generated Ogg stream carries
 MP3_BIT_RATE = 32_000  # small files; the tests compare with TorchCodec's decode of the same file
 OGG_BIT_RATE = 24_000  # Opus, and Vorbis mono (libvorbis refuses it for 44.1 kHz stereo: its default there)
@@ -51,20 +53,20 @@ SPEECH_CLIPS = {
 def write_audio(root: Path) -> None:
     """Write ``folder/``, ``speech/`` (clips, manifests, tar shards), ``hostile/`` and README.md under ``root``."""
     for name, (kind, rate, seconds, channels) in FOLDER_CLIPS.items():
-        _put(root / "folder" / name, encode(_signal(kind, rate, seconds, channels, seed=len(name)), rate, name))
-    _put(root / "folder/noise/notes.txt", "Not audio: AudioFolderDataset skips other extensions.\n")
+        write(root / "folder" / name, encode(_signal(kind, rate, seconds, channels, seed=len(name)), rate, name))
+    write(root / "folder/noise/notes.txt", "Not audio: AudioFolderDataset skips other extensions.\n")
     speech = root / "speech"
     rows = []
     for k, (name, (seconds, rate, text)) in enumerate(SPEECH_CLIPS.items()):
         data = encode(_speech(rate, seconds, seed=k), rate, name)
-        _put(speech / name, data)
+        write(speech / name, data)
         rows.append((name, round(seconds, 3), text, data))
     nemo = [{"audio_filepath": name, "duration": seconds, "text": text} for name, seconds, text, _ in rows]
-    _put(speech / "manifest.jsonl", _jsonl(nemo))
-    _put(speech / "plain.jsonl", _jsonl([{"audio": name, "text": text} for name, _, text, _ in rows]))
+    write(speech / "manifest.jsonl", _jsonl(nemo))
+    write(speech / "plain.jsonl", _jsonl([{"audio": name, "text": text} for name, _, text, _ in rows]))
     table = io.StringIO()
     csv.writer(table, lineterminator="\n").writerows([["audio", "text"]] + [[n, t] for n, _, t, _ in rows])
-    _put(speech / "manifest.csv", table.getvalue())
+    write(speech / "manifest.csv", table.getvalue())
     for shard in range(2):
         members = {}
         for k in range(4 * shard, 4 * shard + 4):
@@ -73,10 +75,10 @@ def write_audio(root: Path) -> None:
             members[f"{key}{Path(name).suffix}"] = data
             members[f"{key}.txt"] = text.encode()
             members[f"{key}.json"] = json.dumps({"duration": seconds, "text": text}, sort_keys=True).encode()
-        _put(speech / f"shards/speech-{shard:06d}.tar", _tar(members))
+        write(speech / f"shards/speech-{shard:06d}.tar", _tar(members))
     for name, data in hostile_audio(root / "speech/clips/s6.flac").items():
-        _put(root / "hostile" / name, data)
-    _put(root / "README.md", AUDIO_README)
+        write(root / "hostile" / name, data)
+    write(root / "README.md", AUDIO_README)
 
 
 def encode(samples: np.ndarray, sample_rate: int, name: str) -> bytes:
@@ -207,14 +209,6 @@ def hostile_audio(good_flac: Path) -> dict[str, bytes | str]:
 
 def _jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
-
-
-def _put(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, bytes):
-        path.write_bytes(data)
-    else:
-        path.write_text(data, encoding="utf-8", newline="\n")
 
 
 HOSTILE_AUDIO_README = """# Hostile audio
