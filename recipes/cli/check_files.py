@@ -8,13 +8,12 @@ refused there, before any pixel is allocated), then :func:`recipes.core.images.d
 decodes it exactly as the loaders will, so a file that passes here loads in training, with
 ``strict=True``: a JPEG libjpeg reports as corrupt (it would load with grey or smeared blocks) is
 named with libjpeg's reason, as the loaders' ``ReadOptions(strict_decode=True)`` would refuse it. The files
-go to a ``multiprocessing`` pool in chunks (one task per ``chunksize`` files, so 100k small files
-cost a few hundred round trips, not 100k); results come back in order under a tqdm bar.
+go to a ``multiprocessing`` pool in chunks (:mod:`recipes.cli.worker_pool`), so 100k small files
+cost a few hundred round trips, not 100k; results come back in order under a tqdm bar.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,9 +23,9 @@ import numpy as np
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.cli.report import Report, counts
+from recipes.cli.worker_pool import map_in_workers
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, open_image
-from recipes.core.loader import usable_cpus
 
 INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
 
@@ -68,37 +67,12 @@ def inspect_image(item: tuple[str, tuple[int, int] | None] | tuple[str, tuple[in
     return info
 
 
-def _quiet_worker() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # one decode per process; threads would only fight over the cores
-
-
 def inspect_images(
     items: Sequence[tuple[Any, ...]], *, workers: int | None = None, progress: bool = True
 ) -> list[ImageInfo]:
     """:func:`inspect_image` over ``items`` in ``workers`` processes (default: the usable CPUs)."""
-    from tqdm.auto import tqdm
-
-    workers = usable_cpus() if workers is None else max(1, workers)
-    bar = tqdm(total=len(items), desc="decoding images", unit="img", disable=not progress)
-    with bar:
-        if workers == 1 or len(items) < INLINE_BELOW:
-            results = []
-            for item in items:
-                results.append(inspect_image(item))
-                bar.update()
-            return results
-        # fork starts workers in milliseconds and nothing has started threads yet; elsewhere spawn
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        # ~16 chunks a worker: few enough round trips, small enough for an even finish
-        chunksize = max(1, min(512, len(items) // (workers * 16)))
-        with multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker) as pool:
-            results = []
-            for info in pool.imap(inspect_image, items, chunksize=chunksize):
-                results.append(info)
-                bar.update()
-            return results
+    return map_in_workers(inspect_image, items, workers=workers, progress=progress, desc="decoding images", unit="img",
+                          inline_below=INLINE_BELOW, max_chunksize=512)
 
 
 def summarize_images(
