@@ -15,6 +15,7 @@ cost a few hundred round trips, not 100k; results come back in order under a tqd
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,6 +25,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.cli.report import Report, counts
 from recipes.cli.worker_pool import map_in_workers
+from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, open_image
 
@@ -106,9 +108,9 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
     if not root.is_dir():
         report.add(root, "not a folder: pass the folder holding one folder per class")
         return report
-    extensions = tuple(extension.lower() for extension in IMG_EXTENSIONS)
-    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-    images, per_class, ignored = [], {}, []
+    extensions = normalise_extensions(IMG_EXTENSIONS)
+    found = scan_class_folders(str(root), extensions)  # the walk ImageFolderDataset indexes with
+    classes, images, ignored = found.classes, [], []
     for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
         if entry.is_file() and entry.name.lower().endswith(extensions):
             images.append(entry.path)
@@ -117,20 +119,12 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
                            "move it into PATH/<class>/")
         elif entry.is_file():
             ignored.append(entry.path)
-    for name in classes:
-        found = 0
-        # sorted(os.walk) with followlinks, as ImageFolder walks
-        for folder, _, files in sorted(os.walk(root / name, followlinks=True)):
-            for file in sorted(files):
-                path = os.path.join(folder, file)
-                if file.lower().endswith(extensions):
-                    images.append(path)
-                    found += 1
-                else:
-                    ignored.append(path)
-        per_class[name] = found
-        if not found:
-            report.add(root / name, "class folder holds no image file: ImageFolderDataset refuses it; add images or remove it")
+    images += [str(root / relative) for relative in found.relative]
+    ignored += [str(root / relative) for relative in found.ignored]
+    counted = Counter(found.labels)
+    per_class = {name: counted[label] for label, name in enumerate(classes)}
+    for name in found.empty:
+        report.add(root / name, "class folder holds no image file: ImageFolderDataset refuses it; add images or remove it")
     if not classes:
         report.add(root, "no class folder: ImageFolderDataset needs PATH/<class>/<image> (checked the images as they are)")
     report.summary["images"] = len(images)

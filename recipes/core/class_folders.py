@@ -25,6 +25,7 @@ class ClassFiles(NamedTuple):
     relative: list[str]  # each kept file's path relative to the root, in ImageFolder's order
     labels: list[int]  # each kept file's class index
     empty: list[str]  # the class folders without any kept file
+    ignored: list[str]  # the other files under the class folders, relative to the root (recipes check lists them)
 
 
 def normalise_extensions(extensions: str | Sequence[str]) -> tuple[str, ...]:
@@ -47,7 +48,7 @@ def scan_class_folders(root: str, extensions: tuple[str, ...]) -> ClassFiles:
     """
     classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
     prefix = os.path.join(root, "")
-    found = ClassFiles(classes, [], [], [])
+    found = ClassFiles(classes, [], [], [], [])
     for label, name in enumerate(classes):
         count = len(found.labels)
         # sorted(os.walk) with followlinks, exactly as ImageFolder: nested folders in path order
@@ -57,6 +58,8 @@ def scan_class_folders(root: str, extensions: tuple[str, ...]) -> ClassFiles:
                 if path.lower().endswith(extensions):
                     found.relative.append(path[len(prefix) :])
                     found.labels.append(label)
+                else:
+                    found.ignored.append(path[len(prefix) :])
         if len(found.labels) == count:
             found.empty.append(name)
     return found

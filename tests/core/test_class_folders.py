@@ -25,6 +25,8 @@ def test_classes_files_and_order_equal_imagefolders(tmp_path):
     assert found.classes == classes
     assert [(os.path.join(tmp_path, path), label) for path, label in zip(found.relative, found.labels)] == samples
     assert found.empty == ["empty"]
+    # every other file under a class folder, the linked one included; not the file beside them
+    assert sorted(found.ignored) == ["a/y.mp3", "b/linked/y.mp3", "b/notes.txt", "empty/readme.md"]
 
 
 def test_one_extension_may_be_a_string_and_any_case():
