@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
 from recipes.core.arrays import StringArray
+from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.plans import ByLength, TokenBudget
@@ -80,8 +81,7 @@ class AudioFolderDataset(Dataset):
             raise ValueError(f"clip_seconds must be > 0 or None, got {clip_seconds!r}")
         self.clip_seconds, self.num_channels, self.random_crop = clip_seconds, num_channels, random_crop
         self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
-        extensions = AUDIO_EXTENSIONS if extensions is None else extensions
-        self.extensions = tuple(e.lower() for e in ((extensions,) if isinstance(extensions, str) else extensions))
+        self.extensions = normalise_extensions(AUDIO_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
@@ -162,29 +162,18 @@ class AudioFolderDataset(Dataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset``, step for step, with the same order."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")
-    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-    if not classes:
+    found = scan_class_folders(root, extensions)
+    if not found.classes:
         raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class>/<audio files>, "
                                 f"e.g. {root}/dog/001.wav")
-    prefix, relative, labels, empty = os.path.join(root, ""), [], [], []
-    for label, name in enumerate(classes):
-        count = len(labels)
-        for folder, _, files in sorted(os.walk(os.path.join(root, name), followlinks=True)):
-            for file in sorted(files):
-                path = os.path.join(folder, file)
-                if path.lower().endswith(extensions):
-                    relative.append(path[len(prefix) :])
-                    labels.append(label)
-        if len(labels) == count:
-            empty.append(name)
-    if empty and not allow_empty:
-        raise FileNotFoundError(f"no audio file in the class folders {', '.join(empty)} of {root!r} (extensions: "
+    if found.empty and not allow_empty:
+        raise FileNotFoundError(f"no audio file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
                                 f"{', '.join(extensions)}); add files, remove the folders, or pass allow_empty=True")
-    return classes, relative, labels
+    return found.classes, found.relative, found.labels
 
 
 def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0) -> dict[str, Any]:

@@ -145,7 +145,7 @@ class AudioShards(ResumableStream):
             extension = next((e for e in AUDIO_MEMBERS if e in files), None)
             if extension is None:
                 raise DataError(f"{where}: no audio member ({'/'.join(AUDIO_MEMBERS)}) among {sorted(files)}")
-            text = _transcript(files, where)
+            text = sample_transcript(files, where)
             audio = decode(files[extension], f"{where}.{extension}", sample_rate=self.sample_rate,
                            num_channels=self.num_channels, max_seconds=self.max_seconds)
         except DataError as error:
@@ -156,7 +156,11 @@ class AudioShards(ResumableStream):
         return item
 
 
-def _transcript(files: dict[str, bytes], where: str) -> str:
+def sample_transcript(files: dict[str, bytes], where: str) -> str:
+    """The transcript of one shard sample, from its ``files`` (member extension -> bytes): the
+    stripped UTF-8 text of ``txt``, else the ``"text"`` of ``json``. Raises a :class:`DataError`
+    that starts with ``where`` (``"shard:key"``) when there is none or it does not read;
+    ``recipes check audio`` reads shards with it too."""
     try:
         if "txt" in files:
             text = files["txt"].decode("utf-8").strip()

@@ -19,7 +19,6 @@ transcripts that do not decode are problems named by shard and key.
 
 from __future__ import annotations
 
-import multiprocessing
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,10 +29,10 @@ import numpy as np
 
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
 from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
-from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, _transcript
+from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
 from recipes.cli.report import Problem, Report, counts
+from recipes.cli.worker_pool import map_in_workers
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.loader import usable_cpus
 from recipes.core.storage import shown
 from recipes.core.tar_samples import expand_shards, read_samples
 
@@ -66,34 +65,11 @@ def inspect_clip(item: tuple[str | bytes, str, float]) -> ClipInfo:
                     info.codec)
 
 
-def _quiet_worker() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # one decode per process; threads would only fight over the cores
-
-
 def inspect_clips(items: Sequence[tuple[Any, str, float]], *, workers: int | None = None,
                   progress: bool = True) -> list[ClipInfo]:
     """:func:`inspect_clip` over ``items`` in ``workers`` processes (default: the usable CPUs), in order."""
-    from tqdm.auto import tqdm
-
-    workers = usable_cpus() if workers is None else max(1, workers)
-    with tqdm(total=len(items), desc="decoding clips", unit="clip", disable=not progress) as bar:
-        if workers == 1 or len(items) < INLINE_BELOW:
-            results = []
-            for item in items:
-                results.append(inspect_clip(item))
-                bar.update()
-            return results
-        # fork starts workers in milliseconds; spawn where there is no fork
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        chunksize = max(1, min(256, len(items) // (workers * 16)))  # ~16 chunks a worker: an even finish
-        with multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker) as pool:
-            results = []
-            for info in pool.imap(inspect_clip, items, chunksize=chunksize):
-                results.append(info)
-                bar.update()
-            return results
+    return map_in_workers(inspect_clip, items, workers=workers, progress=progress, desc="decoding clips", unit="clip",
+                          inline_below=INLINE_BELOW, max_chunksize=256)
 
 
 def check_audio(path: Path, *, text_field: str = "text", max_seconds: float | None = None,
@@ -157,7 +133,7 @@ def check_shards(path: Path, *, max_seconds: float, workers: int | None = None, 
                 where = f"{shown(shard)}:{key}"  # as AudioShards names a sample
                 extension = next((e for e in AUDIO_MEMBERS if e in files), None)
                 try:
-                    words += len(_transcript(files, where).split())
+                    words += len(sample_transcript(files, where).split())
                     if extension is None:
                         raise DataError(f"{where}: no audio member ({'/'.join(AUDIO_MEMBERS)}) among {sorted(files)}")
                 except DataError as error:

@@ -8,14 +8,14 @@ refused there, before any pixel is allocated), then :func:`recipes.core.images.d
 decodes it exactly as the loaders will, so a file that passes here loads in training, with
 ``strict=True``: a JPEG libjpeg reports as corrupt (it would load with grey or smeared blocks) is
 named with libjpeg's reason, as the loaders' ``ReadOptions(strict_decode=True)`` would refuse it. The files
-go to a ``multiprocessing`` pool in chunks (one task per ``chunksize`` files, so 100k small files
-cost a few hundred round trips, not 100k); results come back in order under a tqdm bar.
+go to a ``multiprocessing`` pool in chunks (:mod:`recipes.cli.worker_pool`), so 100k small files
+cost a few hundred round trips, not 100k; results come back in order under a tqdm bar.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,9 +24,10 @@ import numpy as np
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.cli.report import Report, counts
+from recipes.cli.worker_pool import map_in_workers
+from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.errors import DataError
 from recipes.core.images import decode_image, open_image
-from recipes.core.loader import usable_cpus
 
 INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
 
@@ -68,37 +69,12 @@ def inspect_image(item: tuple[str, tuple[int, int] | None] | tuple[str, tuple[in
     return info
 
 
-def _quiet_worker() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # one decode per process; threads would only fight over the cores
-
-
 def inspect_images(
     items: Sequence[tuple[Any, ...]], *, workers: int | None = None, progress: bool = True
 ) -> list[ImageInfo]:
     """:func:`inspect_image` over ``items`` in ``workers`` processes (default: the usable CPUs)."""
-    from tqdm.auto import tqdm
-
-    workers = usable_cpus() if workers is None else max(1, workers)
-    bar = tqdm(total=len(items), desc="decoding images", unit="img", disable=not progress)
-    with bar:
-        if workers == 1 or len(items) < INLINE_BELOW:
-            results = []
-            for item in items:
-                results.append(inspect_image(item))
-                bar.update()
-            return results
-        # fork starts workers in milliseconds and nothing has started threads yet; elsewhere spawn
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        # ~16 chunks a worker: few enough round trips, small enough for an even finish
-        chunksize = max(1, min(512, len(items) // (workers * 16)))
-        with multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker) as pool:
-            results = []
-            for info in pool.imap(inspect_image, items, chunksize=chunksize):
-                results.append(info)
-                bar.update()
-            return results
+    return map_in_workers(inspect_image, items, workers=workers, progress=progress, desc="decoding images", unit="img",
+                          inline_below=INLINE_BELOW, max_chunksize=512)
 
 
 def summarize_images(
@@ -132,9 +108,9 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
     if not root.is_dir():
         report.add(root, "not a folder: pass the folder holding one folder per class")
         return report
-    extensions = tuple(extension.lower() for extension in IMG_EXTENSIONS)
-    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-    images, per_class, ignored = [], {}, []
+    extensions = normalise_extensions(IMG_EXTENSIONS)
+    found = scan_class_folders(str(root), extensions)  # the walk ImageFolderDataset indexes with
+    classes, images, ignored = found.classes, [], []
     for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
         if entry.is_file() and entry.name.lower().endswith(extensions):
             images.append(entry.path)
@@ -143,20 +119,12 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
                            "move it into PATH/<class>/")
         elif entry.is_file():
             ignored.append(entry.path)
-    for name in classes:
-        found = 0
-        # sorted(os.walk) with followlinks, as ImageFolder walks
-        for folder, _, files in sorted(os.walk(root / name, followlinks=True)):
-            for file in sorted(files):
-                path = os.path.join(folder, file)
-                if file.lower().endswith(extensions):
-                    images.append(path)
-                    found += 1
-                else:
-                    ignored.append(path)
-        per_class[name] = found
-        if not found:
-            report.add(root / name, "class folder holds no image file: ImageFolderDataset refuses it; add images or remove it")
+    images += [str(root / relative) for relative in found.relative]
+    ignored += [str(root / relative) for relative in found.ignored]
+    counted = Counter(found.labels)
+    per_class = {name: counted[label] for label, name in enumerate(classes)}
+    for name in found.empty:
+        report.add(root / name, "class folder holds no image file: ImageFolderDataset refuses it; add images or remove it")
     if not classes:
         report.add(root, "no class folder: ImageFolderDataset needs PATH/<class>/<image> (checked the images as they are)")
     report.summary["images"] = len(images)

@@ -13,11 +13,11 @@
   ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
   (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
-  (tokenizers, encoding, padding) and ``truncation`` (cuts that keep the special tokens),
-  ``arrays`` (per-sample tables workers share), ``storage``, ``urls`` and ``retries`` (local paths
-  and fsspec URLs, secrets never shown, retries logged), ``timeouts`` (a silent server is an error),
-  ``disk_cache``, ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading), ``errors`` and ``paths``
-  (the bad-input policy, safe paths), ``read_options`` and ``stream_order`` (rarely changed knobs).
+  (tokenizers, encoding, padding) and ``truncation`` (cuts that keep the special tokens), ``arrays``
+  (per-sample tables workers share), ``class_folders`` (ImageFolder's walk), ``storage``, ``urls`` and
+  ``retries`` (local paths and fsspec URLs, secrets never shown, retries logged), ``timeouts`` (a silent
+  server is an error), ``disk_cache``, ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading),
+  ``errors`` and ``paths`` (the bad-input policy, safe paths), ``read_options`` and ``stream_order``.
 
 Names are loaded on first use (``from recipes.core import MixedDataset`` imports ``mixing``
 then), so a domain that needs no tokenizer, Parquet or object storage never imports them.

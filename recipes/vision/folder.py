@@ -37,6 +37,7 @@ from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.arrays import StringArray
+from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import (
     DataError,
@@ -103,7 +104,7 @@ class ImageFolderDataset(Dataset):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
         self.strict_decode = options.strict_decode
-        self.extensions = _normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
+        self.extensions = normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         # ImageFolder's paths are os.path.join(root, class, ...): that prefix plus what we store
@@ -212,47 +213,24 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
     return image.contiguous()
 
 
-def _normalise_extensions(extensions: str | Sequence[str]) -> tuple[str, ...]:
-    # ImageFolder lowercases the file name but not the extensions; lowercasing both means
-    # extensions=(".JPG",) finds the files instead of finding none.
-    if isinstance(extensions, str):
-        extensions = (extensions,)
-    return tuple(extension.lower() for extension in extensions)
-
-
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset``, step for step, with the same order."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder root {shown(root)!r} does not exist")  # a URL too: local folders only
     if not os.path.isdir(root):
         raise NotADirectoryError(f"image folder root {root!r} is a file; pass the folder holding one folder per class")
-    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-    if not classes:
+    found = scan_class_folders(root, extensions)
+    if not found.classes:
         raise FileNotFoundError(
             f"no class folder in {root!r}: expected {root}/<class name>/<image files> (e.g. {root}/cat/001.jpg)"
         )
-    prefix = os.path.join(root, "")
-    relative: list[str] = []
-    labels: list[int] = []
-    empty = []
-    for label, name in enumerate(classes):
-        count = len(labels)
-        # sorted(os.walk) with followlinks, exactly as ImageFolder: nested folders in path order
-        for folder, _, files in sorted(os.walk(os.path.join(root, name), followlinks=True)):
-            for file in sorted(files):
-                path = os.path.join(folder, file)
-                if path.lower().endswith(extensions):
-                    relative.append(path[len(prefix) :])
-                    labels.append(label)
-        if len(labels) == count:
-            empty.append(name)
-    if empty and not allow_empty:
+    if found.empty and not allow_empty:
         raise FileNotFoundError(
-            f"no image file in the class folders {', '.join(empty)} of {root!r} (extensions: "
+            f"no image file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
             f"{', '.join(extensions)}); add images, remove the folders, pass extensions=... "
             "or allow_empty=True"
         )
-    return classes, relative, labels
+    return found.classes, found.relative, found.labels
 
 
 def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:

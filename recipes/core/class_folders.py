@@ -1,0 +1,65 @@
+"""The classes and files of a folder-per-class dataset, found as ``torchvision.datasets.ImageFolder`` finds them.
+
+    extensions = normalise_extensions((".wav", ".FLAC"))
+    found = scan_class_folders("data/train", extensions)
+    if found.empty: ...   # the dataset raises its own error, naming its kind of file
+
+``root/<class>/**/<file>``: the class folders sorted by name, each walked with
+``sorted(os.walk(..., followlinks=True))``, its files sorted, a file kept when its lowercased path
+ends with one of the extensions. That is ImageFolder's ``find_classes`` + ``make_dataset`` step for
+step, so ``classes``, ``class_to_idx`` and the sample order equal ImageFolder's. The caller checks
+the root first and words the errors: which files were missing and how to fix it is its to say.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import NamedTuple
+
+
+class ClassFiles(NamedTuple):
+    """What :func:`scan_class_folders` found under a root."""
+
+    classes: list[str]  # the class folders' names, sorted: class index = position
+    relative: list[str]  # each kept file's path relative to the root, in ImageFolder's order
+    labels: list[int]  # each kept file's class index
+    empty: list[str]  # the class folders without any kept file
+    ignored: list[str]  # the other files under the class folders, relative to the root (recipes check lists them)
+
+
+def normalise_extensions(extensions: str | Sequence[str]) -> tuple[str, ...]:
+    """``extensions`` as a lowercased tuple, one string taken as one extension.
+
+    ImageFolder lowercases the file name but not the extensions; lowercasing both means
+    ``extensions=(".JPG",)`` finds the files instead of finding none.
+    """
+    if isinstance(extensions, str):
+        extensions = (extensions,)
+    return tuple(extension.lower() for extension in extensions)
+
+
+def scan_class_folders(root: str, extensions: tuple[str, ...]) -> ClassFiles:
+    """The class folders of ``root`` (an existing local folder) and their files that end with ``extensions``.
+
+    Args:
+        root: the folder holding one sub-folder per class.
+        extensions: lowercased file endings (:func:`normalise_extensions`).
+    """
+    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    prefix = os.path.join(root, "")
+    found = ClassFiles(classes, [], [], [], [])
+    for label, name in enumerate(classes):
+        count = len(found.labels)
+        # sorted(os.walk) with followlinks, exactly as ImageFolder: nested folders in path order
+        for folder, _, files in sorted(os.walk(os.path.join(root, name), followlinks=True)):
+            for file in sorted(files):
+                path = os.path.join(folder, file)
+                if path.lower().endswith(extensions):
+                    found.relative.append(path[len(prefix) :])
+                    found.labels.append(label)
+                else:
+                    found.ignored.append(path[len(prefix) :])
+        if len(found.labels) == count:
+            found.empty.append(name)
+    return found
