@@ -56,29 +56,17 @@ from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tokens import (
-    TruncatingEncoder,
-    batch_safe_tokenizer,
-    encode_texts,
-    find_pad_id,
-    load_tokenizer,
-    pad_batch,
-    require_pad_id,
-)
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, require_pad_id
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
-from recipes.text.parquet_ids import IdsColumn
+from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "index_dir")
-IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
-# the constructor keywords that moved into order= and read_options= (each still works, with a DeprecationWarning)
+# the constructor keywords that moved into order= (each still works, with a DeprecationWarning)
 MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
-MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes"}
 
 
 class StreamingTextDataset(ResumableStream):
@@ -153,11 +141,8 @@ class StreamingTextDataset(ResumableStream):
         gives. ``options``: the constructor's keywords but ``text_field``; ``read_options``: this
         reads its ``truncation`` and ``max_row_group_bytes``.
         """
-        if "text_field" in options:
-            raise TypeError("StreamingTextDataset.from_ids reads ids_field, stored ids: it takes no text_field")
-        stream = cls.__new__(cls)
-        cls._init_ids(stream, paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
-        return stream
+        return from_ids_instance(cls, ("text_field",), paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size,
+                                 **options)
 
     def _init_ids(
         self,
@@ -214,16 +199,12 @@ class StreamingTextDataset(ResumableStream):
                     raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
                 if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
-        check_truncation(max_length, truncation)
-        self.tokenizer = None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer))
-        # copies made once; with ids_field it cuts the stored ids as it cuts a text
-        self.encoder = None
-        if self.tokenizer is not None:
-            self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)
-        self.ids = None  # with ids_field: how the column is read (recipes.text.parquet_ids)
-        if ids_field is not None:
-            self.ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                                 encoder=self.encoder, on_error=on_error)
+        # the encoder (copies made once) cuts a text and the stored ids of ids_field alike; the pad id is
+        # the batch-safe copy's (recipes.core.tokens.batch_safe_tokenizer)
+        source = token_source(None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer)),
+                              max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
+                              vocab_size=vocab_size, label_field=label_field, on_error=on_error)
+        self.tokenizer, self.encoder, self.ids, self._pad_id = source.tokenizer, source.encoder, source.ids, source.pad_id
         # Files are listed and sized once per job, by rank 0, which sends the lists to the other
         # ranks (workers get them with the dataset): no listing or size request per rank or epoch.
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
@@ -252,11 +233,6 @@ class StreamingTextDataset(ResumableStream):
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
-        # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
-        if self.tokenizer is not None:
-            self._pad_id = find_pad_id(self.tokenizer, pad_id)
-        else:
-            self._pad_id = None if pad_id is None else int(pad_id)
         # what a state names as its data: offsets into these many files of this size
         source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
         super().__init__(seed, rank, world_size, source=source)

@@ -38,20 +38,17 @@ from recipes.core.protocols import collate_of
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens import encode_texts, pad_batch, require_pad_id
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
-from recipes.text.parquet_ids import IdsColumn, read_id_corpus
+from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
+from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
-IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
-# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
-MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes", "verify": "verify_cache"}
+MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
 
 
 class TokenizedTextDataset(Dataset):
@@ -96,7 +93,7 @@ class TokenizedTextDataset(Dataset):
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
-    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_KEYWORDS)},
                     mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
     def __init__(
         self,
@@ -119,10 +116,9 @@ class TokenizedTextDataset(Dataset):
                 f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or use "
                 "TokenizedTextDataset.from_ids(...) to read a Parquet column of token ids"
             )
-        tokenizer = load_tokenizer(tokenizer)
-        encoder = TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)  # checks both
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id)
+        tokenizer, encoder, self._pad_id = source.tokenizer, source.encoder, source.pad_id
         check_on_error(on_error)
-        self._pad_id = find_pad_id(tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
         if parquet is not None:  # its content digest reads every byte: only for a cache key
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
@@ -181,12 +177,8 @@ class TokenizedTextDataset(Dataset):
                 ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
                 ``max_row_group_bytes``).
         """
-        refused = sorted(set(options) & {"text_field", "cache_dir"})
-        if refused:
-            raise TypeError(f"TokenizedTextDataset.from_ids reads ids_field, stored ids: it takes no {', '.join(refused)}")
-        dataset = cls.__new__(cls)
-        cls._init_ids(dataset, path, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
-        return dataset
+        return from_ids_instance(cls, ("text_field", "cache_dir"), path, tokenizer, ids_field=ids_field,
+                                 vocab_size=vocab_size, **options)
 
     def _init_ids(
         self,
@@ -215,18 +207,11 @@ class TokenizedTextDataset(Dataset):
                 f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
                 "already made, straight from the file, so there is nothing to cache: drop cache_dir"
             )
-        check_truncation(max_length, options.truncation)
-        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-        encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)
-        column = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                           encoder=encoder, on_error=on_error)
-        if tokenizer is not None:
-            self._pad_id = find_pad_id(tokenizer, pad_id)
-        else:  # nothing names a pad id: text_collate asks for one, pack_collate needs none
-            self._pad_id = None if pad_id is None else int(pad_id)
-        self._cache = None
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
+                              ids_field=ids_field, vocab_size=vocab_size, label_field=label_field, on_error=on_error)
+        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
         reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, column, **reading)
+        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
         self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
 
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
