@@ -54,11 +54,11 @@ from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
+from recipes.core.storage import has_glob, is_url, shown, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, require_pad_id
 from recipes.text.corpus_files import check_format, integer_label, parse_line
-from recipes.text.line_index import LineIndex
+from recipes.text.line_index import LineIndex, sized_files
 from recipes.text.parquet_corpus import check_record
 from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
@@ -149,17 +149,13 @@ class StreamingTextDataset(ResumableStream):
         paths: Any,
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
-        ids_field: str | None = None,
-        vocab_size: int | None = None,
-        text_field: str = "text",
         order: StreamOrder | None = None,
         read_options: ReadOptions | None = None,
         **fields: Any,
     ) -> None:
         """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
         options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
-        self._build(paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, text_field=text_field,
-                    order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+        self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
 
     def _build(
         self,
@@ -201,10 +197,11 @@ class StreamingTextDataset(ResumableStream):
                     raise FileNotFoundError(f"text file {path} does not exist")
         # the encoder (copies made once) cuts a text and the stored ids of ids_field alike; the pad id is
         # the batch-safe copy's (recipes.core.tokens.batch_safe_tokenizer)
-        source = token_source(None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer)),
+        tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer)),
                               max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
                               vocab_size=vocab_size, label_field=label_field, on_error=on_error)
-        self.tokenizer, self.encoder, self.ids, self._pad_id = source.tokenizer, source.encoder, source.ids, source.pad_id
+        self.tokenizer, self.encoder, self.ids = tokens.tokenizer, tokens.encoder, tokens.ids
+        self._pad_id = tokens.pad_id  # only padding needs it (pack_collate does not)
         # Files are listed and sized once per job, by rank 0, which sends the lists to the other
         # ranks (workers get them with the dataset): no listing or size request per rank or epoch.
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
@@ -279,8 +276,11 @@ class StreamingTextDataset(ResumableStream):
 
         if self.ids is not None:
             rows = self._id_rows(slot, slots, begin)
-        else:
-            rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
+        elif self.parquet:
+            rows = self._rows(self._records(slot, slots, begin))
+        else:  # the lines of the slot's share (recipes.text.line_index)
+            owner, storage = type(self).__name__, self.storage_options
+            rows = self._rows(self.lines.share_lines(slot, slots, self.paths, storage, begin=begin, owner=owner))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
@@ -293,56 +293,23 @@ class StreamingTextDataset(ResumableStream):
             return slot * total // slots, (slot + 1) * total // slots
         return self.lines.share(slot, slots, self.paths, self.storage_options)
 
-    def _lines(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, bool, bytes]]:
-        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot,
-        or from ``begin`` on, a global offset where one of its lines starts."""
+    def _row_range(self, slot: int, slots: int, begin: int | None) -> dict[str, Any]:
+        """Parquet: how reader ``slot``'s equal share of the rows is read, or from row ``begin`` on."""
         low, high = self._share(slot, slots)
-        base = 0
-        for path, size in zip(self.paths, self.sizes):
-            start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base
-            if start < stop:
-                json_rows, name = suffix(path) == ".jsonl", shown(path)
-                line_start = begin is not None and begin >= base  # start is where a line begins
-                position = max(start - 1, 0)
-                with open_stream(path, start=position, storage_options=self.storage_options, size=size) as file:
-                    if start > 0 and not line_start:
-                        # finish the line that holds byte start-1: it belongs to the slot where
-                        # it starts (if that byte is a newline, this reads just that byte)
-                        position += len(file.readline())
-                    elif start > 0:  # a resumed offset: a line must start there, after a newline
-                        if file.read(1) != b"\n":
-                            raise ValueError(
-                                f"{type(self).__name__} state: position[1] (offset) = {begin} is not where a line of "
-                                f"{name} starts (byte {start}): a state of other files, or the file has changed"
-                            )
-                        position += 1
-                    while position < stop:
-                        raw = file.readline()
-                        if not raw:
-                            break
-                        yield base + position, f"{name} byte {position}", json_rows, raw
-                        position += len(raw)
-            base += size
+        return {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+                "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
 
     def _records(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, None, dict]]:
         """Parquet: ``(global row, "path row N", None, record)`` for this slot's equal share of the
         rows, or from row ``begin`` on; only the row groups holding them are read."""
-        total = sum(self.sizes)
-        low, high = slot * total // slots, (slot + 1) * total // slots
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
-        for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
+        for row, where, record in iter_rows(self.paths, columns, self.sizes, **self._row_range(slot, slots, begin)):
             yield row, where, None, record
 
     def _id_rows(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, tuple]]:
         """Parquet ids: ``(row, (row, ids, label))`` for each usable row of this slot's equal share of the
         rows, or from row ``begin`` on, checked and cut a row group at a time."""
-        total = sum(self.sizes)
-        low, high = slot * total // slots, (slot + 1) * total // slots
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
-        for chunk in self.ids.chunks(self.paths, self.sizes, **options):
+        for chunk in self.ids.chunks(self.paths, self.sizes, **self._row_range(slot, slots, begin)):
             for k in range(len(chunk.tokens)):
                 row, label = int(chunk.rows[k]), None
                 if chunk.labels is not None:
@@ -388,29 +355,6 @@ class StreamingTextDataset(ResumableStream):
             if self.label_field is not None:
                 item["label"] = integer_label(label)
             yield item
-
-
-def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
-    """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
-    size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
-    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
-
-    Raises:
-        FileNotFoundError: a glob matches nothing, or a file is missing.
-    """
-    files: list[Any] = []
-    known: list[int | None] = []
-    for path in paths:
-        if not has_glob(path) or (not is_url(path) and path.is_file()):  # a local file may hold "[" in its name
-            files.append(path)
-            known.append(None)
-            continue
-        names, sizes = glob_sizes(os.fspath(path), storage_options)
-        if not names:
-            raise FileNotFoundError(f"no text file matches {shown(path)}")
-        files.extend(name if is_url(name) else Path(name) for name in names)
-        known.extend(sizes)
-    return files, stream_sizes(files, storage_options, known=known)
 
 
 def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
