@@ -1,8 +1,7 @@
 """Where the k-th line of a list of text files starts, from one pass over them: equal shares by count.
 
-    paths, sizes = sized_files([Path("corpus-*.jsonl")])   # globs listed, every file sized
-    index = LineIndex.build(paths, sizes)              # once per job (StreamingTextDataset: on rank 0)
-    low, high = index.share(slot, slots, paths)        # byte range of lines [slot*N//slots, (slot+1)*N//slots)
+    paths, sizes, index = LineIndex.of_files([Path("corpus-*.jsonl")])  # once per job (the stream: rank 0)
+    low, high = index.share(slot, slots, paths)    # byte range of lines [slot*N//slots, (slot+1)*N//slots)
     for offset, where, json_row, raw in index.share_lines(slot, slots, paths): ...   # the lines in that range
 
 A stream cut into equal *byte* ranges gives its readers unequal numbers of lines (long lines in one
@@ -82,6 +81,14 @@ class LineIndex:
         counts = arrays["counts"].tolist()
         kept = np.cumsum([-(-count // STRIDE) for count in counts])[:-1]  # each file's kept offsets
         return cls(counts, np.split(arrays["offsets"], kept), arrays["sizes"].tolist())
+
+    @classmethod
+    def of_files(cls, paths: list[Any], storage_options: dict[str, Any] | None = None,
+                 cache_dir: str | os.PathLike | None = None) -> tuple[list[Any], list[int], LineIndex]:
+        """``(files, sizes, index)``: :func:`sized_files` of ``paths`` (globs listed) and their :meth:`cached`
+        index; a stream's one look at its text files, on rank 0."""
+        files, sizes = sized_files(paths, storage_options)
+        return files, sizes, cls.cached(files, sizes, storage_options, cache_dir)
 
     def line_start(self, line: int, paths: list[Any], storage_options: dict[str, Any] | None = None) -> int:
         """The global byte offset where global line ``line`` starts (the end of the files for the total)."""

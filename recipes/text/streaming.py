@@ -26,6 +26,7 @@ group at a time; there ``index`` is the row, counted from 0 across the files.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from collections.abc import Iterator, Sequence
@@ -38,9 +39,8 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
-from recipes.core.batching import extra_columns
 from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import (
@@ -56,9 +56,10 @@ from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.storage import has_glob, is_url, shown, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, pad_batch, require_pad_id
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, require_pad_id
+from recipes.text.collates import padded_batch
 from recipes.text.corpus_files import check_format, integer_label, parse_line
-from recipes.text.line_index import LineIndex, sized_files
+from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
 from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
@@ -208,25 +209,18 @@ class StreamingTextDataset(ResumableStream):
 
             def footers() -> tuple[list[Any], list[int], list[int | None]]:
                 entries, listed = parquet_listing(paths, storage_options)  # sizes an object store lists
-                if self.ids is None:
-                    wanted = {"text_field": text_field, "label_field": label_field}
-                    return entries, *read_footers(entries, wanted, storage_options, sizes=listed)
-                # the ids' column type is checked from the same footer read
-                wanted = {"ids_field": ids_field, "label_field": label_field}
-                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer,
-                                              sizes=listed)
+                # with ids_field, the ids' column type is checked from the same footer read
+                wanted = {"text_field": text_field} if self.ids is None else {"ids_field": ids_field}
+                check = None if self.ids is None else self.ids.check_footer
+                return entries, *read_footers(entries, wanted | {"label_field": label_field}, storage_options,
+                                              check=check, sizes=listed)
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
             listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
             self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
-        else:
-
-            def sized_and_counted() -> tuple[list[Any], list[int], LineIndex]:
-                files, sizes = sized_files(self.paths, storage_options)
-                return files, sizes, LineIndex.cached(files, sizes, storage_options, options.index_dir)
-
-            # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
-            self.paths, self.sizes, self.lines = shared_result(sized_and_counted, rank, world_size)
+        else:  # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
+            indexed = functools.partial(LineIndex.of_files, self.paths, storage_options, options.index_dir)
+            self.paths, self.sizes, self.lines = shared_result(indexed, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
@@ -358,15 +352,9 @@ class StreamingTextDataset(ResumableStream):
 
 
 def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad stream items: the keys and dtypes of ``recipes.text.text_collate``, other item keys
-    carried alike (which works too; this small copy keeps the file importable on its own)."""
-    batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
-    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths}
-    out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
-    if batch and "label" in batch[0]:
-        out["labels"] = torch.tensor([item["label"] for item in batch], dtype=torch.int64)
-    return out | extra_columns(batch, ("input_ids", "index", "label"), out, caller="stream_collate")
+    """Pad stream items: the keys and dtypes of :func:`recipes.text.text_collate`, whose code pads
+    them (:func:`recipes.text.collates.padded_batch`); other item keys are carried alike."""
+    return padded_batch(batch, caller="stream_collate", pad_id=pad_id)
 
 
 @dataclass(frozen=True)

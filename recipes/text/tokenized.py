@@ -1,4 +1,4 @@
-"""Tokenised text classification / language-model data: dataset, padding and packing collates, loader.
+"""Tokenised text classification / language-model data: the dataset and its length-grouped loader.
 
     dataset = TokenizedTextDataset("train.jsonl", "tokenizer.json", label_field="label",
                                    max_length=512, cache_dir="~/.cache/recipes")
@@ -12,13 +12,13 @@
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
 copy into every worker (pytorch issue 13246). ``cache_dir`` keeps them as ``.npy`` files that the
-next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches cut padding.
+next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches cut padding; the
+padding and packing collates are in :mod:`recipes.text.collates`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
-from recipes.core.batching import extra_columns
-from recipes.core.errors import check_on_error, drop_skipped
+from recipes.core.errors import check_on_error
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
@@ -38,15 +37,15 @@ from recipes.core.protocols import collate_of
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import encode_texts, pad_batch, require_pad_id
+from recipes.core.tokens import encode_texts, require_pad_id
+from recipes.text.collates import TextCollate
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
-from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
+from recipes.text.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
-ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
 MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
 
@@ -290,90 +289,6 @@ class TokenizedTextDataset(Dataset):
         self.__dict__.update(state)
         if "tokens" not in state:
             self._load_cache()
-
-
-def text_collate(
-    batch: list[dict[str, Any] | None],
-    *,
-    pad_id: int = 0,
-    pad_to_multiple_of: int | None = None,
-    padding_side: str = "right",
-) -> dict[str, torch.Tensor]:
-    """Pad a list of items into one batch with a single preallocated fill.
-
-    Use ``TextCollate(pad_id=dataset.pad_id)`` for a DataLoader.
-
-    Returns:
-        ``input_ids`` int64 [B,T], ``attention_mask`` int64 [B,T] (1 = real token),
-        ``lengths`` int64 [B] (for ``pack_padded_sequence``), ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have labels. T is the longest sample, rounded up to
-        ``pad_to_multiple_of`` (8 or 64 suits tensor cores). ``None`` items (skipped) are dropped.
-        Any other key of the items is batched too (:func:`recipes.core.batching.extra_columns`).
-    """
-    batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch(
-        [item["input_ids"] for item in batch], pad_id=pad_id, pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side
-    )
-    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
-    if batch and "label" in batch[0]:
-        out["labels"] = _column(batch, "label")
-    return out | extra_columns(batch, ITEM_KEYS, out, caller="text_collate")
-
-
-@dataclass(frozen=True)
-class TextCollate:
-    """:func:`text_collate` with its options as fields: a DataLoader's ``collate_fn`` that pickles
-    for spawned workers and shows its options, ``TextCollate(pad_id=0, pad_to_multiple_of=8)``."""
-
-    pad_id: int = 0
-    pad_to_multiple_of: int | None = None
-    padding_side: str = "right"
-
-    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
-        return text_collate(batch, **vars(self))
-
-
-def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """Concatenate the items into one row, for variable-length (flash / block-diagonal) attention.
-
-    Returns:
-        ``input_ids`` int64 [1,N] (N = total tokens, no padding), ``position_ids`` int64 [1,N]
-        restarting at 0 for each sequence, ``cu_seqlens`` int32 [B+1] (sequence ``b`` is
-        ``cu_seqlens[b]:cu_seqlens[b+1]``), ``max_seqlen`` int, ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have a ``label``; other keys of the items as in :func:`text_collate`.
-        Items with per-token ``labels`` (:class:`recipes.text.InstructionDataset`) give ``labels``
-        int64 [1,N], each sample's first label -100: a model shifts labels by one, and the last
-        token of one sample must not learn to predict the first of the next (the layout of HF's
-        ``DataCollatorWithFlattening``). transformers models read the sample boundaries from
-        ``position_ids`` only without a KV cache: pass ``use_cache=False`` (in training too, or set
-        ``model.config.use_cache = False``), else samples attend to each other.
-    """
-    batch = drop_skipped(batch)
-    sequences = [item["input_ids"] for item in batch]
-    lengths = torch.tensor([len(sequence) for sequence in sequences], dtype=torch.int64)
-    cu_seqlens = torch.zeros(len(batch) + 1, dtype=torch.int32)
-    torch.cumsum(lengths, dim=0, out=cu_seqlens[1:])
-    input_ids = torch.cat(sequences) if sequences else torch.zeros(0, dtype=torch.int64)
-    starts = torch.repeat_interleave(cu_seqlens[:-1].to(torch.int64), lengths)
-    out = {
-        "input_ids": input_ids[None],
-        "position_ids": (torch.arange(len(input_ids)) - starts)[None],
-        "cu_seqlens": cu_seqlens,
-        "max_seqlen": int(lengths.max()) if len(batch) else 0,
-        "index": _column(batch, "index"),
-    }
-    if batch and "label" in batch[0]:
-        out["labels"] = _column(batch, "label")
-    elif batch and "labels" in batch[0]:  # per-token labels: no loss across a boundary
-        labels = torch.cat([item["labels"] for item in batch]).to(torch.int64)
-        labels[cu_seqlens[:-1].to(torch.int64)] = IGNORE_INDEX
-        out["labels"] = labels[None]
-    return out | extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
-
-
-def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
-    # through numpy: torch.tensor reads a list of Python ints more slowly
-    return torch.from_numpy(np.array([item[key] for item in batch], dtype=np.int64))
 
 
 def text_loader(
