@@ -83,5 +83,5 @@ def from_ids_instance(cls: type[Built], refused: tuple[str, ...], *args: Any, **
     if given:
         raise TypeError(f"{cls.__name__}.from_ids reads ids_field, stored ids: it takes no {', '.join(given)}")
     instance = cls.__new__(cls)
-    instance._init_ids(*args, **options)
+    cls._init_ids(instance, *args, **options)
     return instance
