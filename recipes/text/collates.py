@@ -48,6 +48,20 @@ def text_collate(
                         padding_side=padding_side)
 
 
+def padded_batch(
+    batch: list[dict[str, Any] | None], *, caller: str, pad_id: int = 0, **padding: Any
+) -> dict[str, torch.Tensor]:
+    """:func:`text_collate`'s batch, for it and for collates of the same items under other names
+    (``stream_collate``): ``caller`` is the name a clashing item key's ValueError gives;
+    ``padding``: ``pad_to_multiple_of`` and ``padding_side``."""
+    batch = drop_skipped(batch)
+    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **padding)
+    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
+    if batch and "label" in batch[0]:
+        out["labels"] = _column(batch, "label")
+    return out | extra_columns(batch, ITEM_KEYS, out, caller=caller)
+
+
 @dataclass(frozen=True)
 class TextCollate:
     """:func:`text_collate` with its options as fields: a DataLoader's ``collate_fn`` that pickles
@@ -97,19 +111,6 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
         labels[cu_seqlens[:-1].to(torch.int64)] = IGNORE_INDEX
         out["labels"] = labels[None]
     return out | extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
-
-
-def padded_batch(
-    batch: list[dict[str, Any] | None], *, caller: str, pad_id: int = 0, **padding: Any
-) -> dict[str, torch.Tensor]:
-    """:func:`text_collate`'s batch (``padding``: its ``pad_to_multiple_of`` and ``padding_side``) for a
-    collate of the same items by another name, ``caller``, which the ValueError of a clashing item key names."""
-    batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **padding)
-    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
-    if batch and "label" in batch[0]:
-        out["labels"] = _column(batch, "label")
-    return out | extra_columns(batch, ITEM_KEYS, out, caller=caller)
 
 
 def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
