@@ -1,7 +1,7 @@
 """Text recipes: tokenised datasets, padding and packing collates, length-grouped and streaming loaders.
 
-- ``tokenized``: :class:`TokenizedTextDataset`, :func:`text_collate`, :func:`pack_collate`,
-  :func:`text_loader`.
+- ``tokenized``: :class:`TokenizedTextDataset` and :func:`text_loader`; ``collates``: :func:`text_collate`
+  (padding) and :func:`pack_collate` (packing), for every text dataset.
 - ``streaming``: :class:`StreamingTextDataset`, :func:`stream_collate` and
   :func:`streaming_loader`, for files too large to tokenise up front.
 - ``instructions``: :class:`InstructionDataset` (chats and prompt/completion pairs, loss on the
@@ -10,17 +10,19 @@
 - ``ray_tokenize``: :class:`TokenizeBatch` and :class:`TokenizeInstructions`, the batch functions that
   tokenise a corpus (instruction rows with their labels) on Ray Data.
 - What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
-  text columns by row group) and ``token_cache`` (tokens on disk, memory-mapped back).
+  text columns by row group), ``token_cache`` (tokens on disk, memory-mapped back) and
+  ``token_source`` (the tokenizer or stored ids both datasets read, checked once).
 
 The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler and its plans,
 streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
 from recipes.text.chat_template import ChatTemplate
+from recipes.text.collates import TextCollate, pack_collate, text_collate
 from recipes.text.instructions import InstructionCollate, InstructionDataset, instruction_collate
 from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
 from recipes.text.streaming import StreamCollate, StreamingTextDataset, stream_collate, streaming_loader
-from recipes.text.tokenized import TextCollate, TokenizedTextDataset, pack_collate, text_collate, text_loader
+from recipes.text.tokenized import TokenizedTextDataset, text_loader
 
 __all__ = [
     "ChatTemplate",

@@ -1,7 +1,8 @@
 """Where the k-th line of a list of text files starts, from one pass over them: equal shares by count.
 
-    index = LineIndex.build(paths, sizes)              # once per job (StreamingTextDataset: on rank 0)
-    low, high = index.share(slot, slots, paths)        # byte range of lines [slot*N//slots, (slot+1)*N//slots)
+    paths, sizes, index = LineIndex.of_files([Path("corpus-*.jsonl")])  # once per job (the stream: rank 0)
+    low, high = index.share(slot, slots, paths)    # byte range of lines [slot*N//slots, (slot+1)*N//slots)
+    for offset, where, json_row, raw in index.share_lines(slot, slots, paths): ...   # the lines in that range
 
 A stream cut into equal *byte* ranges gives its readers unequal numbers of lines (long lines in one
 part, short in another), and a training loader on several ranks stops every rank when the first
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import bisect
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from recipes.core.index_cache import cached_index, file_identities
-from recipes.core.storage import open_stream
+from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
 CHUNK = 1 << 20
@@ -79,6 +82,14 @@ class LineIndex:
         kept = np.cumsum([-(-count // STRIDE) for count in counts])[:-1]  # each file's kept offsets
         return cls(counts, np.split(arrays["offsets"], kept), arrays["sizes"].tolist())
 
+    @classmethod
+    def of_files(cls, paths: list[Any], storage_options: dict[str, Any] | None = None,
+                 cache_dir: str | os.PathLike | None = None) -> tuple[list[Any], list[int], LineIndex]:
+        """``(files, sizes, index)``: :func:`sized_files` of ``paths`` (globs listed) and their :meth:`cached`
+        index; a stream's one look at its text files, on rank 0."""
+        files, sizes = sized_files(paths, storage_options)
+        return files, sizes, cls.cached(files, sizes, storage_options, cache_dir)
+
     def line_start(self, line: int, paths: list[Any], storage_options: dict[str, Any] | None = None) -> int:
         """The global byte offset where global line ``line`` starts (the end of the files for the total)."""
         if line >= self.total:
@@ -99,3 +110,67 @@ class LineIndex:
         low = self.line_start(slot * total // slots, paths, storage_options)
         high = self.line_start((slot + 1) * total // slots, paths, storage_options)
         return low, high
+
+    def share_lines(
+        self,
+        slot: int,
+        slots: int,
+        paths: list[Any],
+        storage_options: dict[str, Any] | None = None,
+        *,
+        begin: int | None = None,
+        owner: str = "LineIndex",
+    ) -> Iterator[tuple[int, str, bool, bytes]]:
+        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in reader ``slot``'s
+        share, or from ``begin`` on, a global offset where one of its lines starts (``owner`` names the
+        state in the ValueError when none does)."""
+        low, high = self.share(slot, slots, paths, storage_options)
+        base = 0
+        for path, size in zip(paths, self.sizes):
+            start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base
+            if start < stop:
+                json_rows, name = suffix(path) == ".jsonl", shown(path)
+                line_start = begin is not None and begin >= base  # start is where a line begins
+                position = max(start - 1, 0)
+                with open_stream(path, start=position, storage_options=storage_options, size=size) as file:
+                    if start > 0 and not line_start:
+                        # finish the line that holds byte start-1: it belongs to the slot where
+                        # it starts (if that byte is a newline, this reads just that byte)
+                        position += len(file.readline())
+                    elif start > 0:  # a resumed offset: a line must start there, after a newline
+                        if file.read(1) != b"\n":
+                            raise ValueError(
+                                f"{owner} state: position[1] (offset) = {begin} is not where a line of "
+                                f"{name} starts (byte {start}): a state of other files, or the file has changed"
+                            )
+                        position += 1
+                    while position < stop:
+                        raw = file.readline()
+                        if not raw:
+                            break
+                        yield base + position, f"{name} byte {position}", json_rows, raw
+                        position += len(raw)
+            base += size
+
+
+def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
+    """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
+    size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
+    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
+
+    Raises:
+        FileNotFoundError: a glob matches nothing, or a file is missing.
+    """
+    files: list[Any] = []
+    known: list[int | None] = []
+    for path in paths:
+        if not has_glob(path) or (not is_url(path) and path.is_file()):  # a local file may hold "[" in its name
+            files.append(path)
+            known.append(None)
+            continue
+        names, sizes = glob_sizes(os.fspath(path), storage_options)
+        if not names:
+            raise FileNotFoundError(f"no text file matches {shown(path)}")
+        files.extend(name if is_url(name) else Path(name) for name in names)
+        known.extend(sizes)
+    return files, stream_sizes(files, storage_options, known=known)

@@ -26,6 +26,7 @@ group at a time; there ``index`` is the row, counted from 0 across the files.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from collections.abc import Iterator, Sequence
@@ -38,9 +39,8 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
-from recipes.core.batching import extra_columns
 from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import (
@@ -54,31 +54,20 @@ from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
+from recipes.core.storage import has_glob, is_url, shown, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tokens import (
-    TruncatingEncoder,
-    batch_safe_tokenizer,
-    encode_texts,
-    find_pad_id,
-    load_tokenizer,
-    pad_batch,
-    require_pad_id,
-)
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, require_pad_id
+from recipes.text.collates import padded_batch
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
-from recipes.text.parquet_ids import IdsColumn
+from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "index_dir")
-IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
-# the constructor keywords that moved into order= and read_options= (each still works, with a DeprecationWarning)
+# the constructor keywords that moved into order= (each still works, with a DeprecationWarning)
 MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
-MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes"}
 
 
 class StreamingTextDataset(ResumableStream):
@@ -153,28 +142,21 @@ class StreamingTextDataset(ResumableStream):
         gives. ``options``: the constructor's keywords but ``text_field``; ``read_options``: this
         reads its ``truncation`` and ``max_row_group_bytes``.
         """
-        if "text_field" in options:
-            raise TypeError("StreamingTextDataset.from_ids reads ids_field, stored ids: it takes no text_field")
-        stream = cls.__new__(cls)
-        cls._init_ids(stream, paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
-        return stream
+        return from_ids_instance(cls, ("text_field",), paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size,
+                                 **options)
 
     def _init_ids(
         self,
         paths: Any,
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
-        ids_field: str | None = None,
-        vocab_size: int | None = None,
-        text_field: str = "text",
         order: StreamOrder | None = None,
         read_options: ReadOptions | None = None,
         **fields: Any,
     ) -> None:
         """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
         options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
-        self._build(paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size, text_field=text_field,
-                    order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+        self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
 
     def _build(
         self,
@@ -214,49 +196,34 @@ class StreamingTextDataset(ResumableStream):
                     raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
                 if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
-        check_truncation(max_length, truncation)
-        self.tokenizer = None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer))
-        # copies made once; with ids_field it cuts the stored ids as it cuts a text
-        self.encoder = None
-        if self.tokenizer is not None:
-            self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=truncation)
-        self.ids = None  # with ids_field: how the column is read (recipes.text.parquet_ids)
-        if ids_field is not None:
-            self.ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                                 encoder=self.encoder, on_error=on_error)
+        # the encoder (copies made once) cuts a text and the stored ids of ids_field alike; the pad id is
+        # the batch-safe copy's (recipes.core.tokens.batch_safe_tokenizer)
+        tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer)),
+                              max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
+                              vocab_size=vocab_size, label_field=label_field, on_error=on_error)
+        self.tokenizer, self.encoder, self.ids = tokens.tokenizer, tokens.encoder, tokens.ids
+        self._pad_id = tokens.pad_id  # only padding needs it (pack_collate does not)
         # Files are listed and sized once per job, by rank 0, which sends the lists to the other
         # ranks (workers get them with the dataset): no listing or size request per rank or epoch.
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
 
             def footers() -> tuple[list[Any], list[int], list[int | None]]:
                 entries, listed = parquet_listing(paths, storage_options)  # sizes an object store lists
-                if self.ids is None:
-                    wanted = {"text_field": text_field, "label_field": label_field}
-                    return entries, *read_footers(entries, wanted, storage_options, sizes=listed)
-                # the ids' column type is checked from the same footer read
-                wanted = {"ids_field": ids_field, "label_field": label_field}
-                return entries, *read_footers(entries, wanted, storage_options, check=self.ids.check_footer,
-                                              sizes=listed)
+                # with ids_field, the ids' column type is checked from the same footer read
+                wanted = {"text_field": text_field} if self.ids is None else {"ids_field": ids_field}
+                check = None if self.ids is None else self.ids.check_footer
+                return entries, *read_footers(entries, wanted | {"label_field": label_field}, storage_options,
+                                              check=check, sizes=listed)
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
             listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
             self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
-        else:
-
-            def sized_and_counted() -> tuple[list[Any], list[int], LineIndex]:
-                files, sizes = sized_files(self.paths, storage_options)
-                return files, sizes, LineIndex.cached(files, sizes, storage_options, options.index_dir)
-
-            # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
-            self.paths, self.sizes, self.lines = shared_result(sized_and_counted, rank, world_size)
+        else:  # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
+            indexed = functools.partial(LineIndex.of_files, self.paths, storage_options, options.index_dir)
+            self.paths, self.sizes, self.lines = shared_result(indexed, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
-        # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
-        if self.tokenizer is not None:
-            self._pad_id = find_pad_id(self.tokenizer, pad_id)
-        else:
-            self._pad_id = None if pad_id is None else int(pad_id)
         # what a state names as its data: offsets into these many files of this size
         source = f"{len(self.paths)} files, {sum(self.sizes)} {'rows' if self.parquet else 'bytes'}"
         super().__init__(seed, rank, world_size, source=source)
@@ -303,8 +270,11 @@ class StreamingTextDataset(ResumableStream):
 
         if self.ids is not None:
             rows = self._id_rows(slot, slots, begin)
-        else:
-            rows = self._rows(self._records(slot, slots, begin) if self.parquet else self._lines(slot, slots, begin))
+        elif self.parquet:
+            rows = self._rows(self._records(slot, slots, begin))
+        else:  # the lines of the slot's share (recipes.text.line_index)
+            owner, storage = type(self).__name__, self.storage_options
+            rows = self._rows(self.lines.share_lines(slot, slots, self.paths, storage, begin=begin, owner=owner))
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
@@ -317,56 +287,23 @@ class StreamingTextDataset(ResumableStream):
             return slot * total // slots, (slot + 1) * total // slots
         return self.lines.share(slot, slots, self.paths, self.storage_options)
 
-    def _lines(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, bool, bytes]]:
-        """``(global offset, "path byte N", is JSON, raw line)`` for each line starting in this slot,
-        or from ``begin`` on, a global offset where one of its lines starts."""
+    def _row_range(self, slot: int, slots: int, begin: int | None) -> dict[str, Any]:
+        """Parquet: how reader ``slot``'s equal share of the rows is read, or from row ``begin`` on."""
         low, high = self._share(slot, slots)
-        base = 0
-        for path, size in zip(self.paths, self.sizes):
-            start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base
-            if start < stop:
-                json_rows, name = suffix(path) == ".jsonl", shown(path)
-                line_start = begin is not None and begin >= base  # start is where a line begins
-                position = max(start - 1, 0)
-                with open_stream(path, start=position, storage_options=self.storage_options, size=size) as file:
-                    if start > 0 and not line_start:
-                        # finish the line that holds byte start-1: it belongs to the slot where
-                        # it starts (if that byte is a newline, this reads just that byte)
-                        position += len(file.readline())
-                    elif start > 0:  # a resumed offset: a line must start there, after a newline
-                        if file.read(1) != b"\n":
-                            raise ValueError(
-                                f"{type(self).__name__} state: position[1] (offset) = {begin} is not where a line of "
-                                f"{name} starts (byte {start}): a state of other files, or the file has changed"
-                            )
-                        position += 1
-                    while position < stop:
-                        raw = file.readline()
-                        if not raw:
-                            break
-                        yield base + position, f"{name} byte {position}", json_rows, raw
-                        position += len(raw)
-            base += size
+        return {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+                "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
 
     def _records(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, None, dict]]:
         """Parquet: ``(global row, "path row N", None, record)`` for this slot's equal share of the
         rows, or from row ``begin`` on; only the row groups holding them are read."""
-        total = sum(self.sizes)
-        low, high = slot * total // slots, (slot + 1) * total // slots
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
-        for row, where, record in iter_rows(self.paths, columns, self.sizes, **options):
+        for row, where, record in iter_rows(self.paths, columns, self.sizes, **self._row_range(slot, slots, begin)):
             yield row, where, None, record
 
     def _id_rows(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, tuple]]:
         """Parquet ids: ``(row, (row, ids, label))`` for each usable row of this slot's equal share of the
         rows, or from row ``begin`` on, checked and cut a row group at a time."""
-        total = sum(self.sizes)
-        low, high = slot * total // slots, (slot + 1) * total // slots
-        options = {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
-                   "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
-        for chunk in self.ids.chunks(self.paths, self.sizes, **options):
+        for chunk in self.ids.chunks(self.paths, self.sizes, **self._row_range(slot, slots, begin)):
             for k in range(len(chunk.tokens)):
                 row, label = int(chunk.rows[k]), None
                 if chunk.labels is not None:
@@ -414,39 +351,10 @@ class StreamingTextDataset(ResumableStream):
             yield item
 
 
-def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
-    """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
-    size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
-    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
-
-    Raises:
-        FileNotFoundError: a glob matches nothing, or a file is missing.
-    """
-    files: list[Any] = []
-    known: list[int | None] = []
-    for path in paths:
-        if not has_glob(path) or (not is_url(path) and path.is_file()):  # a local file may hold "[" in its name
-            files.append(path)
-            known.append(None)
-            continue
-        names, sizes = glob_sizes(os.fspath(path), storage_options)
-        if not names:
-            raise FileNotFoundError(f"no text file matches {shown(path)}")
-        files.extend(name if is_url(name) else Path(name) for name in names)
-        known.extend(sizes)
-    return files, stream_sizes(files, storage_options, known=known)
-
-
 def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad stream items: the keys and dtypes of ``recipes.text.text_collate``, other item keys
-    carried alike (which works too; this small copy keeps the file importable on its own)."""
-    batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
-    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths}
-    out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
-    if batch and "label" in batch[0]:
-        out["labels"] = torch.tensor([item["label"] for item in batch], dtype=torch.int64)
-    return out | extra_columns(batch, ("input_ids", "index", "label"), out, caller="stream_collate")
+    """Pad stream items: the keys and dtypes of :func:`recipes.text.text_collate`, whose code pads
+    them (:func:`recipes.text.collates.padded_batch`); other item keys are carried alike."""
+    return padded_batch(batch, caller="stream_collate", pad_id=pad_id)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Tokenised text classification / language-model data: dataset, padding and packing collates, loader.
+"""Tokenised text classification / language-model data: the dataset and its length-grouped loader.
 
     dataset = TokenizedTextDataset("train.jsonl", "tokenizer.json", label_field="label",
                                    max_length=512, cache_dir="~/.cache/recipes")
@@ -12,13 +12,13 @@
 The file is tokenised once, at construction, with ``encode_batch`` (Rust, all cores), and the ids
 are kept nanoGPT-style in one flat uint16/uint32 array plus offsets: no list of Python lists to
 copy into every worker (pytorch issue 13246). ``cache_dir`` keeps them as ``.npy`` files that the
-next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches cut padding.
+next run memory-maps (:mod:`recipes.text.token_cache`). Length-grouped batches cut padding; the
+padding and packing collates are in :mod:`recipes.text.collates`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
-from recipes.core.batching import extra_columns
-from recipes.core.errors import check_on_error, drop_skipped
+from recipes.core.errors import check_on_error
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
@@ -38,20 +37,17 @@ from recipes.core.protocols import collate_of
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch, require_pad_id
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens import encode_texts, require_pad_id
+from recipes.text.collates import TextCollate
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
-from recipes.text.instructions import IGNORE_INDEX, InstructionDataset
+from recipes.text.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
-from recipes.text.parquet_ids import IdsColumn, read_id_corpus
+from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
+from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
 
-ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
-IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")
-# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
-MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes", "verify": "verify_cache"}
+MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
 
 
 class TokenizedTextDataset(Dataset):
@@ -96,7 +92,7 @@ class TokenizedTextDataset(Dataset):
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
-    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_KEYWORDS)},
                     mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
     def __init__(
         self,
@@ -119,10 +115,9 @@ class TokenizedTextDataset(Dataset):
                 f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or use "
                 "TokenizedTextDataset.from_ids(...) to read a Parquet column of token ids"
             )
-        tokenizer = load_tokenizer(tokenizer)
-        encoder = TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)  # checks both
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id)
+        tokenizer, encoder, self._pad_id = source.tokenizer, source.encoder, source.pad_id
         check_on_error(on_error)
-        self._pad_id = find_pad_id(tokenizer, pad_id)  # only padding needs it (pack_collate does not)
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
         if parquet is not None:  # its content digest reads every byte: only for a cache key
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
@@ -181,12 +176,8 @@ class TokenizedTextDataset(Dataset):
                 ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
                 ``max_row_group_bytes``).
         """
-        refused = sorted(set(options) & {"text_field", "cache_dir"})
-        if refused:
-            raise TypeError(f"TokenizedTextDataset.from_ids reads ids_field, stored ids: it takes no {', '.join(refused)}")
-        dataset = cls.__new__(cls)
-        cls._init_ids(dataset, path, tokenizer, ids_field=ids_field, vocab_size=vocab_size, **options)
-        return dataset
+        return from_ids_instance(cls, ("text_field", "cache_dir"), path, tokenizer, ids_field=ids_field,
+                                 vocab_size=vocab_size, **options)
 
     def _init_ids(
         self,
@@ -215,18 +206,11 @@ class TokenizedTextDataset(Dataset):
                 f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
                 "already made, straight from the file, so there is nothing to cache: drop cache_dir"
             )
-        check_truncation(max_length, options.truncation)
-        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-        encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=options.truncation)
-        column = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                           encoder=encoder, on_error=on_error)
-        if tokenizer is not None:
-            self._pad_id = find_pad_id(tokenizer, pad_id)
-        else:  # nothing names a pad id: text_collate asks for one, pack_collate needs none
-            self._pad_id = None if pad_id is None else int(pad_id)
-        self._cache = None
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
+                              ids_field=ids_field, vocab_size=vocab_size, label_field=label_field, on_error=on_error)
+        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
         reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, column, **reading)
+        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
         self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
 
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
@@ -305,90 +289,6 @@ class TokenizedTextDataset(Dataset):
         self.__dict__.update(state)
         if "tokens" not in state:
             self._load_cache()
-
-
-def text_collate(
-    batch: list[dict[str, Any] | None],
-    *,
-    pad_id: int = 0,
-    pad_to_multiple_of: int | None = None,
-    padding_side: str = "right",
-) -> dict[str, torch.Tensor]:
-    """Pad a list of items into one batch with a single preallocated fill.
-
-    Use ``TextCollate(pad_id=dataset.pad_id)`` for a DataLoader.
-
-    Returns:
-        ``input_ids`` int64 [B,T], ``attention_mask`` int64 [B,T] (1 = real token),
-        ``lengths`` int64 [B] (for ``pack_padded_sequence``), ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have labels. T is the longest sample, rounded up to
-        ``pad_to_multiple_of`` (8 or 64 suits tensor cores). ``None`` items (skipped) are dropped.
-        Any other key of the items is batched too (:func:`recipes.core.batching.extra_columns`).
-    """
-    batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch(
-        [item["input_ids"] for item in batch], pad_id=pad_id, pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side
-    )
-    out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
-    if batch and "label" in batch[0]:
-        out["labels"] = _column(batch, "label")
-    return out | extra_columns(batch, ITEM_KEYS, out, caller="text_collate")
-
-
-@dataclass(frozen=True)
-class TextCollate:
-    """:func:`text_collate` with its options as fields: a DataLoader's ``collate_fn`` that pickles
-    for spawned workers and shows its options, ``TextCollate(pad_id=0, pad_to_multiple_of=8)``."""
-
-    pad_id: int = 0
-    pad_to_multiple_of: int | None = None
-    padding_side: str = "right"
-
-    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
-        return text_collate(batch, **vars(self))
-
-
-def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """Concatenate the items into one row, for variable-length (flash / block-diagonal) attention.
-
-    Returns:
-        ``input_ids`` int64 [1,N] (N = total tokens, no padding), ``position_ids`` int64 [1,N]
-        restarting at 0 for each sequence, ``cu_seqlens`` int32 [B+1] (sequence ``b`` is
-        ``cu_seqlens[b]:cu_seqlens[b+1]``), ``max_seqlen`` int, ``index`` int64 [B], and
-        ``labels`` int64 [B] when the items have a ``label``; other keys of the items as in :func:`text_collate`.
-        Items with per-token ``labels`` (:class:`recipes.text.InstructionDataset`) give ``labels``
-        int64 [1,N], each sample's first label -100: a model shifts labels by one, and the last
-        token of one sample must not learn to predict the first of the next (the layout of HF's
-        ``DataCollatorWithFlattening``). transformers models read the sample boundaries from
-        ``position_ids`` only without a KV cache: pass ``use_cache=False`` (in training too, or set
-        ``model.config.use_cache = False``), else samples attend to each other.
-    """
-    batch = drop_skipped(batch)
-    sequences = [item["input_ids"] for item in batch]
-    lengths = torch.tensor([len(sequence) for sequence in sequences], dtype=torch.int64)
-    cu_seqlens = torch.zeros(len(batch) + 1, dtype=torch.int32)
-    torch.cumsum(lengths, dim=0, out=cu_seqlens[1:])
-    input_ids = torch.cat(sequences) if sequences else torch.zeros(0, dtype=torch.int64)
-    starts = torch.repeat_interleave(cu_seqlens[:-1].to(torch.int64), lengths)
-    out = {
-        "input_ids": input_ids[None],
-        "position_ids": (torch.arange(len(input_ids)) - starts)[None],
-        "cu_seqlens": cu_seqlens,
-        "max_seqlen": int(lengths.max()) if len(batch) else 0,
-        "index": _column(batch, "index"),
-    }
-    if batch and "label" in batch[0]:
-        out["labels"] = _column(batch, "label")
-    elif batch and "labels" in batch[0]:  # per-token labels: no loss across a boundary
-        labels = torch.cat([item["labels"] for item in batch]).to(torch.int64)
-        labels[cu_seqlens[:-1].to(torch.int64)] = IGNORE_INDEX
-        out["labels"] = labels[None]
-    return out | extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
-
-
-def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:
-    # through numpy: torch.tensor reads a list of Python ints more slowly
-    return torch.from_numpy(np.array([item[key] for item in batch], dtype=np.int64))
 
 
 def text_loader(

@@ -172,3 +172,13 @@ def test_an_item_key_that_would_overwrite_a_batch_key_is_refused_by_name(fixture
         text_collate(items)
     with pytest.raises(ValueError, match=r"item 0 has the key 'extra' but item 1 of the batch has not"):
         text_collate([{**dataset[0], "extra": 1}, dataset[1]])
+
+
+def test_stream_collate_batches_as_text_collate_and_names_itself_when_a_key_clashes(fixtures, tok):
+    dataset = TokenizedTextDataset(fixtures / "text" / "labeled.jsonl", tok, label_field="label")
+    items = [dataset[i] for i in range(5)]
+    ours, padded = stream_collate(items, pad_id=3), text_collate(items, pad_id=3)
+    assert ours.keys() == padded.keys() == {"input_ids", "attention_mask", "lengths", "index", "labels"}
+    assert all(torch.equal(ours[key], padded[key]) for key in ours)
+    with pytest.raises(ValueError, match=r"^stream_collate: the items' key 'lengths' would overwrite"):
+        stream_collate([{**item, "lengths": 1} for item in items])
