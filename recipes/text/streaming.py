@@ -56,7 +56,7 @@ from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.storage import has_glob, is_url, shown, suffix
 from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, load_tokenizer, require_pad_id
+from recipes.core.tokens import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
 from recipes.text.collates import padded_batch
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
@@ -196,9 +196,12 @@ class StreamingTextDataset(ResumableStream):
                     raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
                 if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
-        # the encoder (copies made once) cuts a text and the stored ids of ids_field alike; the pad id is
-        # the batch-safe copy's (recipes.core.tokens.batch_safe_tokenizer)
-        tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(load_tokenizer(tokenizer)),
+        # the encoder (copies made once) cuts a text and the stored ids of ids_field alike, through a
+        # batch-safe copy (recipes.core.tokens.batch_safe_tokenizer); the pad id is read from the
+        # tokenizer as given, whose padding config that copy drops
+        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+        pad_id = pad_id if tokenizer is None else find_pad_id(tokenizer, pad_id)
+        tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(tokenizer),
                               max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
                               vocab_size=vocab_size, label_field=label_field, on_error=on_error)
         self.tokenizer, self.encoder, self.ids = tokens.tokenizer, tokens.encoder, tokens.ids

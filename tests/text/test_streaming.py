@@ -10,7 +10,7 @@ import torch
 from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.text import StreamingTextDataset, streaming_loader, text_collate
+from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_collate
 from recipes.core.stream_order import StreamOrder
 from tests.special_tokens import truncated
 
@@ -78,6 +78,15 @@ def test_stream_batches_equal_text_collate_of_the_same_items(files, tok):
     ours = next(iter(streaming_loader(stream, 8, device="cpu", num_workers=0)))
     reference = text_collate(items, pad_id=stream.pad_id)
     assert ours.keys() == reference.keys() and all(torch.equal(ours[k], reference[k]) for k in ours)
+
+
+def test_the_pad_id_is_the_padding_configs_as_the_map_style_dataset_reads_it(files, fixtures):
+    padded = Tokenizer.from_file(str(fixtures / "text" / "tokenizer.json"))
+    padded.enable_padding(pad_id=7, pad_token="[PAD]")  # an id other than its pad token's
+    assert padded.token_to_id("[PAD]") != 7
+    stream = StreamingTextDataset(files, padded)
+    assert stream.pad_id == TokenizedTextDataset(files[0], padded).pad_id == 7
+    assert StreamingTextDataset(files, padded, pad_id=3).pad_id == 3
 
 
 def test_shuffle_buffer_is_seeded_and_reshuffles_every_epoch(files, tok):
