@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # recipes and benchmarks.text from this checkout
 
+from benchmarks.text import kept, waste  # the text benchmark's measures, on these lengths
 from recipes.core.plans import ByLength
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.fixtures import fixtures_dir
@@ -122,11 +123,6 @@ def collate_all(batches: list[list[dict]], collate) -> None:
         collate(batch)
 
 
-def waste(batches: list[np.ndarray], lengths: np.ndarray) -> float:
-    padded = sum(len(batch) * int(lengths[batch].max()) for batch in batches)
-    return 1 - sum(int(lengths[batch].sum()) for batch in batches) / padded
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
@@ -190,15 +186,6 @@ def main() -> None:
         mean = float(np.mean([waste(batches, lengths) for batches in epochs]))
         goal = f"   (goal <= 1.2x: {'met' if mean / floor <= 1.2 else 'NOT met'})" if "ours" in name else ""
         print(f"   {name:33s} {mean:6.2%} = {mean / floor:6.2f}x floor   kept {kept(*epochs, len(lengths)):5.1%}{goal}")
-
-
-def kept(before: list[np.ndarray], after: list[np.ndarray], n: int) -> float:
-    """Mean fraction of a sample's batchmates in ``after`` that were its batchmates in ``before``."""
-    batch_of = np.full(n, -1)
-    for number, batch in enumerate(before):
-        batch_of[batch] = number
-    shares = [(np.sum(batch_of[b] == batch_of[i]) - 1) / (len(b) - 1) for b in after if len(b) > 1 for i in b]
-    return float(np.mean(shares))
 
 
 if __name__ == "__main__":
