@@ -27,6 +27,7 @@ from recipes.core.arrays import StringArray
 from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
+from recipes.core.padding import pad_batch
 from recipes.core.plans import ByLength, TokenBudget
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
@@ -218,8 +219,6 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     if items and "label" in items[0]:
         out["labels"] = torch.tensor([item["label"] for item in items], dtype=torch.int64)
     if items and "input_ids" in items[0]:
-        from recipes.core.tokens import pad_batch  # here: classification batches need no tokenizers
-
         out["input_ids"], _, out["lengths"] = pad_batch([item["input_ids"] for item in items], pad_id=pad_id)
     if items and "text" in items[0]:
         out["text"] = [item["text"] for item in items]

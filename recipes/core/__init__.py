@@ -13,7 +13,7 @@
   ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
   (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
-  (tokenizers, encoding, padding) and ``truncation`` (cuts that keep the special tokens), ``arrays``
+  (tokenizers, encoding), ``padding`` (ids into batches), ``truncation`` (cuts keeping special tokens), ``arrays``
   (per-sample tables workers share), ``class_folders`` (ImageFolder's walk), ``storage``, ``urls`` and
   ``retries`` (local paths and fsspec URLs, secrets never shown, retries logged), ``timeouts`` (a silent
   server is an error), ``disk_cache``, ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading),
@@ -78,7 +78,7 @@ _HOMES = {
     "seeded": "seeding",
     "encode_texts": "tokens",
     "load_tokenizer": "tokens",
-    "pad_batch": "tokens",
+    "pad_batch": "padding",
     "pad_id_of": "tokens",
     "Trial": "tuning",
     "tune_loader": "tuning",

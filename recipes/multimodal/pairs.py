@@ -54,7 +54,8 @@ from recipes.core.paths import resolve_under
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, parent, shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer, pad_batch
+from recipes.core.padding import pad_batch
+from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
 

@@ -20,7 +20,7 @@ import torch
 
 from recipes.core.batching import extra_columns
 from recipes.core.errors import drop_skipped
-from recipes.core.tokens import pad_batch
+from recipes.core.padding import pad_batch
 from recipes.text.instructions import IGNORE_INDEX
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried

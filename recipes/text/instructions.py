@@ -32,7 +32,8 @@ from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
 from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.parquet_files import is_parquet, parquet_entries
-from recipes.core.tokens import find_pad_id, load_tokenizer, pad_batch, pad_to_width, require_pad_id, token_dtype
+from recipes.core.padding import pad_batch, pad_to_width
+from recipes.core.tokens import find_pad_id, load_tokenizer, require_pad_id, token_dtype
 from recipes.text.chat_template import ChatTemplate, load_template
 from recipes.text.corpus_files import sample_index
 from recipes.text.instruction_ids import read_instruction_ids

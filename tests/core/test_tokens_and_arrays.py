@@ -10,7 +10,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.arrays import StringArray
 from recipes.core.errors import DataError
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_batch, pad_id_of
+from recipes.core.padding import pad_batch
+from recipes.core.tokens import encode_texts, load_tokenizer, pad_id_of
 from recipes.text.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from tests.special_tokens import truncated
 
