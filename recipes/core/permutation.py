@@ -27,7 +27,7 @@ import operator
 
 import numpy as np
 
-from recipes.core.seeding import _mix, _splitmix64
+from recipes.core.seeding import splitmix64, splitmix64_int
 
 ROUNDS = 6
 MIN_HALF_BITS = 3  # smaller halves shuffle unevenly (module docstring); walks of ~64/n steps at n <= 16
@@ -60,8 +60,8 @@ class Permutation:
         self.key = operator.index(key) & _MASK64
         self._half_bits = _half_bits(n)
         self._half_mask = (1 << self._half_bits) - 1
-        base = _mix(self.key)
-        self._round_keys = tuple(_mix(base ^ r) for r in range(ROUNDS))
+        base = splitmix64_int(self.key)
+        self._round_keys = tuple(splitmix64_int(base ^ r) for r in range(ROUNDS))
 
     def __len__(self) -> int:
         return self.n
@@ -136,7 +136,7 @@ class Permutation:
         half, mask = np.uint64(self._half_bits), np.uint64(self._half_mask)
         left, right = x >> half, x & mask
         for key in reversed(self._round_keys):
-            left, right = right ^ (_splitmix64(left ^ np.uint64(key)) & mask), left
+            left, right = right ^ (splitmix64(left ^ np.uint64(key)) & mask), left
         return (left << half) | right
 
     def _encrypt_int(self, x: int) -> int:
@@ -144,14 +144,14 @@ class Permutation:
         half, mask = self._half_bits, self._half_mask
         left, right = x >> half, x & mask
         for key in self._round_keys:
-            left, right = right, left ^ (_mix(right ^ key) & mask)
+            left, right = right, left ^ (splitmix64_int(right ^ key) & mask)
         return (left << half) | right
 
     def _decrypt_int(self, x: int) -> int:
         half, mask = self._half_bits, self._half_mask
         left, right = x >> half, x & mask
         for key in reversed(self._round_keys):
-            left, right = right ^ (_mix(left ^ key) & mask), left
+            left, right = right ^ (splitmix64_int(left ^ key) & mask), left
         return (left << half) | right
 
 
@@ -163,8 +163,8 @@ def permute(n: int, keys: np.ndarray, positions: np.ndarray) -> np.ndarray:
     if positions.size and not (0 <= positions.min() and positions.max() < n):
         raise IndexError(f"positions must lie in [0, {n})")
     half_bits = _half_bits(n)
-    base = _splitmix64(keys)
-    round_keys = np.stack([_splitmix64(base ^ np.uint64(r)) for r in range(ROUNDS)])  # as Permutation's, per key
+    base = splitmix64(keys)
+    round_keys = np.stack([splitmix64(base ^ np.uint64(r)) for r in range(ROUNDS)])  # as Permutation's, per key
     out = _encrypt(positions.astype(np.uint64), round_keys, half_bits)
     todo = np.flatnonzero(out >= np.uint64(n))
     while todo.size:  # cycle walking, as in Permutation
@@ -183,7 +183,7 @@ def _encrypt(x: np.ndarray, round_keys, half_bits: int) -> np.ndarray:
     half, mask = np.uint64(half_bits), np.uint64((1 << half_bits) - 1)
     left, right = x >> half, x & mask
     for key in round_keys:
-        left, right = right, left ^ (_splitmix64(right ^ key) & mask)
+        left, right = right, left ^ (splitmix64(right ^ key) & mask)
     return (left << half) | right
 
 

@@ -31,7 +31,7 @@ from recipes.core.states import source_of
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
+def splitmix64(x: np.ndarray) -> np.ndarray:
     """The SplitMix64 finaliser: a cheap, well-mixed bijection on uint64 (Steele et al. 2014)."""
     with np.errstate(over="ignore"):
         x = x + np.uint64(0x9E3779B97F4A7C15)
@@ -42,27 +42,27 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def sample_seeds(seed: int, epoch: int, indices: np.ndarray | list[int]) -> np.ndarray:
     """Return one uint64 seed per index, a hash of ``(seed, epoch, index)``."""
-    key = _splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
-    key = _splitmix64(key ^ np.uint64(epoch & _MASK64))
-    return _splitmix64(key ^ np.asarray(indices, dtype=np.uint64))
+    key = splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
+    key = splitmix64(key ^ np.uint64(epoch & _MASK64))
+    return splitmix64(key ^ np.asarray(indices, dtype=np.uint64))
 
 
 def epoch_seeds(seed: int, epochs: np.ndarray, index: int) -> np.ndarray:
     """``sample_seeds(seed, e, [index])[0]`` for each ``e`` of ``epochs``, in one pass."""
-    key = _splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
-    key = _splitmix64(key ^ np.asarray(epochs).astype(np.uint64))
-    return _splitmix64(key ^ np.uint64(index & _MASK64))
+    key = splitmix64(np.array([seed & _MASK64], dtype=np.uint64))
+    key = splitmix64(key ^ np.asarray(epochs).astype(np.uint64))
+    return splitmix64(key ^ np.uint64(index & _MASK64))
 
 
 def sample_seed(seed: int, epoch: int, index: int) -> int:
     """``sample_seeds`` for one index, as a Python int: ~2 us, where numpy's calls on a one-element
     array take ~30 (a stream seeds every sample on its own)."""
-    key = _mix(_mix(seed & _MASK64) ^ (epoch & _MASK64))
-    return _mix(key ^ (index & _MASK64))
+    key = splitmix64_int(splitmix64_int(seed & _MASK64) ^ (epoch & _MASK64))
+    return splitmix64_int(key ^ (index & _MASK64))
 
 
-def _mix(x: int) -> int:
-    """:func:`_splitmix64` on one Python int."""
+def splitmix64_int(x: int) -> int:
+    """:func:`splitmix64` on one Python int (no numpy call: ~30x quicker for one value)."""
     x = (x + 0x9E3779B97F4A7C15) & _MASK64
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
