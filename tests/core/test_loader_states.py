@@ -57,9 +57,10 @@ def _numbers(batches) -> list[list[int]]:
     return [batch.tolist() for batch in batches]
 
 
-# The loaders below use no persistent workers: in this file's run, a garbage-collected loader whose
-# persistent workers were still alive waited torch's 5 s join timeout for each of them (110-300 s
-# in all); the states checked here are the same either way.
+# The loaders below use no persistent workers: a loader with live workers that the garbage collector
+# frees from a reference cycle (here pytest.raises' ExceptionInfo holds the test's frame) waits torch's
+# 5 s join timeout for each worker, as torch's own DataLoader does (docs/troubleshooting.md), which
+# cost this file 110-300 s; the states checked here are the same either way.
 def _mapped(workers: int, *, size: int = 37, batch_size: int = 4, seed: int | None = 1, name: str = "a.bin",
             train: bool = True):
     return build_loader(NamedRange(size, name), collate, batch_size=batch_size, train=train, device="cpu", seed=seed,
