@@ -2,28 +2,24 @@
 
     pixels, keep = decode_batch(encoded_batch, "cuda")   # uint8 [B,3,H,W], channels-last, on the GPU
 
-:class:`recipes.core.device.DevicePrefetcher` calls :func:`decode_encoded` on every raw batch,
-on its side stream, before it normalises: the result is the uint8 batch the worker path's
-collate would have made, now on the device, so normalisation, dtypes and layouts are the same.
+:class:`recipes.core.device.DevicePrefetcher` calls :func:`decode_encoded` on every raw batch, on
+its side stream, before it normalises: the uint8 batch the worker path's collate would have made.
 
 How, in a number of operations that does not grow with the batch (on CUDA, kernel launches):
-
-1. The files are decoded in one call (nvJPEG) and zero-padded into one ``[J,3,H,W]`` batch.
-   On the CPU each file is decoded by the worker path's own decoder, at the reduced scale the
-   worker path decodes it at (``draft_size``), and the pixels are copied into the batch by NumPy.
+1. The files are decoded in one call (nvJPEG) and zero-padded into one ``[J,3,H,W]`` batch. On
+   the CPU each file is decoded by the worker path's decoder, at the scale the worker path decodes
+   it at (``draft_size``), and copied into the batch by NumPy.
 2. Each sample's box, resize, second crop and flip become two matrices of weights, one a side,
-   built on the device from a table of parameters that arrives in one pinned copy a batch: the
-   antialiased bilinear (triangle) filter torch's own resize uses, stretched over the box, and
-   read backwards where the sample is flipped.
+   built on the device from parameters that arrive in one pinned copy: the antialiased bilinear
+   (triangle) filter torch's resize uses, stretched over the box, read backwards where flipped.
 3. Two batched matrix products resize the whole batch in float32; it is rounded to uint8.
 
-Against ``decode="worker"``: on the CPU the pixels are the same decode, resized in float32 where
-the worker path's uint8 kernel works in fixed point: within one grey level on average, a few at
-most (``tests/vision/test_device_decode.py`` says which it compares). nvJPEG has no reduced-scale
-decode: a JPEG the worker path decodes at ``1 / s`` is decoded in full and its weights span ``s``
-times the box (the last row and column stand for the reduced decode's rounded-up edge), which is
-closer to a full-resolution reference than the reduced decode is. Float32 products under TF32
-(``torch.backends.cuda.matmul.allow_tf32``) move a pixel by a quarter of a grey level at most.
+On the CPU the pixels are the worker path's decodes, resized in float32 where the worker path's
+uint8 kernel works in fixed point: within a grey level on average, a few at most. nvJPEG has no
+reduced-scale decode: a JPEG the worker path decodes at ``1 / s`` is decoded in full and its
+weights span ``s`` times the box (the last row and column standing for the reduced decode's
+rounded-up edge), nearer a full-resolution reference. TF32 products
+(``torch.backends.cuda.matmul.allow_tf32``) change about 3% of the pixels by one grey level.
 """
 
 from __future__ import annotations
