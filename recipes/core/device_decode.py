@@ -317,8 +317,9 @@ class EncodedBatch:
         return [ImageParams(*row) for row in self.params.tolist()]
 
     def pin_memory(self) -> EncodedBatch:
-        """What DataLoader's ``pin_memory=True`` calls: the pixels that are copied to the device, pinned."""
-        return replace(self, decoded=self.decoded.pin_memory())
+        """What DataLoader's ``pin_memory=True`` calls: the bytes the device decoder reads and the
+        pixels copied to the device, each in one pinned buffer (the parameters are read on the host)."""
+        return replace(self, data=self.data.pin_memory(), decoded=self.decoded.pin_memory())
 
 
 def pack_images(images: list[EncodedImage | torch.Tensor], *, caller: str, fix: str) -> torch.Tensor | EncodedBatch:

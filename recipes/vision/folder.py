@@ -270,9 +270,13 @@ def vision_loader(
     ``decode="device"`` (``train_transform``/``eval_transform`` datasets): workers ship each JPEG's
     bytes and its crop box and flip, drawn from the sample's seed as the worker path draws them;
     ``DevicePrefetcher(loader, device)`` decodes (nvJPEG on CUDA), crops, resizes, flips and
-    normalises the batch there, and on the CPU gives the batches of ``decode="worker"``. Files it
-    cannot take (PNG, CMYK, progressive, EXIF-turned) are decoded in the worker, in the same batch.
-    Iterate it through the prefetcher: the raw batches hold encoded bytes (recipes.core.device_decode).
+    normalises the batch there, and on the CPU comes within a grey level of ``decode="worker"``.
+    Files it cannot take (PNG, CMYK, progressive, EXIF-turned) are decoded in the worker, in the
+    same batch. Iterate it through the prefetcher: the raw batches hold encoded bytes
+    (recipes.core.device_decode). Which to pick: a worker decodes ~460 images/s a core, so
+    ``decode="worker"`` feeds a GPU that steps through N images/s with about N / 460 cores (an
+    H200: ~11 for ResNet-50, ~28 for ResNet-18); with fewer cores a GPU, ``decode="device"`` and 2
+    workers (docs/tuning.md, "Decoding on the GPU or in the workers").
 
     Training shuffles every epoch and drops the last incomplete batch; evaluation keeps dataset
     order and every sample. Batches are split across the ranks of an initialised process group,
