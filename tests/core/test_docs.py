@@ -88,8 +88,6 @@ def test_sphinx_roles_become_cross_references_resolved_where_the_docstring_stand
 
 @pytest.mark.slow
 def test_every_docs_example_runs_without_a_warning(tmp_path):
-    if not (ROOT / "fixtures").is_dir():
-        pytest.skip("the examples use the repository's fixtures/")
     pages = {page: python_blocks(DOCS / page) for page in _pages()}
     assert sum(map(len, pages.values())) >= len(DOMAINS)  # each domain's guide has at least one
     failures = run_blocks({page: blocks for page, blocks in pages.items() if blocks}, tmp_path)

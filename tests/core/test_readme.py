@@ -1,5 +1,5 @@
-"""The README's code blocks run as written, from the repository root, on the fixtures; so do the copy
-commands of docs/copying.md, and its table of what each copy imports matches what they print."""
+"""The README's code blocks run as written, from a folder other than the repository root, on the fixtures;
+so do the copy commands of docs/copying.md, and its table of what each copy imports matches what they print."""
 
 import os
 import re
@@ -25,10 +25,15 @@ def test_readme_has_an_example_for_each_recipe_folder():
         assert any(f"from recipes.{package} import" in block for block in blocks), package
 
 
+def test_examples_find_the_fixtures_with_fixtures_dir_not_the_working_folder():
+    # a path relative to the clone's root fails from any other folder, and in a pip-installed copy
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in python_blocks(path):
+            assert not re.search(r"""["']fixtures/""", block), f"{path.name}: use recipes.fixtures.fixtures_dir()"
+
+
 @pytest.mark.slow
 def test_every_readme_example_runs_without_a_warning(tmp_path):
-    if not (ROOT / "fixtures").is_dir():
-        pytest.skip("the examples use the repository's fixtures/")
     failures = run_blocks({"README.md": _blocks()}, tmp_path)
     assert not failures, "\n\n".join(failures)
 
