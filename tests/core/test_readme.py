@@ -55,6 +55,24 @@ def test_every_install_line_installs_this_project_or_a_named_dependency():
     assert project["name"] != "recipes"
 
 
+def test_the_test_extra_caps_boto3_where_the_installed_aiobotocore_caps_botocore():
+    # the cap spares pip's resolver a search through every newer boto3 (pyproject.toml says why); once
+    # aiobotocore moves, the cap moves with it, or pip installs an older aiobotocore to meet it
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    pytest.importorskip("aiobotocore", reason='the test extra: pip install -e ".[test]"')
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    (boto3,) = [Requirement(line) for line in extra["test"] if Requirement(line).name == "boto3"]
+    (botocore,) = [Requirement(line) for line in metadata.requires("aiobotocore")
+                   if Requirement(line).name == "botocore"]
+    caps = [{spec.version for spec in requirement.specifier if spec.operator == "<"}
+            for requirement in (boto3, botocore)]
+    assert caps[0] == caps[1], (str(boto3), str(botocore))
+
+
 def _needs_table(text: str) -> dict[str, dict[str, str]]:
     """docs/copying.md's table of what each copy imports: folder -> {package: "module, module"}."""
     section = text
