@@ -1,6 +1,7 @@
-"""Chat templates as models ship them: the Jinja ``chat_template`` of a ``tokenizer_config.json``.
+"""Chat templates as models ship them: ``chat_template.jinja`` beside a ``tokenizer_config.json``, or its
+``chat_template``.
 
-    template = ChatTemplate.from_config("tokenizer_config.json")   # its chat_template, bos/eos tokens
+    template = ChatTemplate.from_config("model_folder")   # or its tokenizer_config.json, or a .jinja file
     text, spans = template.render([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
 
 Rendering follows transformers' ``apply_chat_template`` (``transformers.utils.chat_template_utils``),
@@ -26,6 +27,8 @@ from typing import Any
 SPECIAL_TOKEN_FIELDS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transformers' names, the first one standard
 MIN_JINJA = (3, 1, 6)  # older releases have known sandbox escapes
+# a model folder's files, named as transformers names them (transformers.utils.hub)
+CONFIG_FILE, TEMPLATE_FILE, TEMPLATES_DIR = "tokenizer_config.json", "chat_template.jinja", "additional_chat_templates"
 
 
 class ChatTemplate:
@@ -48,31 +51,39 @@ class ChatTemplate:
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, *, name: str = "default") -> ChatTemplate:
-        """The ``chat_template`` of a ``tokenizer_config.json`` with its special tokens.
+        """The template a model ships, read as transformers' ``AutoTokenizer.from_pretrained`` reads it.
 
-        A config that lists several templates (``[{"name": ..., "template": ...}]``) gives the one
-        called ``name``. A ``chat_template.jinja`` file beside the config, as newer models ship it,
-        is read when the config has none.
+        ``path`` is a model folder, its ``tokenizer_config.json`` or a ``.jinja`` template file. The
+        special tokens (``bos_token``, ``eos_token``...) come from the ``tokenizer_config.json`` of
+        that folder. The template is the folder's ``chat_template.jinja`` (what ``save_pretrained``
+        writes) and ``additional_chat_templates/*.jinja``, which win over the config's
+        ``chat_template``, as in transformers; a ``.jinja`` path is its own text. Of several templates
+        (``[{"name": ..., "template": ...}]`` or extra files) the one called ``name`` is given.
         """
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"tokenizer config {path} does not exist (expected a tokenizer_config.json)")
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ValueError(f"{path}: not a JSON tokenizer config ({error})") from None
-        template = config.get("chat_template")
-        if template is None and (path.parent / "chat_template.jinja").is_file():
-            template = (path.parent / "chat_template.jinja").read_text(encoding="utf-8")
+        if not path.exists():
+            raise FileNotFoundError(f"chat template {path} does not exist (expected a model folder, its "
+                                    f"{CONFIG_FILE} or a .jinja file)")
+        folder = path if path.is_dir() else path.parent
+        config_path = path if path.is_file() and path.suffix != ".jinja" else folder / CONFIG_FILE
+        config = _read_config(config_path) if config_path.is_file() else {}
+        if path.suffix == ".jinja":
+            template, where = path.read_text(encoding="utf-8"), path
+        elif shipped := _shipped_templates(folder):
+            template, where = shipped, folder
+        else:
+            template, where = config.get("chat_template"), config_path
         if isinstance(template, list):
-            named = {entry.get("name"): entry.get("template") for entry in template if isinstance(entry, dict)}
-            if name not in named:
-                raise ValueError(f"{path}: no chat template called {name!r}; it has {sorted(map(str, named))}")
-            template = named[name]
+            template = {entry.get("name"): entry.get("template") for entry in template if isinstance(entry, dict)}
+        if isinstance(template, dict):
+            if name not in template:
+                raise ValueError(f"{where}: no chat template called {name!r}; it has {sorted(map(str, template))}")
+            template = template[name]
         if not isinstance(template, str):
-            raise ValueError(f"{path}: no 'chat_template' string; pass the template text as template=... instead")
+            raise ValueError(f"{where}: no chat template (a 'chat_template' string in {CONFIG_FILE} or a "
+                             f"{TEMPLATE_FILE}); pass the template text as template=... instead")
         tokens = {field: _token_text(config[field]) for field in SPECIAL_TOKEN_FIELDS if config.get(field) is not None}
-        return cls(template, tokens, name=str(path))
+        return cls(template, tokens, name=str(where))
 
     @property
     def eos_token(self) -> str | None:
@@ -115,14 +126,35 @@ class ChatTemplate:
 
 
 def load_template(template: ChatTemplate | str | os.PathLike | None) -> ChatTemplate | None:
-    """A :class:`ChatTemplate` as is, one from a ``tokenizer_config.json`` path, or from Jinja text."""
+    """A :class:`ChatTemplate` as is, Jinja text compiled, or a path read by :meth:`ChatTemplate.from_config`
+    (a model folder, its ``tokenizer_config.json`` or a ``.jinja`` file)."""
     if template is None or isinstance(template, ChatTemplate):
         return template
     if isinstance(template, str) and ("{%" in template or "{{" in template):
         return ChatTemplate(template)
     if isinstance(template, (str, os.PathLike)):
         return ChatTemplate.from_config(template)
-    raise TypeError(f"template must be a tokenizer_config.json path, Jinja text or a ChatTemplate, got {type(template).__name__}")
+    raise TypeError("template must be a model folder, a tokenizer_config.json or .jinja path, Jinja text or a "
+                    f"ChatTemplate, got {type(template).__name__}")
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON tokenizer config ({error}); a template file ends in .jinja") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: not a JSON tokenizer config (a {type(config).__name__}, not an object)")
+    return config
+
+
+def _shipped_templates(folder: Path) -> str | dict[str, str] | None:
+    """The template files of a model folder as transformers reads them: ``chat_template.jinja`` alone is
+    the template; with ``additional_chat_templates/<name>.jinja`` they are named, it ``"default"``."""
+    files = {"default": folder / TEMPLATE_FILE} if (folder / TEMPLATE_FILE).is_file() else {}
+    files |= {file.stem: file for file in sorted((folder / TEMPLATES_DIR).glob("*.jinja"))}
+    templates = {template_name: file.read_text(encoding="utf-8") for template_name, file in files.items()}
+    return templates["default"] if list(templates) == ["default"] else templates or None
 
 
 def _token_text(token: Any) -> str:

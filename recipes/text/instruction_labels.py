@@ -80,8 +80,8 @@ def _render(sample: Sample, template: ChatTemplate | None, where: str) -> Render
             completion += eos
         return Rendered(sample.prompt + completion, [(len(sample.prompt), len(sample.prompt) + len(completion))], True)
     if template is None:
-        raise ValueError(f"{where}: conversations need a chat template: pass template= a tokenizer_config.json path "
-                         "(its chat_template) or the Jinja text")
+        raise ValueError(f"{where}: conversations need a chat template: pass template= a model folder, its "
+                         "tokenizer_config.json or chat_template.jinja, or the Jinja text")
     if sample.kind == "prompt":  # conversational: the completion follows the prompt's generation prompt
         prompt, _ = template.render(sample.prompt, add_generation_prompt=True)
         text, _ = template.render(sample.prompt + sample.completion)

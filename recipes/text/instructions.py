@@ -70,8 +70,10 @@ class InstructionDataset(Dataset):
     Args:
         source: a ``.jsonl`` or ``.csv`` file, a ``.parquet`` file, list or glob, or a ``datasets.Dataset``.
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path.
-        template: a ``tokenizer_config.json`` path (its ``chat_template`` and special tokens), the
-            Jinja text of a template, or a :class:`ChatTemplate`; needed for message rows.
+        template: a model folder, its ``tokenizer_config.json`` or a ``chat_template.jinja`` path (the
+            template and the config's special tokens, read as transformers reads them:
+            :meth:`ChatTemplate.from_config`), the Jinja text of a template, or a :class:`ChatTemplate`;
+            needed for message rows.
         completion_only: learn only the answers (above); False learns every token.
         max_length: keep at most this many ids per sample (None: all).
         on_error: ``"raise"`` or ``"skip"`` (see above).

@@ -160,7 +160,8 @@ class TokenizeInstructions:
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, the path of a ``tokenizer.json``, or its JSON text.
-        template: a ``tokenizer_config.json`` path, Jinja text or a ``ChatTemplate`` (read here).
+        template: a model folder, its ``tokenizer_config.json`` or a ``.jinja`` path, Jinja text or a
+            ``ChatTemplate`` (read here).
         completion_only: learn only the answers; False learns every token.
         max_length: keep at most this many ids a row, cut from the end (None: all).
         ids_field: the ids column to add, beside ``labels``.
