@@ -51,6 +51,7 @@ from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
+from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, parent, shown
@@ -337,6 +338,11 @@ class MultimodalCollate:
         return multimodal_collate(batch, pad_id=self.pad_id)
 
 
+def multimodal_collate_for(dataset: Any) -> MultimodalCollate:
+    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`), else 0."""
+    return MultimodalCollate(pad_id=dataset_pad_id(dataset, 0))
+
+
 def multimodal_loader(
     dataset: Dataset,
     batch_size: int,
@@ -346,6 +352,7 @@ def multimodal_loader(
     seed: int | None = None,
     stateful: bool = False,
     decode: str = "worker",
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """A DataLoader preset for :class:`ImageTextDataset` (or :class:`ImageTextShards`).
@@ -356,8 +363,9 @@ def multimodal_loader(
     it gets the same device preset, with no more workers than it has samples per rank. Either
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
-    (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
-    ``dataset.pad_id``.
+    (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). ``collate_fn`` is used as given;
+    by default the collate the dataset asks for (:class:`recipes.core.protocols.DefaultCollate`),
+    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.protocols.PadsIds`; 0 if none).
 
     ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):
     workers ship each JPEG's bytes and its crop and flip drawn from the sample's seed;
@@ -366,6 +374,6 @@ def multimodal_loader(
     decoded in the worker, in the same batch (recipes.core.device_decode). Iterate it through the
     prefetcher: the raw batches hold encoded bytes.
     """
-    collate = MultimodalCollate(pad_id=getattr(dataset, "pad_id", 0))
+    collate = UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
     return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

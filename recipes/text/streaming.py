@@ -50,6 +50,7 @@ from recipes.core.parquet_files import (
     parquet_listing,
     read_footers,
 )
+from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
@@ -370,6 +371,12 @@ class StreamCollate:
         return stream_collate(batch, pad_id=self.pad_id)
 
 
+def stream_collate_for(dataset: Any) -> StreamCollate:
+    """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
+    a ValueError says what to pass where it has none."""
+    return StreamCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
+
+
 def streaming_loader(
     dataset: StreamingTextDataset,
     batch_size: int,
@@ -390,10 +397,11 @@ def streaming_loader(
         device, seed: see :func:`recipes.core.loader.loader_kwargs`.
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
-        collate_fn: defaults to :class:`StreamCollate` with ``dataset.pad_id``.
+        collate_fn: used as given (``pack_collate`` packs). Default: the collate the stream asks for
+            (:class:`recipes.core.protocols.DefaultCollate`: a mixture's sources' one), else
+            :class:`StreamCollate` with its pad id (:class:`recipes.core.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
-    if collate_fn is None:
-        collate_fn = StreamCollate(pad_id=dataset.pad_id)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
+    collate = UsualCollate(stream_collate_for) if collate_fn is None else collate_fn
+    return build_loader(dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

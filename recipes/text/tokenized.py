@@ -33,7 +33,7 @@ from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import collate_of
+from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
@@ -314,20 +314,26 @@ def text_loader(
     in a copy of this function.
 
     Args:
-        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).
+        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works, or a ``Subset`` of one).
         batch_size: samples per batch; with ``max_tokens`` an upper bound, or None.
         max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: defaults to :class:`TextCollate` with ``dataset.pad_id``, or the collate the
-            dataset asks for (:class:`recipes.text.InstructionDataset` and mixtures of them:
-            ``instruction_collate``); ``pack_collate`` packs without padding.
+        collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
+            dataset asks for (:class:`recipes.core.protocols.DefaultCollate`:
+            :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
+            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
             :func:`recipes.core.loader.preset_kwargs`).
     """
-    if collate_fn is None:  # the dataset's own, if it asks for one (recipes.core.protocols.DefaultCollate)
-        collate_fn = collate_of(dataset) or TextCollate(pad_id=dataset.pad_id)
+    collate = UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)
+
+
+def text_collate_for(dataset: Any) -> TextCollate:
+    """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
+    a ValueError says what to pass where it has none."""
+    return TextCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
