@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +29,9 @@ import numpy as np
 import torch
 
 from recipes.core.index_cache import cached_index, file_identities
-from recipes.core.seeding import epoch_generator, sample_seed
+from recipes.core.seeding import epoch_generator
 from recipes.core.states import check_int
-from recipes.core.streams import shuffled_blocks
+from recipes.core.streams import block_shuffler, shuffled_blocks
 from recipes.core.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -147,15 +146,6 @@ def shard_order(count: int, seed: int, epoch: int, shuffled: bool) -> list[int]:
     if not shuffled:
         return list(range(count))
     return torch.randperm(count, generator=epoch_generator(seed, epoch)).tolist()
-
-
-def block_shuffler(seed: int, epoch: int, slot: int, slots: int,
-                   buffer: int) -> Callable[[int], random.Random] | None:
-    """For :func:`recipes.core.streams.shuffled_blocks`: reader ``slot``'s generator of block
-    ``block`` in ``epoch``, or None when a buffer of ``buffer`` samples shuffles nothing."""
-    if buffer <= 1:
-        return None
-    return lambda block: random.Random(sample_seed(seed, epoch, block * slots + slot))
 
 
 @dataclass(frozen=True)

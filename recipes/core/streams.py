@@ -22,6 +22,7 @@ from typing import Any
 from torch.utils.data import IterableDataset, get_worker_info
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.seeding import sample_seed
 from recipes.core.storage import retries_made
 from recipes.core.states import (
     CURSOR_FIELDS,
@@ -80,6 +81,15 @@ def shuffled_blocks(
             block, records_of_block = block + 1, []
     if records_of_block:
         yield block, start, _shuffled(records_of_block, rng_of_block, block)
+
+
+def block_shuffler(seed: int, epoch: int, slot: int, slots: int,
+                   buffer: int) -> Callable[[int], random.Random] | None:
+    """For :func:`recipes.core.streams.shuffled_blocks`: reader ``slot``'s generator of block
+    ``block`` in ``epoch``, or None when a buffer of ``buffer`` samples shuffles nothing."""
+    if buffer <= 1:
+        return None
+    return lambda block: random.Random(sample_seed(seed, epoch, block * slots + slot))
 
 
 def _shuffled(records: list[Any], rng_of_block: Callable[[int], random.Random] | None, block: int) -> list[Any]:

@@ -30,9 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +50,14 @@ from recipes.core.parquet_files import (
     parquet_listing,
     read_footers,
 )
-from recipes.core.protocols import UsualCollate, dataset_pad_id
+from recipes.core.protocols import UsualCollate
 from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.seeding import sample_seed
 from recipes.core.states import check_int
 from recipes.core.stream_order import StreamOrder, order_or_default
 from recipes.core.storage import has_glob, is_url, shown, suffix
-from recipes.core.streams import ResumableStream, shuffled_blocks, turning_point
+from recipes.core.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
 from recipes.core.tokens import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
-from recipes.text.collates import padded_batch
+from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
@@ -292,13 +289,7 @@ class StreamingTextDataset(ResumableStream):
             turn = self.lines.turn(slot, slots, epoch, self.paths, self.storage_options)
         first = turn if begin is None else begin
         runs = [(first, high), (low, turn)] if first >= turn else [(first, turn)]
-        rng_of_block = None
-        if self.shuffle_buffer > 1:
-            seed = self.cursor.seed
-
-            def rng_of_block(block: int) -> random.Random:
-                return random.Random(sample_seed(seed, epoch, block * slots + slot))
-
+        rng_of_block = block_shuffler(self.cursor.seed, epoch, slot, slots, self.shuffle_buffer)
         rows = itertools.chain.from_iterable(self._run(a, b, resumed=a == begin) for a, b in runs if a < b)
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
@@ -383,28 +374,6 @@ class StreamingTextDataset(ResumableStream):
             if self.label_field is not None:
                 item["label"] = integer_label(label)
             yield item
-
-
-def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad stream items: the keys and dtypes of :func:`recipes.text.text_collate`, whose code pads
-    them (:func:`recipes.text.collates.padded_batch`); other item keys are carried alike."""
-    return padded_batch(batch, caller="stream_collate", pad_id=pad_id)
-
-
-@dataclass(frozen=True)
-class StreamCollate:
-    """:func:`stream_collate` with its pad id as a field (a ``collate_fn`` that pickles and shows it)."""
-
-    pad_id: int = 0
-
-    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
-        return stream_collate(batch, pad_id=self.pad_id)
-
-
-def stream_collate_for(dataset: Any) -> StreamCollate:
-    """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
-    a ValueError says what to pass where it has none."""
-    return StreamCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
 
 
 def streaming_loader(

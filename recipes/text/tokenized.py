@@ -33,12 +33,12 @@ from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import UsualCollate, dataset_pad_id
+from recipes.core.protocols import UsualCollate
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.tokens import encode_texts, require_pad_id
-from recipes.text.collates import TextCollate
+from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
@@ -342,8 +342,3 @@ def text_loader(
     return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)
 
-
-def text_collate_for(dataset: Any) -> TextCollate:
-    """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
-    a ValueError says what to pass where it has none."""
-    return TextCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
