@@ -21,7 +21,8 @@ PIECES = {
     "loader": "the preset, <domain>_loader(dataset, batch_size, *, train, device, seed, **overrides)",
     "demo": "build(fixtures) -> (dataset, loader), what `recipes demo` runs",
     "opens": "open_path(options, *, train) -> Dataset, how bench and show open PATH",
-    "fixtures": "write_<domain>(folder), which writes its tiny fixtures",
+    "fixtures": "write_<domain>(folder) -> str, which writes its tiny fixtures and returns its lines of "
+                "fixtures/README.md",
 }
 OPTIONS = ("tokenizer", "image_root")  # the CLI's file options an entry may read
 
@@ -92,26 +93,26 @@ REGISTRY = (
     Domain(
         "vision", "images", "an image folder: PATH/<class>/**/<image>",
         loader="recipes.vision:vision_loader", demo="recipes.vision.demo:build",
-        opens="recipes.vision.demo:open_path", fixtures="recipes.fixtures:write_vision",
+        opens="recipes.vision.demo:open_path", fixtures="recipes.vision.fixtures:write_vision",
     ),
     Domain(
         "text", "tokens", "a file: .txt / .jsonl / .csv / .parquet (a .txt holds a line a sample)",
         loader="recipes.text:text_loader", demo="recipes.text.demo:build",
-        opens="recipes.text.demo:open_path", fixtures="recipes.fixtures:write_text", reads=("tokenizer",),
+        opens="recipes.text.demo:open_path", fixtures="recipes.text.fixtures:write_text", reads=("tokenizer",),
     ),
     Domain(
         "detection", "boxes",
         "a COCO instances .json; images under --image-root\n"
         "(default: the images/ folder next to it, else its own folder)",
         loader="recipes.detection:detection_loader", demo="recipes.detection.demo:build",
-        opens="recipes.detection.demo:open_path", fixtures="recipes.fixtures:write_detection", reads=("image_root",),
+        opens="recipes.detection.demo:open_path", fixtures="recipes.detection.fixtures:write_detection", reads=("image_root",),
     ),
     Domain(
         "multimodal", "captions",
         "a caption manifest: .jsonl / .csv / .tsv rows of image + caption(s),\n"
         "or a COCO captions .json; images under --image-root (default: its folder)",
         loader="recipes.multimodal:multimodal_loader", demo="recipes.multimodal.demo:build",
-        opens="recipes.multimodal.demo:open_path", fixtures="recipes.fixtures:write_multimodal",
+        opens="recipes.multimodal.demo:open_path", fixtures="recipes.multimodal.fixtures:write_multimodal",
         composes=("vision", "text"), reads=("tokenizer", "image_root"),
     ),
     Domain(
@@ -119,7 +120,7 @@ REGISTRY = (
         "an audio folder: PATH/<class>/**/<clip>, or a speech manifest:\n"
         ".jsonl (NeMo or audio + text) / .csv / .parquet; clips relative to its folder",
         loader="recipes.audio:audio_loader", demo="recipes.audio.demo:build",
-        opens="recipes.audio.demo:open_path", fixtures="recipes.fixtures:write_audio", reads=("tokenizer",),
+        opens="recipes.audio.demo:open_path", fixtures="recipes.audio.fixtures:write_audio", reads=("tokenizer",),
     ),
 )
 DOMAINS = tuple(entry.name for entry in REGISTRY)
