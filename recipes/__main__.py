@@ -184,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_wrap("Copy the installed recipes/DOMAIN/ folder (its .py files, demo.py included) to "
         "DEST/DOMAIN/, creating DEST. The copy's imports of its own domain (from recipes.DOMAIN.x import ...) "
         "are rewritten to the copy (from DOMAIN.x import ...), and so are the usage examples in its docstrings; "
-        "comments and other strings stay as written. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
+        "comments and other strings stay as written. Its imports of recipes.core" + "".join(
+            f", and {entry.name}'s of " + " and ".join(f"recipes.{other}" for other in entry.composes)
+            for entry in REGISTRY if entry.composes) + ", "
         "keep using the installed package. An existing DEST/DOMAIN is never overwritten. Print the files and "
         "lines copied, the recipes.core modules the copy imports, and how to import it."),
     )
