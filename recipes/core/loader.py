@@ -5,10 +5,10 @@
     loader = build_loader(dataset, collate, batch_size=64, plan=ByGroup(groups), train=True, seed=0)
 
 :func:`build_loader` is what every domain preset calls once it has picked a plan and a collate,
-and what a dataset of yours can call too: it checks the dataset's hooks, picks the collate it asks
-for, applies :func:`preset_kwargs`, the mixture draws of ``draws_of``, a :class:`SeededBatchSampler` (epochs, ranks, resume),
-:class:`SeededDataset`, :func:`loader_collate` (errors naming the samples, batches packed in
-workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
+and what a dataset of yours can call too: it checks the dataset's hooks, takes the collate it asks
+for, applies :func:`preset_kwargs`, the mixture draws of ``draws_of``, a :class:`SeededBatchSampler`
+(epochs, ranks, resume), :class:`SeededDataset`, :func:`loader_collate` (errors naming the samples,
+batches packed in workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
 :func:`stream_loader`. ``loader_kwargs`` answers the questions the DataLoader docs leave open
 (how many workers, pin or not, keep workers alive, how far to prefetch) from the device and the
 CPUs this process may use. The values are starting points: ``python -m recipes bench`` measures

@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from torch.utils.data import Subset, default_collate

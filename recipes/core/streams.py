@@ -50,9 +50,9 @@ def turning_point(first: int, stop: int, epoch: int) -> int:
     """Where a reader starts reading its share ``[first, stop)`` of items (lines, rows) in ``epoch``,
     going on to ``stop`` and then from ``first`` up to it: its first item in even epochs, its middle
     one in odd epochs. A training loader drops each reader's last partial batch (and stops every rank
-    at one step); read from its middle, a share ends where the last epoch read its middle, so what one
-    epoch leaves out the next one reads: every item is read within two epochs, in file order (when a
-    reader drops less than half its share).
+    at one step): an even epoch leaves out the end of a share, which the odd one reads mid-pass, and
+    the odd one leaves out the items before the middle, which the even one read. So every item is
+    read within two epochs, in file order, when a reader drops less than half its share.
     """
     return first if epoch % 2 == 0 else first + (stop - first) // 2
 
