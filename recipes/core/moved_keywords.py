@@ -37,6 +37,8 @@ def moved_keywords(
             class body, defined above ``__init__``).
     """
     groups = groups or {}
+    if mode is not None and not callable(mode[1]):
+        raise TypeError(f"{owner}: moved_keywords(mode=...) takes the initialiser itself, not its name {mode[1]!r}")
 
     def decorate(init: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(init)

@@ -109,55 +109,7 @@ class ImageTextDataset(Dataset):
     Parquet columns named other than ``image`` and ``caption``: :meth:`from_parquet`.
     """
 
-    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
-                    mode=("from_parquet", "_init_columns", ("image_field", "caption_field")))
-    def __init__(
-        self,
-        manifest: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
-        *,
-        image_root: str | os.PathLike | None = None,
-        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-        max_length: int | None = 77,
-        captions: str = "random",
-        on_error: str = "raise",
-        storage_options: dict[str, Any] | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        read_options: ReadOptions | None = None,
-    ) -> None:
-        self._init_columns(manifest, tokenizer, image_root=image_root, transform=transform, max_length=max_length,
-                           captions=captions, on_error=on_error, storage_options=storage_options, cache_dir=cache_dir,
-                           read_options=read_options)
-
-    @classmethod
-    def from_parquet(
-        cls,
-        source: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
-        *,
-        image_field: str = "image",
-        caption_field: str = "caption",
-        **options: Any,
-    ) -> ImageTextDataset:
-        """Image-caption pairs from Parquet (or a ``datasets.Dataset``) whose columns have other names.
-
-        Args:
-            source: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
-            tokenizer: as for the constructor.
-            image_field: the column of the image: a path, the bytes or an HF ``Image`` struct.
-            caption_field: the column of the caption, or of a list of captions.
-            options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
-                ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
-        """
-        if not is_parquet(source):
-            raise ValueError(
-                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
-                "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
-            )
-        dataset = cls.__new__(cls)
-        cls._init_columns(dataset, source, tokenizer, image_field=image_field, caption_field=caption_field, **options)
-        return dataset
-
+    # above __init__, whose deprecated image_field= / caption_field= spelling runs it (moved_keywords)
     def _init_columns(
         self,
         manifest: Any,
@@ -216,6 +168,56 @@ class ImageTextDataset(Dataset):
         np.cumsum(counts, out=self.caption_offsets[1:])
         self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         self.pad_id = caption_pad_id(tokenizer)
+
+
+    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+                    mode=("from_parquet", _init_columns, ("image_field", "caption_field")))
+    def __init__(
+        self,
+        manifest: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_root: str | os.PathLike | None = None,
+        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        max_length: int | None = 77,
+        captions: str = "random",
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        read_options: ReadOptions | None = None,
+    ) -> None:
+        self._init_columns(manifest, tokenizer, image_root=image_root, transform=transform, max_length=max_length,
+                           captions=captions, on_error=on_error, storage_options=storage_options, cache_dir=cache_dir,
+                           read_options=read_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        source: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_field: str = "image",
+        caption_field: str = "caption",
+        **options: Any,
+    ) -> ImageTextDataset:
+        """Image-caption pairs from Parquet (or a ``datasets.Dataset``) whose columns have other names.
+
+        Args:
+            source: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: as for the constructor.
+            image_field: the column of the image: a path, the bytes or an HF ``Image`` struct.
+            caption_field: the column of the caption, or of a list of captions.
+            options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
+                ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
+        """
+        if not is_parquet(source):
+            raise ValueError(
+                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
+                "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
+            )
+        dataset = cls.__new__(cls)
+        cls._init_columns(dataset, source, tokenizer, image_field=image_field, caption_field=caption_field, **options)
+        return dataset
 
     def __len__(self) -> int:
         return len(self.caption_tokens) if self.captions == "all" else len(self.images)

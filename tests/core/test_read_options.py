@@ -75,3 +75,5 @@ def test_an_old_keyword_goes_to_its_group_or_its_mode_with_one_warning_at_the_ca
         Reader("c", strict=True, read_options=ReadOptions())
     with pytest.raises(TypeError, match="unexpected keyword argument 'unknown'"):
         Reader("d", unknown=1)
+    with pytest.raises(TypeError, match="takes the initialiser itself, not its name '_init_other'"):
+        moved_keywords("Reader", mode=("from_other", "_init_other", ("other",)))  # called by no string
