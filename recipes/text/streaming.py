@@ -10,12 +10,11 @@
 
 Every DataLoader worker of every rank holds a copy of an IterableDataset; unless each copy reads
 its own part, every line is seen ``workers x ranks`` times. Here the lines are cut into ``world_size
-x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read
-of the files, on rank 0, at construction), and each (rank, worker) reads its own: every line once,
-nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
+x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read of
+the files, on rank 0, at construction), and each (rank, worker) reads its own, nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
 (:class:`recipes.core.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
-batch_size`` lines an epoch; odd epochs read each share from its middle, so what one epoch leaves
-out the next one reads. Build it after ``init_process_group``, on every rank.
+batch_size`` lines an epoch, which the next reads (it starts each share in its middle). Build it
+after ``init_process_group``, on every rank.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
