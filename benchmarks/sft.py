@@ -70,7 +70,7 @@ def train_tokenizer(rows: list[dict], folder: Path) -> Path:
     words into letters and make tokenising, common to both sides, most of the time measured."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from recipes.fixtures_chat import SPECIALS
+    from recipes.text.fixtures_chat import SPECIALS
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

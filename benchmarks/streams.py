@@ -87,7 +87,8 @@ from vision import cpu_seconds, photo  # benchmarks/vision.py (this script's fol
 
 from recipes.core.disk_cache import DiskCache
 from recipes.core.streams import reader_slot
-from recipes.fixtures import WORDS, fixtures_dir
+from recipes.fixtures import fixtures_dir
+from recipes.text.fixtures import WORDS
 from recipes.multimodal import ImageTextShards, expand_shards, multimodal_loader, write_shards
 from recipes.multimodal.tar_shards import read_samples
 from recipes.vision import train_transform

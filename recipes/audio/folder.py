@@ -14,7 +14,7 @@ decode) for :attr:`durations`, which the loader batches by; items are decoded by
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or
 from recipes.core.loader import build_loader
 from recipes.core.padding import pad_batch
 from recipes.core.plans import ByLength, TokenBudget
+from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
 
@@ -240,6 +241,11 @@ class AudioCollate:
         return audio_collate(batch, **vars(self))
 
 
+def audio_collate_for(dataset: Any) -> AudioCollate:
+    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`), else 0."""
+    return AudioCollate(pad_id=dataset_pad_id(dataset, 0))
+
+
 def audio_loader(
     dataset: Dataset,
     batch_size: int | None = None,
@@ -249,6 +255,7 @@ def audio_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
@@ -268,10 +275,13 @@ def audio_loader(
         train: shuffled, duration-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
-        overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``,
-            ``collate_fn=...``; :func:`recipes.core.loader.preset_kwargs`).
+        collate_fn: used as given. Default: the collate the dataset asks for
+            (:class:`recipes.core.protocols.DefaultCollate`), else :class:`AudioCollate` with its pad id
+            (:class:`recipes.core.protocols.PadsIds`; 0 if none).
+        overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
+            :func:`recipes.core.loader.preset_kwargs`).
     """
-    collate_fn = overrides.pop("collate_fn", None) or AudioCollate(pad_id=getattr(dataset, "pad_id", None) or 0)
+    collate = UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
         if max_seconds is not None:
             raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
@@ -280,5 +290,5 @@ def audio_loader(
         lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
         budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
         plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -19,7 +19,6 @@ construction, on rank 0); a state holds each reader's shard and byte offset
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import zlib
@@ -32,11 +31,10 @@ from recipes.audio.decoding import MAX_SECONDS, decode
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.moved_keywords import moved_keywords
-from recipes.core.shard_index import ShardIndex, block_shuffler, shard_order
-from recipes.core.states import check_int
+from recipes.core.shard_index import ShardEpochs, ShardIndex
 from recipes.core.storage import basename, shown
 from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.streams import ResumableStream, shuffled_blocks
+from recipes.core.streams import ResumableStream
 from recipes.core.tar_samples import expand_shards, read_samples
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
@@ -95,6 +93,7 @@ class AudioShards(ResumableStream):
             self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         super().__init__(seed, order.rank, order.world_size, source=source)
+        self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.mixing)."""
@@ -103,40 +102,26 @@ class AudioShards(ResumableStream):
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a sample."""
-        return max(self.index.total // self.world_size, 1)
+        return self.epochs.max_workers(self.world_size)
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1)
 
     def _check_position(self, position: list[Any], slots: int) -> None:
-        """Refuse a resume point ``[shard position in the reader's list, byte offset, sample number]``
-        outside these shards (two items: saved when each reader read whole shards)."""
-        owner, start = type(self).__name__, position[1]
-        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
-            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
-        longest = max(-(-len(self.shards) // slots), 1) if len(start) == 2 else len(self.shards)
-        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
-        if check_int(start[1], "position[1][1] (byte offset)", owner) % 512:
-            raise ValueError(f"{owner} state: position[1][1] (byte offset) = {start[1]} is not a tar header's")
-        if len(start) == 3:
-            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
+        self.epochs.check_position(position, slots)
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        seed = self.cursor.seed
-        order = shard_order(len(self.shards), seed, epoch, shuffled=self.shuffle_buffer > 0)
-        first_block, begin, skip = resume if resume is not None else (0, None, 0)
-        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=self._items)
 
-        def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-            return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
-                                storage_options=self.storage_options, on_error=self.on_error)
+    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+        return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
+                            storage_options=self.storage_options, on_error=self.on_error)
 
-        samples = self.index.samples(order, slot, slots, begin, read, type(self).__name__)
-        for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
-            items = (item for record in records if (item := self._item(*record)) is not None)
-            # a resumed block: its first items were handed out before the state was saved
-            yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
+    def _items(self, shard: str, key: str, files: dict[str, bytes]) -> list[dict[str, Any]]:
+        """A sample's item, none when it is skipped (:meth:`_item`)."""
+        item = self._item(shard, key, files)
+        return [] if item is None else [item]
 
     def _item(self, shard: str, key: str, files: dict[str, bytes]) -> dict[str, Any] | None:
         """A sample's item, or None when it is skipped (a warning names the shard and key)."""

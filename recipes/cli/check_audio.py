@@ -184,3 +184,9 @@ def _skipped_as_problems(report: Report) -> Iterator[None]:
             report.problems.append(_problem(str(warning.message)))
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def check_clips(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the clips the CLI's ``options`` name (:func:`check_audio`)."""
+    return check_audio(options.path, text_field=options.text_field, max_seconds=options.max_seconds,
+                       workers=workers, progress=progress)

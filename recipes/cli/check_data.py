@@ -186,3 +186,28 @@ def _caption_rows(path: Path, image_field: str, caption_field: str, report: Repo
     manifest = read_caption_manifest(path, on_error="skip")
     return [(manifest.where(row).removeprefix(f"{path} "), name, None, texts)
             for row, (name, texts) in enumerate(zip(manifest.images, manifest.captions))]
+
+
+def check_lines(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the text rows the CLI's ``options`` name (:func:`check_rows`); lengths in
+    tokens with ``--tokenizer`` (or a ``tokenizer.json`` beside the file), else in words."""
+    return check_rows(options.path, _optional_tokenizer(options), text_field=options.text_field,
+                      label_field=options.label_field, max_length=options.max_length)
+
+
+def check_manifest(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the caption manifest the CLI's ``options`` name (:func:`check_captions`),
+    its captions cut at ``--max-length`` (CLIP's 77 by default)."""
+    return check_captions(options.path, _optional_tokenizer(options), image_root=options.image_root,
+                          max_length=77 if options.max_length is None else options.max_length,
+                          workers=workers, progress=progress, image_field=options.image_field,
+                          caption_field=options.caption_field)
+
+
+def _optional_tokenizer(options: Any) -> Any:
+    from recipes.core.tokens import load_tokenizer
+
+    try:
+        return load_tokenizer(options.tokenizer_path())
+    except ValueError:
+        return None  # lengths are then counted in words

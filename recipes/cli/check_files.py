@@ -134,3 +134,8 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
         report.summary["ignored"] = f"{len(ignored)} file(s) without an image extension ({shown}{', ...' if len(ignored) > 3 else ''})"
     summarize_images(report, inspect_images([(path, None) for path in images], workers=workers, progress=progress))
     return report
+
+
+def check_folder(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the image folder the CLI's ``options`` name (:func:`check_image_folder`)."""
+    return check_image_folder(options.path, workers=workers, progress=progress)

@@ -95,8 +95,15 @@ _HOMES = {
     "ReadsPaths": "protocols",
     "ChecksStates": "protocols",
     "ShardLimited": "protocols",
+    "PadsIds": "protocols",
+    "KnowsAspectRatios": "protocols",
+    "SetsDraftSize": "protocols",
+    "DrawsCropBoxes": "protocols",
+    "UsualCollate": "protocols",
     "check_hooks": "protocols",
+    "chosen_collate": "protocols",
     "collate_of": "protocols",
+    "dataset_pad_id": "protocols",
 }
 __all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 

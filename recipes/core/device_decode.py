@@ -39,7 +39,7 @@ from recipes.core.batching import stack_images
 from recipes.core.errors import check_on_error
 from recipes.core.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.images import decode_image
-from recipes.core.protocols import DeviceDecodable, DrawsEpochs, check_hooks
+from recipes.core.protocols import DeviceDecodable, DrawsCropBoxes, DrawsEpochs, check_hooks
 from recipes.core.states import source_of
 
 DECODE_CHOICES = ("worker", "device")
@@ -152,7 +152,7 @@ def step_kind(step: Any) -> Step:
     """What a transform step is, for :class:`ImagePlan`; ``Step.OTHER`` for anything unsupported."""
     mode = getattr(step, "interpolation", None)  # an InterpolationMode, or its value as a str
     bilinear = mode is not None and v2.InterpolationMode(mode) == v2.InterpolationMode.BILINEAR and step.antialias
-    if isinstance(step, v2.RandomResizedCrop) and hasattr(step, "draw_box") and bilinear:
+    if isinstance(step, v2.RandomResizedCrop) and isinstance(step, DrawsCropBoxes) and bilinear:
         return Step.RANDOM_CROP
     if isinstance(step, v2.Resize) and step.size is not None and bilinear:
         return Step.RESIZE

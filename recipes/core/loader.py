@@ -5,10 +5,10 @@
     loader = build_loader(dataset, collate, batch_size=64, plan=ByGroup(groups), train=True, seed=0)
 
 :func:`build_loader` is what every domain preset calls once it has picked a plan and a collate,
-and what a dataset of yours can call too: it applies :func:`preset_kwargs`, the mixture draws and
-hook checks of ``draws_of``, a :class:`SeededBatchSampler` (epochs, ranks, resume),
-:class:`SeededDataset`, :func:`loader_collate` (errors naming the samples, batches packed in
-workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
+and what a dataset of yours can call too: it checks the dataset's hooks, takes the collate it asks
+for, applies :func:`preset_kwargs`, the mixture draws of ``draws_of``, a :class:`SeededBatchSampler`
+(epochs, ranks, resume), :class:`SeededDataset`, :func:`loader_collate` (errors naming the samples,
+batches packed in workers) and the resumable loader, so a preset cannot leave one out; a stream goes to
 :func:`stream_loader`. ``loader_kwargs`` answers the questions the DataLoader docs leave open
 (how many workers, pin or not, keep workers alive, how far to prefetch) from the device and the
 CPUs this process may use. The values are starting points: ``python -m recipes bench`` measures
@@ -35,7 +35,15 @@ from recipes.core.loader_states import BELONGS, check_loader_state, loader_ident
 from recipes.core.orphans import exit_with_parent
 from recipes.core.packing import packed_in_workers
 from recipes.core.plans import Plan, Shuffle, draws_of
-from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, ShardLimited, check_hooks
+from recipes.core.protocols import (
+    ChecksStates,
+    NeedsPersistentWorkers,
+    Resumable,
+    ShardLimited,
+    UsualCollate,
+    check_hooks,
+    chosen_collate,
+)
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
@@ -177,7 +185,7 @@ def preset_kwargs(
 
 def build_loader(
     dataset: Dataset,
-    collate_fn: Callable[[list[Any]], Any],
+    collate_fn: Callable[[list[Any]], Any] | UsualCollate | None,
     *,
     batch_size: int | None,
     train: bool,
@@ -190,12 +198,16 @@ def build_loader(
     """The one composition of a loader: every domain preset picks its plan and collate and calls
     this, and a dataset of yours gets the same loader.
 
+    The dataset's hooks are checked once, first (:func:`recipes.core.protocols.check_hooks`).
+    ``collate_fn`` is used as given; None or a preset's :class:`recipes.core.protocols.UsualCollate`
+    takes the collate the dataset asks for (:class:`recipes.core.protocols.DefaultCollate`), else
+    that usual one (None: torch's ``default_collate``): :func:`recipes.core.protocols.chosen_collate`.
     A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
     ``plan`` says when training, in order when not, split across ranks) and
     :class:`SeededDataset`, so each sample's augmentation is seeded by ``(seed, epoch, index)``;
-    ``plan`` None shuffles; a plan without ``draws`` draws a mixture's epochs
-    (``epoch_indices``, :func:`recipes.core.plans.draws_of`, which also checks the dataset's hooks).
-    An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`.
+    ``plan`` None shuffles; a mixture's epochs (``epoch_indices``, :func:`recipes.core.plans.draws_of`)
+    are drawn by the plan, and a plan that draws its own as well (``draws=``) is a ValueError naming
+    both. An ``IterableDataset`` goes to :func:`stream_loader`. ``overrides``: see :func:`preset_kwargs`.
     Either way ``collate_fn``'s errors name the batch's samples
     (:class:`recipes.core.errors.NamedCollate`) and its batches leave worker processes in one
     buffer per dtype (:func:`recipes.core.packing.packed_in_workers`). ``stateful=True`` returns a
@@ -206,12 +218,20 @@ def build_loader(
         if plan is not None:
             raise ValueError("plan= needs a map-style dataset: an IterableDataset orders and shards itself")
         options = {"train": train, "device": device, "seed": seed, "stateful": stateful}
-        return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)
+        return stream_loader(dataset, collate_fn, batch_size, **options, **overrides)  # it checks the hooks
+    check_hooks(dataset)
+    collate_fn = chosen_collate(dataset, collate_fn)
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     draws = draws_of(dataset)
     plan = Shuffle() if plan is None else plan
     if plan.draws is None:
         plan = plan.drawing(draws)
+    elif draws is not None:
+        raise ValueError(
+            f"{type(dataset).__name__} draws its own epochs (epoch_indices: a mixture's weighted draws) and the "
+            f"plan {plan!r} was given draws= of its own: one of them would be ignored; pass the plan without draws= "
+            "(it then draws the mixture's epochs), or the mixture's sources without the mixture"
+        )
     sampler = SeededBatchSampler(
         len(dataset), batch_size, shuffle=kwargs.pop("shuffle"), drop_last=kwargs.pop("drop_last"), seed=seed, plan=plan
     )
@@ -221,7 +241,7 @@ def build_loader(
 
 def stream_loader(
     dataset: IterableDataset,
-    collate_fn: Callable[[list[Any]], Any],
+    collate_fn: Callable[[list[Any]], Any] | UsualCollate | None,
     batch_size: int | None,
     *,
     train: bool,
@@ -232,7 +252,7 @@ def stream_loader(
 ) -> DataLoader | EqualSteps:
     """The preset for a stream, an ``IterableDataset`` that orders and shards itself
     (:mod:`recipes.core.streams`): :func:`preset_kwargs` with a plain ``batch_size``, and
-    ``collate_fn`` as :func:`build_loader` applies it (:func:`loader_collate`).
+    ``collate_fn`` as :func:`build_loader` chooses and applies it (:func:`loader_collate`).
 
     A stream with a limit on its readers (:class:`recipes.core.protocols.ShardLimited`: tar shards
     need a sample per worker) gets no more workers than that, unless ``num_workers`` says otherwise.
@@ -243,6 +263,7 @@ def stream_loader(
     a hook of the wrong shape is a ``TypeError`` naming it (:func:`recipes.core.protocols.check_hooks`).
     """
     check_hooks(dataset)
+    collate_fn = chosen_collate(dataset, collate_fn)
     if stateful and not isinstance(dataset, Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "

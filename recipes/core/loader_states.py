@@ -21,7 +21,7 @@ from typing import Any
 
 from torch.utils.data import IterableDataset
 
-from recipes.core.protocols import ChecksStates, Resumable
+from recipes.core.protocols import ChecksStates, RankPlaced, Resumable
 from recipes.core.samplers import GroupedBatchSampler
 from recipes.core.states import SEED_RANGE, check_belongs, check_int, source_of
 
@@ -73,7 +73,7 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
     if belongs is not None or BELONGS in state:  # states saved before they named their data have none
         if not isinstance(belongs, dict):
             raise ValueError(f"{OWNER} state: {BELONGS} = {_short(belongs)} is not a dict")
-        mine = loader.belongs_to() if hasattr(loader, "belongs_to") else loader_identity(loader)
+        mine = loader.belongs_to()
         if isinstance(loader.batch_sampler, GroupedBatchSampler) and "plan" in mine:  # as the sampler resumes
             sampler = loader.batch_sampler
             mine["plan"] = sampler.plan_name(sampler.resumed_plan(belongs.get("plan")))
@@ -211,7 +211,7 @@ def _check_stream_states(loader: Any, checked: CheckedState) -> None:
         return
     if not isinstance(dataset, Resumable):
         raise ValueError(f"{OWNER} state holds a dataset_state, and {type(dataset).__name__} has no load_state_dict")
-    readers = getattr(dataset, "world_size", 1) * max(1, loader.num_workers)
+    readers = (dataset.world_size if isinstance(dataset, RankPlaced) else 1) * max(1, loader.num_workers)
     same_workers = checked.saved_workers == loader.num_workers
     for number, stream_state in enumerate(checked.stream_states):
         try:

@@ -6,7 +6,7 @@
     CocoDataset(root, ann, strict=True)   # works; DeprecationWarning: pass read_options=ReadOptions(strict_annotations=...)
 
 A moved keyword goes into its group's frozen object, or, where it selects another mode, the call
-goes to that mode's initialiser (the one its classmethod uses). ``inspect.signature`` shows the
+goes to that mode's initialiser (the function its classmethod runs, passed itself, not its name). ``inspect.signature`` shows the
 constructor as it is now (``functools.wraps``), as transformers' ``deprecate_kwarg`` does.
 """
 
@@ -23,22 +23,26 @@ def moved_keywords(
     owner: str,
     *,
     groups: dict[str, tuple[type, dict[str, str]]] | None = None,
-    mode: tuple[str, str, tuple[str, ...]] | None = None,
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Decorate ``owner.__init__`` so that its moved keywords still work, each with one warning.
+    mode: tuple[str, Callable[..., None], tuple[str, ...]] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate ``owner.__init__`` (or a classmethod's function, whose result it returns) so that its
+    moved keywords still work, each with one warning.
 
     Args:
         owner: the class name, for messages.
         groups: ``{group keyword: (its frozen dataclass, {old keyword: field})}``: an old keyword's
             value becomes that field of the group object (of the one passed, or of the defaults).
-        mode: ``(classmethod, initialiser method, old keywords)``: a call with any of these
-            keywords is passed whole to ``self.<initialiser>``, the one ``owner.<classmethod>`` runs.
+        mode: ``(classmethod name, initialiser, old keywords)``: a call with any of these keywords is
+            passed whole to ``initialiser(self, ...)``, the function ``owner.<classmethod>`` runs (in a
+            class body, defined above ``__init__``).
     """
     groups = groups or {}
+    if mode is not None and not callable(mode[1]):
+        raise TypeError(f"{owner}: moved_keywords(mode=...) takes the initialiser itself, not its name {mode[1]!r}")
 
-    def decorate(init: Callable[..., None]) -> Callable[..., None]:
+    def decorate(init: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(init)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             for group, (kind, moves) in groups.items():
                 values = {moves[name]: kwargs.pop(name) for name in list(kwargs) if name in moves}
                 if not values:
@@ -62,9 +66,8 @@ def moved_keywords(
                     DeprecationWarning,
                     stacklevel=2,
                 )
-                getattr(self, initialiser)(*args, **kwargs)
-                return
-            init(self, *args, **kwargs)
+                return initialiser(self, *args, **kwargs)
+            return init(self, *args, **kwargs)
 
         return wrapper
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from recipes.core.permutation import Permutation
-from recipes.core.protocols import DrawsEpochs, check_hooks
+from recipes.core.protocols import DrawsEpochs
 from recipes.core.seeding import sample_seeds
 
 # Half-width of the noise on a sample's place in the sorted order, in batches: it costs padding in
@@ -388,7 +388,6 @@ def _check_per_sample(values: np.ndarray, name: str, num_samples: int) -> None:
 def draws_of(dataset: Any) -> Draws | None:
     """The epochs a dataset draws itself (a mixture's ``epoch_indices``), else None: each index once.
 
-    Every map-style preset asks this first, so it also holds the dataset's hooks to their
-    protocols (:func:`recipes.core.protocols.check_hooks`: a ``TypeError`` naming a wrong one)."""
-    check_hooks(dataset)
+    :func:`recipes.core.loader.build_loader` asks this once it has checked the dataset's hooks
+    (:func:`recipes.core.protocols.check_hooks`)."""
     return dataset.epoch_indices if isinstance(dataset, DrawsEpochs) else None

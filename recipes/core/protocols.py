@@ -9,18 +9,22 @@
 A dataset implements the hooks it needs, and none is required: the core asks with
 ``isinstance(dataset, Protocol)`` and does without the hook when it is absent. Every hook the core
 reads is named here once, never as a string at the call site. :func:`check_hooks` holds the hooks
-a dataset does declare to their shapes (the presets and the mixtures call it), so
+a dataset does declare to their shapes (once where a loader is built, once where a mixture is), so
 ``def describe(self)`` fails where the loader is built, not in the middle of an error message.
+The hooks the domains read from each other's objects (``pad_id``, ``aspect_ratios``, a
+transform's ``draft_size`` and ``draw_box``) are written here too, in ``LIBRARY_HOOKS``.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from torch.utils.data import Subset
+from torch.utils.data import Subset, default_collate
 
 
 @runtime_checkable
@@ -52,9 +56,10 @@ class DefaultCollate(Protocol):
     """``default_collate_fn() -> Callable | None``: the collate this dataset's items need, where its
     domain's usual one would batch them wrongly (an instruction dataset's labels padded with -100).
 
-    Called by the presets that pick a collate (``text_loader``) through :func:`collate_of`, and by
-    :class:`recipes.core.mixing.MixedDataset` / ``MixedStream``, which answer their sources' one.
-    Without it the preset uses its domain's usual collate (``text_collate``).
+    Called by :func:`recipes.core.loader.build_loader` through :func:`chosen_collate` where the
+    caller passes no ``collate_fn``, and by :class:`recipes.core.mixing.MixedDataset` /
+    ``MixedStream``, which answer their sources' one. Without it the preset uses its domain's usual
+    collate (``text_collate``).
     """
 
     def default_collate_fn(self) -> Callable[[list[Any]], Any] | None: ...
@@ -77,7 +82,7 @@ class DrawsEpochs(Protocol):
     """``epoch_indices(seed, epoch) -> Sequence[int]``: the indices one epoch draws, when the
     dataset decides them itself (a mixture's weighted draws).
 
-    Read by :func:`recipes.core.plans.draws_of`, which every preset asks; the sampler calls it once
+    Read by :func:`recipes.core.plans.draws_of`, which ``build_loader`` asks; the sampler calls it once
     an epoch. Without it an epoch shows each index once, which ignores a mixture's weights.
     """
 
@@ -202,6 +207,61 @@ HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, Devic
          RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 
 
+# The hooks one part of the library reads from another's objects: a preset from a dataset, the device
+# path from a transform. check_hooks leaves them alone: a pad id may be asked for only where padding needs it.
+
+
+@runtime_checkable
+class PadsIds(Protocol):
+    """``pad_id``: the id a dataset's token ids are padded with (None where nothing names one).
+
+    Read by the presets whose items hold ids (``text_loader``, ``streaming_loader``,
+    ``multimodal_loader``, ``audio_loader``) through :func:`dataset_pad_id`, to build their usual
+    collate. A dataset that knows no pad id may raise a ValueError saying what to pass
+    (``TokenizedTextDataset`` does). Without it the preset pads with its default, or asks for one.
+    """
+
+    pad_id: int | None
+
+
+@runtime_checkable
+class KnowsAspectRatios(Protocol):
+    """``aspect_ratios``: every sample's image width / height, one float a sample, known without
+    decoding (``CocoDataset`` reads them from the annotations).
+
+    Read by ``detection_loader``, which groups training batches by them. Without it the preset
+    needs ``groups=`` (one int a sample) or ``train=False``.
+    """
+
+    aspect_ratios: Sequence[float]
+
+
+@runtime_checkable
+class SetsDraftSize(Protocol):
+    """``draft_size``: the smallest ``(width, height)`` a transform lets a JPEG be decoded at (or None),
+    set by ``train_transform`` and ``eval_transform``.
+
+    Read by ``ImageFolderDataset(draft_size="auto")``. Without it every JPEG is decoded at full size.
+    """
+
+    draft_size: tuple[int, int] | None
+
+
+@runtime_checkable
+class DrawsCropBoxes(Protocol):
+    """``draw_box(height, width) -> {"top", "left", "height", "width"}``: the box a random resized
+    crop draws for an image of that size, from torch's generator as the transform itself draws it.
+
+    Called by :class:`recipes.core.device_decode.ImagePlan` (``decode="device"``), so the device crops
+    the box the worker path would. Without it ``decode="device"`` refuses the crop: use ``"worker"``.
+    """
+
+    def draw_box(self, height: int, width: int) -> dict[str, int]: ...
+
+
+LIBRARY_HOOKS = (PadsIds, KnowsAspectRatios, SetsDraftSize, DrawsCropBoxes)
+
+
 def _shapes() -> dict[str, tuple[type, list[str] | None]]:
     """Each hook's name -> its protocol and, for a method, the parameters after ``self`` (None: an attribute)."""
     shapes: dict[str, tuple[type, list[str] | None]] = {}
@@ -244,10 +304,50 @@ def check_hooks(dataset: Any) -> Any:
 
 def collate_of(dataset: Any) -> Callable[[list[Any]], Any] | None:
     """The collate ``dataset`` (or the dataset under its ``Subset``) asks for
-    (:class:`DefaultCollate`), None where it asks for none; its hooks are checked first."""
+    (:class:`DefaultCollate`), None where it asks for none. Its hooks are the caller's to check
+    first (:func:`check_hooks`; ``build_loader`` and the mixtures do)."""
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
-    return check_hooks(dataset).default_collate_fn() if isinstance(dataset, DefaultCollate) else None
+    return dataset.default_collate_fn() if isinstance(dataset, DefaultCollate) else None
+
+
+@dataclass(frozen=True)
+class UsualCollate:
+    """A preset's own collate, built for the dataset only where it is used: where the caller passes
+    no ``collate_fn`` and the dataset asks for none (:class:`DefaultCollate`), ``make(dataset)``
+    (``TextCollate`` with the dataset's pad id). :func:`chosen_collate` builds it."""
+
+    make: Callable[[Any], Callable[[list[Any]], Any]]
+
+    @classmethod
+    def of(cls, collate_fn: Callable[[list[Any]], Any]) -> UsualCollate:
+        """A usual collate that does not depend on the dataset (``image_collate``)."""
+        return cls(functools.partial(_same, collate_fn))
+
+
+def _same(collate_fn: Callable[[list[Any]], Any], dataset: Any) -> Callable[[list[Any]], Any]:
+    return collate_fn
+
+
+def chosen_collate(dataset: Any, collate_fn: Callable[[list[Any]], Any] | UsualCollate | None) -> Callable[[list[Any]], Any]:
+    """The collate a loader batches ``dataset`` with: ``collate_fn`` as given; for None or a
+    :class:`UsualCollate`, the one the dataset asks for (:func:`collate_of`), else the usual one
+    built for it (for None, torch's ``default_collate``). The caller checks the hooks first."""
+    if collate_fn is not None and not isinstance(collate_fn, UsualCollate):
+        return collate_fn
+    asked = collate_of(dataset)
+    if asked is not None:
+        return asked
+    return default_collate if collate_fn is None else collate_fn.make(dataset)
+
+
+def dataset_pad_id(dataset: Any, default: int | None = None) -> int | None:
+    """The ``pad_id`` of ``dataset`` (or of the dataset under its ``Subset``; :class:`PadsIds`),
+    ``default`` where it has none or it is None; the dataset's own ValueError where it must name one."""
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    found = dataset.pad_id if isinstance(dataset, PadsIds) else None
+    return default if found is None else found
 
 
 def agreed_collate(sources: list[Any]) -> Callable[[list[Any]], Any] | None:

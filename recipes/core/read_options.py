@@ -51,6 +51,8 @@ class ReadOptions:
             ``enable_truncation`` cuts, its special tokens kept; ``"slice"``:
             ``tokenizer.encode(text).ids[:max_length]``, which drops the closing special token (to
             match data cut that way).
+        vocab_size: ids read as stored (``from_ids``) must be below it; None: the tokenizer's
+            vocabulary, without one only uint32's range.
     """
 
     strict_decode: bool = False
@@ -61,6 +63,7 @@ class ReadOptions:
     max_line_chars: int = MAX_LINE_CHARS
     truncation: str = "tokenizer"
     index_dir: str | os.PathLike | None = None
+    vocab_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
@@ -69,6 +72,9 @@ class ReadOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"ReadOptions.{name} must be a positive int, got {value!r}")
+        vocab = self.vocab_size
+        if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or vocab <= 0):
+            raise ValueError(f"ReadOptions.vocab_size must be a positive int or None, got {vocab!r}")
 
     def check_used(self, owner: str, used: tuple[str, ...]) -> ReadOptions:
         """``self``, after refusing a field set away from its default that ``owner`` does not read.

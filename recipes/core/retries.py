@@ -58,18 +58,22 @@ def retried(
     at: Any = lambda: "",
     after: Any = lambda: None,
     timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Any:
     """``action()``, called again after each transient fault (``after()`` first), with a doubling
     backoff, at most ``retries`` times in a row. Each retry is logged (``name``, ``at()``: where,
     the reason, the attempt) and counted (:func:`retries_made`); ``timeout``: the read timeout
-    the requests ran under, for the message of one that got no byte.
+    the requests ran under, for the message of one that got no byte. ``deadline``: the seconds the
+    attempts that time out may take together; no other is made once one more like the last would
+    pass it (:mod:`recipes.core.timeouts`).
 
     Raises:
         FileNotFoundError: the object does not exist.
         DataError: a fault that is not transient, or one too many in a row; names ``name``.
     """
-    faults = 0
+    faults, silent = 0, 0.0  # faults in a row; seconds spent in attempts that timed out
     while True:
+        started = time.monotonic()
         try:
             return action()
         except Exception as error:  # noqa: BLE001 - sorted here: transient faults or not
@@ -78,18 +82,21 @@ def retried(
                     raise FileNotFoundError(f"{name} does not exist") from None
                 raise DataError(f"{name}: cannot read ({_reason(error)})") from None
             faults += 1
-            if faults > retries:
-                if is_timeout(error):
+            wait, timed_out = backoff * 2 ** (faults - 1), is_timeout(error)
+            took = time.monotonic() - started
+            silent += took if timed_out else 0.0
+            past_deadline = timed_out and deadline is not None and silent + wait + took > deadline
+            if faults > retries or past_deadline:
+                if timed_out:
                     within = f"in {timeout:g} s" if timeout is not None else "before the request timed out"
                     raise DataError(
-                        f"no byte from {name} {within}, {faults} attempts{at()} ({_reason(error)}): the server "
-                        "accepts and does not answer; if it is only slow, raise the read timeout through "
-                        "storage_options (recipes.core.timeouts)"
+                        f"no byte from {name} {within}, {faults} attempts{at()}, {silent:.1f} s in all "
+                        f"({_reason(error)}): the server accepts and does not answer; if it is only slow, raise the "
+                        "read timeout or the retry_deadline through storage_options (recipes.core.timeouts)"
                     ) from None
                 raise DataError(f"{name}: read failed {faults} times in a row{at()} ({_reason(error)})") from None
             with _RETRIES_LOCK:
                 _RETRIES[name] += 1
-            wait = backoff * 2 ** (faults - 1)
             LOGGER.warning("retrying %s%s after %.2g s (attempt %d of %d): %s", name, at(), wait, faults + 1, retries + 1,
                            _reason(error))
             after()

@@ -2,6 +2,8 @@
 
     index = ShardIndex.build(shards, max_member_bytes=2**28)   # once per job (on rank 0: shared_result)
     for position, sample in index.samples(order, slot, slots, resume_start, read): ...
+    epochs = ShardEpochs(index, shuffle_buffer=1000, owner="ImageTextShards")   # what a shard stream's pass reads
+    for block, start, items in epochs.blocks(slot, slots, epoch, resume, seed=seed, read=read, items=items): ...
 
 Dealt whole shards, readers hold unequal numbers of samples (shards differ in size, and do not
 divide by ``world_size x num_workers``); a training loader on several ranks stops every rank when
@@ -17,9 +19,9 @@ rank 0 when the dataset is built; with a ``cache_dir`` it is kept there and not 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,9 @@ import numpy as np
 import torch
 
 from recipes.core.index_cache import cached_index, file_identities
-from recipes.core.seeding import epoch_generator, sample_seed
+from recipes.core.seeding import epoch_generator
+from recipes.core.states import check_int
+from recipes.core.streams import block_shuffler, shuffled_blocks
 from recipes.core.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -144,10 +148,54 @@ def shard_order(count: int, seed: int, epoch: int, shuffled: bool) -> list[int]:
     return torch.randperm(count, generator=epoch_generator(seed, epoch)).tolist()
 
 
-def block_shuffler(seed: int, epoch: int, slot: int, slots: int,
-                   buffer: int) -> Callable[[int], random.Random] | None:
-    """For :func:`recipes.core.streams.shuffled_blocks`: reader ``slot``'s generator of block
-    ``block`` in ``epoch``, or None when a buffer of ``buffer`` samples shuffles nothing."""
-    if buffer <= 1:
-        return None
-    return lambda block: random.Random(sample_seed(seed, epoch, block * slots + slot))
+@dataclass(frozen=True)
+class ShardEpochs:
+    """How every stream of tar shards (image-caption pairs, clips and transcripts) reads an epoch
+    and checks a position in one: its :meth:`blocks` are a :class:`recipes.core.streams.ResumableStream`'s
+    ``_blocks``, its :meth:`check_position` that stream's ``_check_position``.
+
+    Args:
+        index: the shards' :class:`ShardIndex`.
+        shuffle_buffer: samples shuffled together (0: shards and samples in order).
+        owner: the stream's name, for the messages.
+    """
+
+    index: ShardIndex
+    shuffle_buffer: int
+    owner: str
+
+    def blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None, *, seed: int, read: Read,
+               items: Callable[..., Iterable[Any]]) -> Iterator[tuple[int, Any, Iterator[Any]]]:
+        """Reader ``slot``'s share of the epoch's samples (shards in an order drawn from ``(seed, epoch)``
+        when shuffled), in blocks of ``shuffle_buffer`` shuffled samples: ``(block, start, items)``.
+        ``read(shard numbers, begin)`` reads samples (``read_samples``), ``items(shard, key, files)`` are a
+        sample's items (none: skipped); a resumed block leaves out the items taken before its state."""
+        order = shard_order(len(self.index.starts), seed, epoch, shuffled=self.shuffle_buffer > 0)
+        first_block, begin, skip = resume if resume is not None else (0, None, 0)
+        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
+        samples = self.index.samples(order, slot, slots, begin, read, self.owner)
+        for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
+            produced = (item for record in records for item in items(*record))
+            yield block, start, itertools.islice(produced, skip if block == first_block else 0, None)
+
+    def check_position(self, position: list[Any], slots: int) -> None:
+        """Refuse a resume point ``[block, [shard position in the reader's list, byte offset, sample number],
+        taken]`` outside these shards (``[position, offset]``: saved when each reader read whole shards)."""
+        owner, start, shards = self.owner, position[1], len(self.index.starts)
+        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
+            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
+        if len(start) == 2 and slots > shards:
+            raise ValueError(f"{owner} state: slots = {slots} is more readers than the {shards} shards")
+        longest = -(-shards // slots) if len(start) == 2 else shards  # a reader's list of shards
+        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
+        offset = check_int(start[1], "position[1][1] (byte offset)", owner)
+        if offset % 512:
+            raise ValueError(
+                f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)"
+            )
+        if len(start) == 3:
+            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
+
+    def max_workers(self, world_size: int) -> int:
+        """The most DataLoader workers per rank that all get a sample."""
+        return max(self.index.total // world_size, 1)

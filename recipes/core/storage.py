@@ -9,8 +9,9 @@ short. :func:`open_stream` hides those: on such a fault it opens the object agai
 offset already read (an HTTP Range request underneath) and carries on, after a backoff that
 doubles, at most ``retries`` times in a row; each retry is logged and counted (which faults,
 the log line, :func:`retries_made`: :mod:`recipes.core.retries`). A server that sends no byte
-for a while is such a fault too: default connect and read timeouts (:mod:`recipes.core.timeouts`,
-overridable through ``storage_options``) bound each request. A refusal (404, 403, S3's
+for a while is such a fault too: default connect and read timeouts bound each request, and a
+deadline all the attempts that time out (:mod:`recipes.core.timeouts`, each overridable through
+``storage_options``). A refusal (404, 403, S3's
 ``NoSuchBucket``) is final and fails at once. A stream therefore yields every byte exactly once
 or raises a :class:`DataError` naming the URL; credentials (``storage_options``, a URL's
 user:password or query string) never appear in a message (:func:`shown`). The names of paths
@@ -32,7 +33,7 @@ from urllib.parse import urlsplit
 
 from recipes.core.errors import DataError
 from recipes.core.retries import BACKOFF_S, RETRIES, is_transient, retried, retries_made  # noqa: F401 (importable here)
-from recipes.core.timeouts import read_timeout, with_timeouts
+from recipes.core.timeouts import read_timeout, retry_deadline, with_timeouts
 from recipes.core.urls import basename, cleaned, has_glob, is_url, join, parent, shown, suffix  # noqa: F401 (as above)
 
 BLOCK_BYTES = 16 * 2**20  # bytes fetched per request: 4 MiB read a local HTTP server at ~0.4x the speed
@@ -73,8 +74,9 @@ def stream_size(
     if not is_url(path):
         return os.stat(path).st_size
     fs, inner = filesystem(path, storage_options)
-    timeout = read_timeout(path, storage_options)
-    return retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff, timeout=timeout)
+    timeout, deadline = read_timeout(path, storage_options), retry_deadline(storage_options)
+    return retried(lambda: int(fs.size(inner)), shown(path), retries=retries, backoff=backoff, timeout=timeout,
+                   deadline=deadline)
 
 
 def open_stream(
@@ -99,7 +101,7 @@ def open_stream(
         return file
     fs, inner = filesystem(path, storage_options)
     reader = _ResumingReader(fs, inner, shown(path), start, size, (retries, backoff))
-    reader.timeout = read_timeout(path, storage_options)
+    reader.timeout, reader.deadline = read_timeout(path, storage_options), retry_deadline(storage_options)
     if size is None:
         reader.fetch_first()  # or FileNotFoundError
     return io.BufferedReader(reader, buffer_size=2**20)
@@ -134,17 +136,18 @@ def glob_sizes(pattern: str, storage_options: dict[str, Any] | None = None) -> t
         paths = sorted(glob.glob(os.path.expanduser(pattern)))
         return paths, [None] * len(paths)
     fs, inner = filesystem(pattern, storage_options)
-    scheme, timeout = pattern.split("://", 1)[0], read_timeout(pattern, storage_options)
+    scheme, timing = pattern.split("://", 1)[0], {"timeout": read_timeout(pattern, storage_options),
+                                                    "deadline": retry_deadline(storage_options)}
     folder, _, name = inner.rpartition("/")
     if not folder or has_glob(folder) or "**" in name:
         # a refused listing is a DataError naming the pattern
-        listed = list(retried(lambda: fs.glob(inner, detail=True), shown(pattern), timeout=timeout).items())
+        listed = list(retried(lambda: fs.glob(inner, detail=True), shown(pattern), **timing).items())
     else:
         from fsspec.utils import glob_translate
 
         matches = re.compile(glob_translate(inner)).match
         try:
-            found = retried(lambda: fs.ls(folder, detail=True), shown(pattern), timeout=timeout)
+            found = retried(lambda: fs.ls(folder, detail=True), shown(pattern), **timing)
             listed = [(info["name"], info) for info in found if matches(info["name"])]
         except FileNotFoundError:  # no such folder: nothing matches, as for a glob
             listed = []
@@ -186,6 +189,7 @@ class _ResumingReader(io.RawIOBase):
         self.fs, self.path, self.name = fs, path, name
         self.position, self.known_size, (self.retries, self.backoff) = start, size, policy
         self.timeout: float | None = None  # the read timeout, for messages
+        self.deadline: float | None = None  # for the attempts that time out, together (recipes.core.timeouts)
         self.block, self.block_start = memoryview(b""), start
 
     @property
@@ -234,7 +238,7 @@ class _ResumingReader(io.RawIOBase):
             return False
         try:
             data = retried(lambda: self._get(start, asked), self.name, retries=self.retries, backoff=self.backoff,
-                           at=self._at, timeout=self.timeout)
+                           at=self._at, timeout=self.timeout, deadline=self.deadline)
         except FileNotFoundError as error:
             if missing_raises:
                 raise
@@ -268,7 +272,7 @@ class _ResumingReader(io.RawIOBase):
     def _attempt(self, action: Any) -> Any:
         try:
             return retried(action, self.name, retries=self.retries, backoff=self.backoff, at=self._at,
-                           timeout=self.timeout)
+                           timeout=self.timeout, deadline=self.deadline)
         except FileNotFoundError as error:
             raise DataError(str(error)) from None
 

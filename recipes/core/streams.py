@@ -22,6 +22,7 @@ from typing import Any
 from torch.utils.data import IterableDataset, get_worker_info
 
 from recipes.core.distributed import resolve_rank, shared_seed
+from recipes.core.seeding import sample_seed
 from recipes.core.storage import retries_made
 from recipes.core.states import (
     CURSOR_FIELDS,
@@ -43,6 +44,17 @@ def reader_slot(rank: int, world_size: int) -> tuple[int, int]:
     info = get_worker_info()
     worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
     return rank * workers + worker, world_size * workers
+
+
+def turning_point(first: int, stop: int, epoch: int) -> int:
+    """Where a reader starts reading its share ``[first, stop)`` of items (lines, rows) in ``epoch``,
+    going on to ``stop`` and then from ``first`` up to it: its first item in even epochs, its middle
+    one in odd epochs. A training loader drops each reader's last partial batch (and stops every rank
+    at one step): an even epoch leaves out the end of a share, which the odd one reads mid-pass, and
+    the odd one leaves out the items before the middle, which the even one read. So every item is
+    read within two epochs, in file order, when a reader drops less than half its share.
+    """
+    return first if epoch % 2 == 0 else first + (stop - first) // 2
 
 
 def shuffled_blocks(
@@ -71,6 +83,15 @@ def shuffled_blocks(
         yield block, start, _shuffled(records_of_block, rng_of_block, block)
 
 
+def block_shuffler(seed: int, epoch: int, slot: int, slots: int,
+                   buffer: int) -> Callable[[int], random.Random] | None:
+    """For :func:`recipes.core.streams.shuffled_blocks`: reader ``slot``'s generator of block
+    ``block`` in ``epoch``, or None when a buffer of ``buffer`` samples shuffles nothing."""
+    if buffer <= 1:
+        return None
+    return lambda block: random.Random(sample_seed(seed, epoch, block * slots + slot))
+
+
 def _shuffled(records: list[Any], rng_of_block: Callable[[int], random.Random] | None, block: int) -> list[Any]:
     if rng_of_block is not None:
         rng_of_block(block).shuffle(records)
@@ -97,6 +118,8 @@ class StreamCursor:
         self.position: Any = None
         self._resume: Any = None
         self._begun = False  # a pass of self.epoch has begun: the next one is the next epoch
+        # passes start at their epoch's turning point; a run resumed from a state saved before they did, not
+        self.turns = True
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.position, self._resume, self._begun = epoch, None, None, False
@@ -134,8 +157,11 @@ class StreamCursor:
         world_size: int = 1,
         check_position: Callable[[list[Any], int], None] | None = None,
         max_taken: int | Callable[[int], int | None] | None = None,
+        turns: bool = True,
     ) -> None:
         """Load ``state`` after checking every field; a ValueError names the field, value and range.
+        ``turns``: the run's passes start at their epoch's :func:`turning_point` (a state saved before
+        they did: False, and the run goes on as it began).
 
         ``position`` must be None, ``"end"`` or ``[block >= 0, start, taken >= 0]`` (``taken`` at
         most ``max_taken``, or ``max_taken(slots)``), and ``slots`` a multiple of ``world_size`` mid-pass;
@@ -168,6 +194,7 @@ class StreamCursor:
             )
         self.seed, self.epoch, self.slots = seed, epoch, slots
         self.position, self._resume, self._begun = None, position, False
+        self.turns = turns
 
 
 class ResumableStream(IterableDataset):
@@ -188,12 +215,18 @@ class ResumableStream(IterableDataset):
     items are left out. ``_max_taken`` and ``_check_position`` bound the positions a state may
     hold; ``_begin`` refuses a pass when ``iter()`` is called.
 
+    A subclass whose passes start at their epoch's :func:`turning_point` sets ``turns = True``: its
+    states say so (``"turns"``), and a run resumed from a state saved before it did (without one) goes
+    on unturned (``self.cursor.turns`` False), with exactly the items it had still to give.
+
     Args:
         seed: the seed of every pass's draws; None draws one shared by all ranks.
         rank, world_size: None reads them from ``torch.distributed``.
         source: what the stream reads, in a few words (``"4 shards 1a2b3c4d"``): a state holds it,
             so a state of other data is refused. None: the state names no data.
     """
+
+    turns = False  # passes start at their epoch's turning_point (a subclass says so)
 
     def __init__(
         self, seed: int | None, rank: int | None = None, world_size: int | None = None, *, source: str | None = None
@@ -217,7 +250,8 @@ class ResumableStream(IterableDataset):
         """Seed, epoch, this reader's position (see :class:`StreamCursor`) and ``source``, the data
         it is a position in."""
         state = self.cursor.state_dict()
-        return state if self._source is None else {**state, "source": self._source}
+        state = state if self._source is None else {**state, "source": self._source}
+        return {**state, "turns": self.cursor.turns} if self.turns else state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Make the next pass continue from ``state``; ``StatefulDataLoader`` calls both for you.
@@ -226,7 +260,12 @@ class ResumableStream(IterableDataset):
         allowed range): a state of other data or a crafted one is refused, not read from the wrong place.
         The state's seed wins, with a warning if ``seed=`` gave this stream another.
         """
-        self._load_cursor(check_source(state, self._source, type(self).__name__))
+        owner, turns = type(self).__name__, True
+        if self.turns and isinstance(state, dict):
+            state, turns = {name: value for name, value in state.items() if name != "turns"}, state.get("turns", False)
+            if not isinstance(turns, bool):
+                raise ValueError(f"{owner} state: turns = {str(turns)[:40]!r} is not True or False")
+        self._load_cursor(check_source(state, self._source, owner), turns=turns)
 
     def state_source(self) -> str:
         """What this stream reads, in a few words (the ``source`` its states hold)."""
@@ -259,11 +298,11 @@ class ResumableStream(IterableDataset):
         copied.cursor = copy.copy(self.cursor)
         return copied
 
-    def _load_cursor(self, fields: dict[str, Any]) -> None:
+    def _load_cursor(self, fields: dict[str, Any], *, turns: bool = True) -> None:
         """Load the cursor's fields (:data:`CURSOR_FIELDS`), each checked, positions by :meth:`_check_position`."""
         self.cursor.load_state_dict(
             fields, owner=type(self).__name__, world_size=self.world_size, check_position=self._check_position,
-            max_taken=self._max_taken,
+            max_taken=self._max_taken, turns=turns,
         )
         given, self._given_seed = self._given_seed, None  # warned once: the state's seed is this stream's now
         warn_replaced_seed(type(self).__name__, given, self.cursor.seed)

@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from recipes.core.errors import drop_skipped
 from recipes.core.loader import build_loader
 from recipes.core.plans import ByGroup, Shuffle
+from recipes.core.protocols import KnowsAspectRatios, UsualCollate
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -117,7 +118,7 @@ def aspect_ratio_groups(aspect_ratios: np.ndarray | Sequence[float], factor: int
 def _aspect_ratios(dataset: Dataset) -> np.ndarray:
     if isinstance(dataset, Subset):
         return _aspect_ratios(dataset.dataset)[np.asarray(dataset.indices)]
-    ratios = getattr(dataset, "aspect_ratios", None)
+    ratios = dataset.aspect_ratios if isinstance(dataset, KnowsAspectRatios) else None
     if ratios is None:
         raise TypeError(
             f"{type(dataset).__name__} has no aspect_ratios; pass groups=... (one int per sample) or train=False"
@@ -133,7 +134,7 @@ def detection_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
-    collate_fn: Callable[[list[Any]], Any] = None,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     groups: Sequence[int] | np.ndarray | None = None,
     **overrides: Any,
 ) -> DataLoader:
@@ -147,7 +148,8 @@ def detection_loader(
             ranks of a process group get equal batch counts. False: dataset order, every
             image once across ranks.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: default :func:`detection_collate`; :class:`PaddedDetectionCollate` pads.
+        collate_fn: used as given; :class:`PaddedDetectionCollate` pads. Default: the collate the dataset
+            asks for (:class:`recipes.core.protocols.DefaultCollate`), else :func:`detection_collate`.
             Its batches leave worker processes packed (:func:`recipes.core.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision
@@ -158,5 +160,6 @@ def detection_loader(
     if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
         groups = aspect_ratio_groups(_aspect_ratios(dataset))
     plan = Shuffle() if groups is None else ByGroup(groups)
-    return build_loader(dataset, collate_fn or detection_collate, batch_size=batch_size, plan=plan, train=train,
+    collate = UsualCollate.of(detection_collate) if collate_fn is None else collate_fn
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train,
                         device=device, seed=seed, stateful=stateful, **overrides)

@@ -51,6 +51,7 @@ from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.paths import resolve_under
+from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, parent, shown
@@ -108,55 +109,7 @@ class ImageTextDataset(Dataset):
     Parquet columns named other than ``image`` and ``caption``: :meth:`from_parquet`.
     """
 
-    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
-                    mode=("from_parquet", "_init_columns", ("image_field", "caption_field")))
-    def __init__(
-        self,
-        manifest: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
-        *,
-        image_root: str | os.PathLike | None = None,
-        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-        max_length: int | None = 77,
-        captions: str = "random",
-        on_error: str = "raise",
-        storage_options: dict[str, Any] | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        read_options: ReadOptions | None = None,
-    ) -> None:
-        self._init_columns(manifest, tokenizer, image_root=image_root, transform=transform, max_length=max_length,
-                           captions=captions, on_error=on_error, storage_options=storage_options, cache_dir=cache_dir,
-                           read_options=read_options)
-
-    @classmethod
-    def from_parquet(
-        cls,
-        source: str | os.PathLike | list[str | os.PathLike] | Any,
-        tokenizer: Tokenizer | str | os.PathLike,
-        *,
-        image_field: str = "image",
-        caption_field: str = "caption",
-        **options: Any,
-    ) -> ImageTextDataset:
-        """Image-caption pairs from Parquet (or a ``datasets.Dataset``) whose columns have other names.
-
-        Args:
-            source: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
-            tokenizer: as for the constructor.
-            image_field: the column of the image: a path, the bytes or an HF ``Image`` struct.
-            caption_field: the column of the caption, or of a list of captions.
-            options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
-                ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
-        """
-        if not is_parquet(source):
-            raise ValueError(
-                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
-                "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
-            )
-        dataset = cls.__new__(cls)
-        cls._init_columns(dataset, source, tokenizer, image_field=image_field, caption_field=caption_field, **options)
-        return dataset
-
+    # above __init__, whose deprecated image_field= / caption_field= spelling runs it (moved_keywords)
     def _init_columns(
         self,
         manifest: Any,
@@ -215,6 +168,56 @@ class ImageTextDataset(Dataset):
         np.cumsum(counts, out=self.caption_offsets[1:])
         self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         self.pad_id = caption_pad_id(tokenizer)
+
+
+    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
+                    mode=("from_parquet", _init_columns, ("image_field", "caption_field")))
+    def __init__(
+        self,
+        manifest: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_root: str | os.PathLike | None = None,
+        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        max_length: int | None = 77,
+        captions: str = "random",
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        read_options: ReadOptions | None = None,
+    ) -> None:
+        self._init_columns(manifest, tokenizer, image_root=image_root, transform=transform, max_length=max_length,
+                           captions=captions, on_error=on_error, storage_options=storage_options, cache_dir=cache_dir,
+                           read_options=read_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        source: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike,
+        *,
+        image_field: str = "image",
+        caption_field: str = "caption",
+        **options: Any,
+    ) -> ImageTextDataset:
+        """Image-caption pairs from Parquet (or a ``datasets.Dataset``) whose columns have other names.
+
+        Args:
+            source: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: as for the constructor.
+            image_field: the column of the image: a path, the bytes or an HF ``Image`` struct.
+            caption_field: the column of the caption, or of a list of captions.
+            options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
+                ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
+        """
+        if not is_parquet(source):
+            raise ValueError(
+                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
+                "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
+            )
+        dataset = cls.__new__(cls)
+        cls._init_columns(dataset, source, tokenizer, image_field=image_field, caption_field=caption_field, **options)
+        return dataset
 
     def __len__(self) -> int:
         return len(self.caption_tokens) if self.captions == "all" else len(self.images)
@@ -337,6 +340,11 @@ class MultimodalCollate:
         return multimodal_collate(batch, pad_id=self.pad_id)
 
 
+def multimodal_collate_for(dataset: Any) -> MultimodalCollate:
+    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`), else 0."""
+    return MultimodalCollate(pad_id=dataset_pad_id(dataset, 0))
+
+
 def multimodal_loader(
     dataset: Dataset,
     batch_size: int,
@@ -346,6 +354,7 @@ def multimodal_loader(
     seed: int | None = None,
     stateful: bool = False,
     decode: str = "worker",
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """A DataLoader preset for :class:`ImageTextDataset` (or :class:`ImageTextShards`).
@@ -356,8 +365,9 @@ def multimodal_loader(
     it gets the same device preset, with no more workers than it has samples per rank. Either
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
-    (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). Batches are padded with
-    ``dataset.pad_id``.
+    (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). ``collate_fn`` is used as given;
+    by default the collate the dataset asks for (:class:`recipes.core.protocols.DefaultCollate`),
+    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.protocols.PadsIds`; 0 if none).
 
     ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):
     workers ship each JPEG's bytes and its crop and flip drawn from the sample's seed;
@@ -366,6 +376,6 @@ def multimodal_loader(
     decoded in the worker, in the same batch (recipes.core.device_decode). Iterate it through the
     prefetcher: the raw batches hold encoded bytes.
     """
-    collate = MultimodalCollate(pad_id=getattr(dataset, "pad_id", 0))
+    collate = UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
     return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -4,8 +4,9 @@
     loader = text_loader(dataset, max_tokens=4096, collate_fn=pack_collate)   # no padding at all
 
 They batch the items of :class:`recipes.text.TokenizedTextDataset`, of
-:class:`recipes.text.StreamingTextDataset` (whose ``stream_collate`` pads through :func:`padded_batch`
-too) and of their mixtures; ``pack_collate`` also packs :class:`recipes.text.InstructionDataset`'s
+:class:`recipes.text.StreamingTextDataset` (:func:`stream_collate` pads through :func:`padded_batch`
+too) and of their mixtures; ``text_collate_for`` and ``stream_collate_for`` are the presets' usual
+collates, with a dataset's pad id; ``pack_collate`` also packs :class:`recipes.text.InstructionDataset`'s
 per-token labels. Any other key of the items is batched as :func:`recipes.core.batching.extra_columns`
 does.
 """
@@ -21,6 +22,8 @@ import torch
 from recipes.core.batching import extra_columns
 from recipes.core.errors import drop_skipped
 from recipes.core.padding import pad_batch
+from recipes.core.protocols import dataset_pad_id
+from recipes.core.tokens import require_pad_id
 from recipes.text.instructions import IGNORE_INDEX
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
@@ -73,6 +76,34 @@ class TextCollate:
 
     def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
         return text_collate(batch, **vars(self))
+
+
+def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad stream items: the keys and dtypes of :func:`recipes.text.text_collate`, whose code pads
+    them (:func:`recipes.text.collates.padded_batch`); other item keys are carried alike."""
+    return padded_batch(batch, caller="stream_collate", pad_id=pad_id)
+
+
+@dataclass(frozen=True)
+class StreamCollate:
+    """:func:`stream_collate` with its pad id as a field (a ``collate_fn`` that pickles and shows it)."""
+
+    pad_id: int = 0
+
+    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
+        return stream_collate(batch, pad_id=self.pad_id)
+
+
+def stream_collate_for(dataset: Any) -> StreamCollate:
+    """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
+    a ValueError says what to pass where it has none."""
+    return StreamCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
+
+
+def text_collate_for(dataset: Any) -> TextCollate:
+    """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`);
+    a ValueError says what to pass where it has none."""
+    return TextCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
 
 
 def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
     paths, sizes, index = LineIndex.of_files([Path("corpus-*.jsonl")])  # once per job (the stream: rank 0)
     low, high = index.share(slot, slots, paths)    # byte range of lines [slot*N//slots, (slot+1)*N//slots)
     for offset, where, json_row, raw in index.share_lines(slot, slots, paths): ...   # the lines in that range
+    turn = index.turn(slot, slots, epoch, paths)   # where the share is read from in an epoch (then low .. turn)
 
 A stream cut into equal *byte* ranges gives its readers unequal numbers of lines (long lines in one
 part, short in another), and a training loader on several ranks stops every rank when the first
@@ -28,6 +29,7 @@ import numpy as np
 
 from recipes.core.index_cache import cached_index, file_identities
 from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
+from recipes.core.streams import turning_point
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
 CHUNK = 1 << 20
@@ -111,6 +113,14 @@ class LineIndex:
         high = self.line_start((slot + 1) * total // slots, paths, storage_options)
         return low, high
 
+    def turn(self, slot: int, slots: int, epoch: int, paths: list[Any],
+             storage_options: dict[str, Any] | None = None) -> int:
+        """The global byte offset where reader ``slot`` starts reading its share in ``epoch``: the line
+        :func:`recipes.core.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
+        total = self.total
+        line = turning_point(slot * total // slots, (slot + 1) * total // slots, epoch)
+        return self.line_start(line, paths, storage_options)
+
     def share_lines(
         self,
         slot: int,
@@ -125,9 +135,26 @@ class LineIndex:
         share, or from ``begin`` on, a global offset where one of its lines starts (``owner`` names the
         state in the ValueError when none does)."""
         low, high = self.share(slot, slots, paths, storage_options)
+        return self.lines_in(low if begin is None else begin, high, paths, storage_options, resumed=begin is not None,
+                             owner=owner)
+
+    def lines_in(
+        self,
+        low: int,
+        high: int,
+        paths: list[Any],
+        storage_options: dict[str, Any] | None = None,
+        *,
+        resumed: bool = False,
+        owner: str = "LineIndex",
+    ) -> Iterator[tuple[int, str, bool, bytes]]:
+        """:meth:`share_lines` of the lines starting in the global byte range ``[low, high)``; ``low`` is a
+        share's boundary (a line that starts before it is left to that share), or ``resumed``, a state's
+        offset where a line must start (the ValueError names ``owner``'s state otherwise)."""
+        begin = low if resumed else None
         base = 0
         for path, size in zip(paths, self.sizes):
-            start, stop = max(low if begin is None else begin, base) - base, min(high, base + size) - base
+            start, stop = max(low, base) - base, min(high, base + size) - base
             if start < stop:
                 json_rows, name = suffix(path) == ".jsonl", shown(path)
                 line_start = begin is not None and begin >= base  # start is where a line begins

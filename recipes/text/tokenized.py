@@ -33,18 +33,24 @@ from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import collate_of
+from recipes.core.protocols import UsualCollate
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, read_bytes, shown
 from recipes.core.tokens import encode_texts, require_pad_id
-from recipes.text.collates import TextCollate
+from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
 from recipes.text.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
-from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
+from recipes.text.token_source import (
+    IDS_READ_OPTIONS,
+    MOVED_IDS_KEYWORDS,
+    MOVED_TO_READ_OPTIONS,
+    from_ids_instance,
+    token_source,
+)
 
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
 MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
@@ -92,8 +98,41 @@ class TokenizedTextDataset(Dataset):
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
+    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
+    def _init_ids(
+        self,
+        path: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        read_options: ReadOptions | None = None,
+        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
+        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
+        self._no_tokenizer = tokenizer is None
+        if cache_dir is not None:
+            raise ValueError(
+                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
+                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
+            )
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
+                              ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
+                              on_error=on_error)
+        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
+        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
+        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
+        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+
     @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_KEYWORDS)},
-                    mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
+                    mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -147,71 +186,42 @@ class TokenizedTextDataset(Dataset):
         self._set(tokens, labels, lines, names)
 
     @classmethod
+    @moved_keywords("TokenizedTextDataset.from_ids", groups={"read_options": (ReadOptions, MOVED_IDS_KEYWORDS)})
     def from_ids(
         cls,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         ids_field: str = "input_ids",
-        vocab_size: int | None = None,
-        **options: Any,
-    ) -> TokenizedTextDataset:
-        """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
-
-        ``datasets.map``, Ray Data and Spark write such columns (:mod:`recipes.text.parquet_ids`).
-        Items, labels, padding and packing are those of the text path. A tokenizer, when given,
-        sets ``vocab_size`` and ``pad_id`` when they are not passed, and ``max_length`` cuts the
-        stored ids as the text path cuts (its special tokens kept; a cut row that does not end in
-        them is a DataError); without one ``max_length`` slices, ``ids[:max_length]``, and ``pad_id``
-        is None unless passed (``text_collate`` then asks for one, ``pack_collate`` needs none). A
-        bad id or row is a DataError naming the file, row and row group.
-
-        Args:
-            path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
-            tokenizer: None, or the tokenizer that made the ids.
-            ids_field: the column of token-id lists.
-            vocab_size: ids must be below it (default: the tokenizer's ``get_vocab_size()``;
-                without a tokenizer, no bound but uint32's).
-            options: the constructor's ``label_field``, ``max_length``, ``pad_id``, ``on_error``,
-                ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
-                ``max_row_group_bytes``).
-        """
-        return from_ids_instance(cls, ("text_field", "cache_dir"), path, tokenizer, ids_field=ids_field,
-                                 vocab_size=vocab_size, **options)
-
-    def _init_ids(
-        self,
-        path: Any,
-        tokenizer: Tokenizer | str | os.PathLike | None = None,
-        *,
-        ids_field: str | None = None,
-        vocab_size: int | None = None,
         label_field: str | None = None,
         max_length: int | None = None,
         pad_id: int | None = None,
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
-        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
-        cache_dir: str | os.PathLike | None = None,
-    ) -> None:
-        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
-        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
-        if ids_field is None:
-            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
-        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
-        self._no_tokenizer = tokenizer is None
-        if cache_dir is not None:
-            raise ValueError(
-                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
-                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
-            )
-        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
-                              ids_field=ids_field, vocab_size=vocab_size, label_field=label_field, on_error=on_error)
-        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
-        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
-        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+    ) -> TokenizedTextDataset:
+        """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
+
+        ``datasets.map``, Ray Data and Spark write such columns (:mod:`recipes.text.parquet_ids`).
+        Items, labels, padding and packing are those of the text path. A tokenizer, when given,
+        bounds the ids by its vocabulary and sets ``pad_id`` when it is not passed, and ``max_length``
+        cuts the stored ids as the text path cuts (its special tokens kept; a cut row that does not
+        end in them is a DataError); without one ``max_length`` slices, ``ids[:max_length]``, and
+        ``pad_id`` is None unless passed (``text_collate`` then asks for one, ``pack_collate`` needs
+        none). A bad id or row is a DataError naming the file, row and row group.
+
+        Args:
+            path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: None, or the tokenizer that made the ids.
+            ids_field: the column of token-id lists.
+            label_field, max_length, pad_id, on_error, storage_options: as the constructor's.
+            read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+                ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
+                default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
+        """
+        return from_ids_instance(cls, cls._init_ids, path, tokenizer, ids_field=ids_field, label_field=label_field,
+                                 max_length=max_length, pad_id=pad_id, on_error=on_error,
+                                 storage_options=storage_options, read_options=read_options)
 
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
         """``(the Parquet source or None, the format's suffix)``; sets ``path`` and the names messages use."""
@@ -314,20 +324,21 @@ def text_loader(
     in a copy of this function.
 
     Args:
-        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).
+        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works, or a ``Subset`` of one).
         batch_size: samples per batch; with ``max_tokens`` an upper bound, or None.
         max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: defaults to :class:`TextCollate` with ``dataset.pad_id``, or the collate the
-            dataset asks for (:class:`recipes.text.InstructionDataset` and mixtures of them:
-            ``instruction_collate``); ``pack_collate`` packs without padding.
+        collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
+            dataset asks for (:class:`recipes.core.protocols.DefaultCollate`:
+            :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
+            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
             :func:`recipes.core.loader.preset_kwargs`).
     """
-    if collate_fn is None:  # the dataset's own, if it asks for one (recipes.core.protocols.DefaultCollate)
-        collate_fn = collate_of(dataset) or TextCollate(pad_id=dataset.pad_id)
+    collate = UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)
+

@@ -50,6 +50,7 @@ from recipes.core.errors import (
 from recipes.core.images import read_file, read_image
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
+from recipes.core.protocols import SetsDraftSize, UsualCollate
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import shown
@@ -99,7 +100,7 @@ class ImageFolderDataset(Dataset):
         self.transform = transform
         self.on_error = check_on_error(on_error)
         if draft_size == "auto":
-            draft_size = getattr(transform, "draft_size", None)
+            draft_size = transform.draft_size if isinstance(transform, SetsDraftSize) else None
         elif isinstance(draft_size, str):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
@@ -263,6 +264,7 @@ def vision_loader(
     seed: int | None = None,
     stateful: bool = False,
     decode: str = "worker",
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """The DataLoader preset for :class:`ImageFolderDataset`, with :func:`image_collate`.
@@ -284,6 +286,9 @@ def vision_loader(
     batches whatever the worker count. ``stateful=True`` returns a ``StatefulDataLoader`` that
     resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
     :func:`recipes.core.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
+    ``collate_fn`` is used as given; by default the collate the dataset asks for
+    (:class:`recipes.core.protocols.DefaultCollate`), else :func:`image_collate`.
     """
-    return build_loader(with_decode(dataset, decode), image_collate, batch_size=batch_size, train=train, device=device,
+    collate = UsualCollate.of(image_collate) if collate_fn is None else collate_fn
+    return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device,
                         seed=seed, stateful=stateful, **overrides)

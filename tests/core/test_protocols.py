@@ -16,7 +16,7 @@ from torch.utils.data import Dataset, IterableDataset
 import recipes
 from recipes.core import MixedDataset, MixedStream, build_loader, stream_loader
 from recipes.core.errors import describe_sample
-from recipes.core.protocols import HOOKS, SHAPES, check_hooks
+from recipes.core.protocols import HOOKS, LIBRARY_HOOKS, SHAPES, check_hooks
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 HOOK_NAMES = sorted(SHAPES)
@@ -44,7 +44,25 @@ def test_no_hook_is_read_by_its_name_as_a_string():
     assert bare.search('getattr(dataset, "epoch_indices", None)')  # the check itself finds one
 
 
-@pytest.mark.parametrize("protocol", HOOKS, ids=lambda p: p.__name__)
+def test_no_library_hook_is_read_by_its_name_as_a_string_outside_the_command_line():
+    # the command line may duck-type what it draws; the library reads its own hooks through their protocols
+    names = "|".join(["belongs_to", "world_size", *(name for protocol in LIBRARY_HOOKS for name in _members(protocol))])
+    bare = re.compile(rf"""(getattr|hasattr)\([^,()]+, *["']({names})["']""")
+    found = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py")) if "cli" not in path.relative_to(PACKAGE).parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if bare.search(line)
+    ]
+    assert not found, f"a hook read by its name as a string; use recipes.core.protocols: {found}"
+    assert {"pad_id", "aspect_ratios", "draft_size", "draw_box"} <= set(names.split("|"))
+
+
+def _members(protocol) -> list[str]:
+    return [name for name in (*vars(protocol), *vars(protocol).get("__annotations__", {}))
+            if not name.startswith("_") and name not in ("_is_protocol",)]
+
+
+@pytest.mark.parametrize("protocol", HOOKS + LIBRARY_HOOKS, ids=lambda p: p.__name__)
 def test_each_protocol_says_who_calls_it_and_what_breaks_without_it(protocol):
     doc = inspect.getdoc(protocol)
     assert re.search(r"\b(Called|Read) by\b|calls them", doc), protocol.__name__

@@ -72,9 +72,33 @@ def test_two_loader_workers_read_every_line_once(files, tok, buffer):
     assert first["input_ids"].shape == first["attention_mask"].shape and first["lengths"].tolist() == first["attention_mask"].sum(1).tolist()
 
 
+def _trained_on(fixtures, tok, buffer, epoch):
+    """The lines (byte offsets) of labeled.jsonl one training epoch gives 2 ranks x 2 workers in batches of 8:
+    each worker drops its last partial batch, and every rank stops at the step the shortest one ends at
+    (EqualSteps, as a process group's streaming_loader does)."""
+    steps = []
+    for rank in range(2):
+        order = StreamOrder(shuffle_buffer=buffer, seed=0, rank=rank, world_size=2)
+        stream = StreamingTextDataset(fixtures / "text" / "labeled.jsonl", tok, order=order)
+        stream.set_epoch(epoch)
+        loader = streaming_loader(stream, 8, device="cpu", seed=0, num_workers=2, persistent_workers=False)
+        steps.append([batch["index"].tolist() for batch in loader])
+    common = min(map(len, steps))
+    return {offset for batches in steps for batch in batches[:common] for offset in batch}
+
+
+@pytest.mark.parametrize("buffer", [0, 16], ids=["in-order", "buffered"])
+def test_every_line_is_trained_on_within_two_epochs_in_file_order_too(fixtures, tok, buffer):
+    lines = len(_expected([fixtures / "text" / "labeled.jsonl"]))
+    first, second = (_trained_on(fixtures, tok, buffer, epoch) for epoch in (0, 1))
+    assert lines == 120 and len(first) == len(second) == 96  # 4 readers of 30 lines keep 3 batches of 8 each
+    assert first != second and len(first | second) == lines  # what one epoch drops, the next one reads
+
+
 def test_stream_batches_equal_text_collate_of_the_same_items(files, tok):
     stream = StreamingTextDataset(files, tok, order=StreamOrder(seed=0))
     items = list(stream)[:8]
+    stream.set_epoch(0)  # the same pass again: the next epoch starts its share elsewhere
     ours = next(iter(streaming_loader(stream, 8, device="cpu", num_workers=0)))
     reference = text_collate(items, pad_id=stream.pad_id)
     assert ours.keys() == reference.keys() and all(torch.equal(ours[k], reference[k]) for k in ours)

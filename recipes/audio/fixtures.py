@@ -1,12 +1,12 @@
 """The audio fixtures: tones, chirps and noise bursts in every container the audio recipe reads.
 
-    write_audio(Path("fixtures/audio"))      # called by recipes.fixtures.generate
+    write_audio(Path("fixtures/audio"))      # called by recipes.fixtures.generate (recipes/domains.py names it)
 
 Clips are written with TorchCodec's public ``AudioEncoder`` (WAV PCM16, FLAC, MP3, Ogg Vorbis,
 Ogg Opus); float32 WAV, which that encoder does not write, and the hostile files are built byte by
 byte here. Ogg streams carry a random serial number, so each Ogg page gets a fixed one (and its
-CRC again): the same FFmpeg build then gives the same bytes. The layout is in ``AUDIO_README``.
-TorchCodec is imported on first use, so ``recipes.fixtures`` still imports without FFmpeg.
+CRC again): the same FFmpeg build then gives the same bytes. The layout is in ``AUDIO_README``;
+``LAYOUT`` is what ``fixtures/README.md`` says of it. TorchCodec is imported on first use.
 """
 
 import csv
@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from recipes.fixtures_files import write
+
+LAYOUT = "    audio/             clips in WAV, FLAC, MP3, Ogg; manifests, a shard, bad clips; see audio/README.md\n"
 
 OGG_SERIAL = 0x5EC1A1ED  # the serial number every generated Ogg stream carries
 MP3_BIT_RATE = 32_000  # small files; the tests compare with TorchCodec's decode of the same file
@@ -50,8 +52,9 @@ SPEECH_CLIPS = {
 }
 
 
-def write_audio(root: Path) -> None:
-    """Write ``folder/``, ``speech/`` (clips, manifests, tar shards), ``hostile/`` and README.md under ``root``."""
+def write_audio(root: Path) -> str:
+    """Write ``folder/``, ``speech/`` (clips, manifests, tar shards), ``hostile/`` and README.md under
+    ``root``; returns ``LAYOUT``."""
     for name, (kind, rate, seconds, channels) in FOLDER_CLIPS.items():
         write(root / "folder" / name, encode(_signal(kind, rate, seconds, channels, seed=len(name)), rate, name))
     write(root / "folder/noise/notes.txt", "Not audio: AudioFolderDataset skips other extensions.\n")
@@ -79,6 +82,7 @@ def write_audio(root: Path) -> None:
     for name, data in hostile_audio(root / "speech/clips/s6.flac").items():
         write(root / "hostile" / name, data)
     write(root / "README.md", AUDIO_README)
+    return LAYOUT
 
 
 def encode(samples: np.ndarray, sample_rate: int, name: str) -> bytes:
@@ -230,7 +234,7 @@ Each file is bad in one way. `on_error="raise"`: a DataError naming the file and
 
 AUDIO_README = """# Audio fixtures
 
-Written by `recipes/fixtures_audio.py` with TorchCodec's `AudioEncoder` (float WAV and the
+Written by `recipes/audio/fixtures.py` with TorchCodec's `AudioEncoder` (float WAV and the
 hostile files byte by byte). Signals: tones (440 Hz, 660 Hz on a second channel), linear chirps,
 noise bursts, and speech-like voiced harmonics under a 4 Hz syllable envelope.
 

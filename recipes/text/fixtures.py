@@ -1,11 +1,12 @@
 """The text fixtures: a long-tailed corpus, labeled rows, a BPE tokenizer, the instruction data.
 
-    write_text(Path("fixtures/text"))             # called by recipes.fixtures.generate
+    write_text(Path("fixtures/text"))             # called by recipes.fixtures.generate (recipes/domains.py names it)
     sentence(np.random.default_rng(0), 12)        # a seeded sentence of 12 words, as the corpora hold
 
 Sentences draw from ``WORDS`` with Zipf-like weights (accented words among them); the tokenizer
 is trained single-threaded on every text written, so the same library versions give the same
-bytes. The instruction data is :mod:`recipes.fixtures_chat`'s; the layout, ``recipes.fixtures.README``.
+bytes. The instruction data is :mod:`recipes.text.fixtures_chat`'s; ``LAYOUT`` is what
+``fixtures/README.md`` says of them.
 """
 
 import csv
@@ -14,8 +15,27 @@ from pathlib import Path
 
 import numpy as np
 
-from recipes.fixtures_chat import chat_files
 from recipes.fixtures_files import write, write_jsonl
+from recipes.text.fixtures_chat import chat_files
+
+LAYOUT = """\
+    text/
+      corpus.txt       200 lines, one sample a line, long-tailed lengths (3..~300 words), UTF-8
+                       with accents and one emoji line, no empty lines
+      labeled.jsonl    120 rows {"label": 0..2, "text": ...}
+      labeled.csv      header text,label; 80 rows, some texts hold commas and double quotes
+      tokenizer.json   BPE, NFKC, Metaspace + Punctuation pre-tokenizer with the Metaspace decoder
+                       (decode gives the text back), [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
+                       "[CLS] $A [SEP]" template, no padding/truncation
+      chat/            instruction data (recipes/text/fixtures_chat.py)
+        chat.jsonl       36 {"messages"} conversations, 1-3 user/assistant turns, every 4th with a system turn
+        pairs.jsonl      24 {"prompt", "completion"} strings; row 1 splits a word across the two
+        pairs.csv        header prompt,completion; the first 12 pairs
+        chat_pairs.jsonl 12 conversational pairs (a user message, an assistant message)
+        tokenizer.json   BPE, Metaspace, every template's special tokens (<pad>=0), "<s> $A" template
+        llama3/ chatml/ mistral/   tokenizer_config.json: the models' chat_template, bos/eos tokens
+        llama3_marked/ chatml_marked/ mistral_marked/   the same with {% generation %} markers
+"""
 
 # ~300 common words, most frequent first; accented words sit mid-list so they do occur.
 WORDS = """the of and to a in is it you that he was for on are with as his they be at one have
@@ -43,8 +63,8 @@ façade jalapeño""".split()
 EMOJI_LINE = "The cat 🐱 sat by the window in the sun 🌞 and the dog said nothing 🐶."
 
 
-def write_text(root: Path) -> None:
-    """The text fixtures under ``root``: text corpora and their tokenizer (the layout: ``README``)."""
+def write_text(root: Path) -> str:
+    """The text fixtures under ``root``: text corpora and their tokenizer; returns ``LAYOUT``."""
     rng = np.random.default_rng(2)
     corpus = [sentence(rng, n) for n in long_tailed_lengths(rng, 200, n_long=5)]
     corpus[17] = EMOJI_LINE
@@ -66,8 +86,9 @@ def write_text(root: Path) -> None:
     write(root / "labeled.csv", buf.getvalue())
     texts = corpus + [r["text"] for r in labeled] + buf.getvalue().splitlines()[1:]
     write(root / "tokenizer.json", _train_tokenizer(texts))
-    for name, data in chat_files(WORDS, sentence).items():  # what they are: recipes/fixtures_chat.py
+    for name, data in chat_files(WORDS, sentence).items():  # what they are: recipes/text/fixtures_chat.py
         write(root / "chat" / name, data)
+    return LAYOUT
 
 
 def _train_tokenizer(texts: list[str]) -> str:
