@@ -28,7 +28,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
-from recipes.core.errors import check_on_error
+from recipes.core.errors import SkippedRows, check_on_error
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
@@ -133,15 +133,17 @@ class TokenizedTextDataset(Dataset):
         if cached is not None:
             self._set_cached(*cached)
             return
-        if parquet is not None:
-            read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
-            corpus = parquet.read(encoder, **read, **fields)
-            tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
-        else:
-            rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
-            tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
-            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-            lines = np.asarray(rows.lines, dtype=np.int64)
+        with SkippedRows(self._name) as skipped:
+            if parquet is not None:
+                read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
+                corpus = parquet.read(encoder, **read, **fields)
+                tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
+            else:
+                rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
+                tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
+                labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+                lines = np.asarray(rows.lines, dtype=np.int64)
+            skipped.check(len(lines))
         if self._cache is not None:
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)

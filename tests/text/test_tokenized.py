@@ -192,8 +192,10 @@ def test_skip_mode_still_warns_lines_without_a_field_others_have_in_line_order(t
     assert dataset.line_numbers.tolist() == [3, 5]
     assert [message.split(": ", 2)[1].rsplit(" ", 1)[1] for message in warned] == ["1", "2", "4"]
     (tmp_path / "broken.jsonl").write_text('{"body": "a"}\nnot json\n', encoding="utf-8")  # not only a field
-    dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "broken.jsonl", tok, on_error="skip"))
-    assert len(dataset) == 0 and len(warned) == 2
+    with pytest.warns(SkippedSampleWarning) as warned, pytest.raises(  # nothing left: an error, not an empty dataset
+            DataError, match=r"broken.jsonl: every row was skipped \(2 read, on_error='skip'\); the first: .*line 1: no 'text'"):
+        TokenizedTextDataset(tmp_path / "broken.jsonl", tok, on_error="skip")
+    assert len(warned) == 2
     many = "".join('{"body": "x"}\n' for _ in range(1500)) + '{"text": "late"}\n'  # a whole file decides
     (tmp_path / "many.jsonl").write_text(many, encoding="utf-8")
     dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "many.jsonl", tok, on_error="skip"))
