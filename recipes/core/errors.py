@@ -86,8 +86,8 @@ class SkippedRows:
     read is a DataError saying how many and why the first was skipped, not an empty dataset whose
     loader yields nothing."""
 
-    def __init__(self, name: str) -> None:
-        self.name, self.count, self.first, self._token = name, 0, "", None
+    def __init__(self, name: str, unit: str = "row") -> None:
+        self.name, self.unit, self.count, self.first, self._token = name, unit, 0, "", None
 
     def __enter__(self) -> SkippedRows:
         self._token = _SKIPPED.set(self)
@@ -99,8 +99,8 @@ class SkippedRows:
     def check(self, kept: int) -> None:
         """Raise if rows were read, all skipped, and none kept."""
         if kept == 0 and self.count:
-            raise DataError(f"{self.name}: every row was skipped ({self.count:,} read, on_error='skip'); the first: "
-                            f"{self.first}")
+            raise DataError(f"{self.name}: every {self.unit} was skipped ({self.count:,} read, on_error='skip'); "
+                            f"the first: {self.first}")
 
 
 _SKIPPED: ContextVar[SkippedRows | None] = ContextVar("recipes_skipped_rows", default=None)

@@ -34,6 +34,7 @@ from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.orphans import exit_with_parent
 from recipes.core.packing import packed_in_workers
+from recipes.core.parameters import check_count
 from recipes.core.plans import Plan, Shuffle, draws_of
 from recipes.core.protocols import ChecksStates, NeedsPersistentWorkers, Resumable, ShardLimited, check_hooks
 from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
@@ -244,6 +245,7 @@ def stream_loader(
     a hook of the wrong shape is a ``TypeError`` naming it (:func:`recipes.core.protocols.check_hooks`).
     """
     check_hooks(dataset)
+    check_count("batch_size", batch_size, owner=f"the loader of a {type(dataset).__name__}")
     if stateful and not isinstance(dataset, Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "

@@ -15,17 +15,17 @@ import numbers
 from typing import Any
 
 
-def check_count(name: str, value: Any, *, owner: str, low: int = 1, high: int | None = None) -> int | None:
-    """``value`` as an int in ``[low, high]``, None as None; else a ValueError naming ``name``.
-
-    A bool or a float (even a whole one) is refused: a count is an int (numpy's included).
-    """
-    if value is None:
+def check_count(name: str, value: Any, *, owner: str, low: int = 1, high: int | None = None,
+                none: bool = True) -> int | None:
+    """``value`` as an int in ``[low, high]``, None as None (unless ``none`` is False); else a
+    ValueError naming ``name``. A bool or a float (even a whole one) is refused: a count is an int
+    (numpy's included)."""
+    if value is None and none:
         return None
     integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not integer or value < low or (high is not None and value > high):
-        raise ValueError(f"{owner}: {name} must be an int in [{low:,}, {'...' if high is None else f'{high:,}'}] "
-                         f"or None, got {_shown(value)}")
+        raise ValueError(f"{owner}: {name} must be an int in [{low:,}, {'...' if high is None else f'{high:,}'}]"
+                         f"{' or None' if none else ''}, got {_shown(value)}")
     return int(value)
 
 
