@@ -127,8 +127,10 @@ class TokenizedTextDataset(Dataset):
         key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
         needed = ("lines",) if label_field is None else ("lines", "labels")
+        self._vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # cached ids are served below it
         cached = None if self._cache is None else reuse_cache(
-            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",)
+            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",),
+            vocab_size=self._vocab_size,
         )
         if cached is not None:
             self._set_cached(*cached)
@@ -242,7 +244,7 @@ class TokenizedTextDataset(Dataset):
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
     def _load_cache(self) -> None:
-        self._set_cached(*load_cache(self._cache))
+        self._set_cached(*load_cache(self._cache, vocab_size=self._vocab_size))
 
     def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from recipes.core.errors import DataError, SkippedSampleWarning
 from recipes.core.read_options import ReadOptions
-from recipes.text import TokenizedTextDataset, pack_collate
+from recipes.text import TokenizedTextDataset, pack_collate, text_loader
 from recipes.text.token_cache import DamagedCacheWarning
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
@@ -306,6 +306,36 @@ def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, f
         again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True), **options)
     assert _items(again) == _items(fresh)
     assert sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir()) == ["ids.npy", "json", "labels.npy", "lines.npy", "offsets.npy"]
+
+
+def test_an_id_written_over_in_place_is_never_served_by_the_default_open(tmp_path, fixtures, tok):
+    path = fixtures / "text" / "labeled.jsonl"
+    TokenizedTextDataset(path, tok, cache_dir=tmp_path)
+    (ids,) = tmp_path.glob("*.ids.npy")
+    stored = np.load(ids, mmap_mode="r")
+    start = TokenizedTextDataset(path, tok).tokens.offsets[27]
+    with open(ids, "r+b") as file:  # 8 bytes of 0xff, the file's size, dtype and shape unchanged
+        file.seek(stored.offset + int(start) * stored.itemsize)
+        file.write(b"\xff" * 8)
+    del stored
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opened = TokenizedTextDataset(path, tok, cache_dir=tmp_path)  # the default open: no bytes re-read
+    bad = rf"{ids.name}: sample 27 holds token id 65535, outside the vocabulary of {tok.get_vocab_size()} ids"
+    with pytest.raises(DataError, match=bad):
+        opened[27]
+    with pytest.raises(DataError, match=bad):
+        opened[3]  # the block it lies in is refused whole
+    with pytest.raises(DataError, match=bad):
+        next(iter(text_loader(opened, 8, train=False, device="cpu", num_workers=1)))  # and in a worker
+    with pytest.warns(DamagedCacheWarning):  # full verification stays opt-in, and rebuilds
+        healed = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True))
+    assert healed[27]["input_ids"].max() < tok.get_vocab_size()
+
+
+def test_an_empty_cache_dir_is_refused_not_the_current_directory(fixtures, tok):
+    with pytest.raises(ValueError, match="cache_dir='' names no folder"):
+        TokenizedTextDataset(fixtures / "text" / "corpus.txt", tok, cache_dir="")
 
 
 def test_a_cached_dataset_pickles_as_its_cache_path_not_its_tokens(tmp_path, fixtures, tok):
