@@ -159,7 +159,8 @@ def preset_kwargs(
     hands to ``DataLoader``, plus ``shuffle`` and ``drop_last`` for its batch sampler to pop.
 
     ``overrides`` replace the preset's values (``num_workers=0``, ``pin_memory=False``,
-    ``multiprocessing_context="spawn"``, ``drop_last=False``, ``shuffle=False``, ...); a
+    ``multiprocessing_context="spawn"``, ``drop_last=False``, ``shuffle=False``, ``timeout=60``,
+    ``stall_warning_s=None``: the watchdog's, :mod:`recipes.core.watchdog`, ...); a
     ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
     instead of replacing it. Without workers, the worker-only arguments are left out.
     """

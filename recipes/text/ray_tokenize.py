@@ -152,7 +152,7 @@ class TokenizeInstructions:
     The batch's ``messages`` or ``prompt``/``completion`` (or ``text``) columns are rendered and
     labelled as :class:`recipes.text.InstructionDataset` does; two ``list<int32>`` columns are
     added, the ids and ``labels`` (-100 where nothing is learned), which
-    ``InstructionDataset(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
+    ``InstructionDataset.from_ids(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
     whose answer ``max_length`` cuts off wholly, raises the dataset's DataError, naming the row in
     its batch: filter such rows first (``Dataset.filter``).
 
