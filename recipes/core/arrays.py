@@ -60,14 +60,16 @@ class TokenArray:
         if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids):
             raise ValueError("offsets must start at 0 and end at len(ids)")
         self.ids, self.offsets = ids, offsets
-        self._below, self._source, self._unchecked = 0, "", None
+        self._below, self._source, self._unchecked, self._pending = 0, "", None, 0
 
     def bounded(self, below: int, source: str) -> TokenArray:
         """Check ids against ``below`` as they are served, a block of :data:`ID_BLOCK` ids the first
-        time any of it is (its maximum: ~10 us a block, once per process), so an id written over in
-        place on disk is a DataError naming ``source`` and the sample, never an item. Returns self."""
+        time any of it is (its maximum, once per process; once all are checked, items are served as
+        before), so an id written over in place on disk is a DataError naming ``source`` and the
+        sample, never an item. Returns self. Cost: benchmarks/README.md (text, figure 5)."""
         self._below, self._source = int(below), source
-        self._unchecked = bytearray(b"\x01") * (-(-len(self.ids) // ID_BLOCK))
+        self._pending = -(-len(self.ids) // ID_BLOCK)
+        self._unchecked = bytearray(b"\x01") * self._pending if self._pending else None
         return self
 
     def __len__(self) -> int:
@@ -93,6 +95,9 @@ class TokenArray:
                                 f"vocabulary of {self._below} ids: the file was changed after it was written; delete it "
                                 f"to rebuild it (asked for sample {index})")
             self._unchecked[block] = 0
+            self._pending -= 1
+        if self._pending == 0:  # every block checked: items are served as if unbounded
+            self._unchecked = None
 
     @property
     def lengths(self) -> np.ndarray:
