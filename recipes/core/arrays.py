@@ -23,6 +23,9 @@ import torch
 from recipes.core.errors import DataError
 
 ID_BLOCK = 1 << 16  # ids checked together against a vocabulary bound (TokenArray.bounded)
+# Up to this many blocks (16 M ids, milliseconds of maxima) are all checked at the first item: after it
+# items are served as if unbounded. Larger arrays are checked a block at a time, as they are read.
+WHOLE_CHECK_BLOCKS = 256
 
 
 class StringArray:
@@ -63,10 +66,11 @@ class TokenArray:
         self._below, self._source, self._unchecked, self._pending = 0, "", None, 0
 
     def bounded(self, below: int, source: str) -> TokenArray:
-        """Check ids against ``below`` as they are served, a block of :data:`ID_BLOCK` ids the first
-        time any of it is (its maximum, once per process; once all are checked, items are served as
-        before), so an id written over in place on disk is a DataError naming ``source`` and the
-        sample, never an item. Returns self. Cost: benchmarks/README.md (text, figure 5)."""
+        """Check ids against ``below`` as they are served: a block of :data:`ID_BLOCK` ids the first
+        time any of it is (its maximum, once per process; all of them at the first item up to
+        :data:`WHOLE_CHECK_BLOCKS`), and once all are checked items are served as before. An id
+        written over in place on disk is then a DataError naming ``source`` and the sample, never an
+        item. Returns self. Cost: benchmarks/README.md (text, figure 5)."""
         self._below, self._source = int(below), source
         self._pending = -(-len(self.ids) // ID_BLOCK)
         self._unchecked = bytearray(b"\x01") * self._pending if self._pending else None
@@ -84,6 +88,8 @@ class TokenArray:
         return self.ids[start:end]
 
     def _check(self, first: int, last: int, index: int) -> None:
+        if len(self._unchecked) <= WHOLE_CHECK_BLOCKS:
+            first, last = 0, len(self._unchecked) - 1
         for block in range(first, last + 1):
             if not self._unchecked[block]:
                 continue
