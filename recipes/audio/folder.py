@@ -22,12 +22,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
+from recipes.audio.decoding import audio_options, crop, decode, probe
 from recipes.core.arrays import StringArray
 from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loader import build_loader
 from recipes.core.padding import pad_batch
+from recipes.core.parameters import check_positive
 from recipes.core.plans import ByLength, TokenBudget
 from recipes.core.protocols import UsualCollate, dataset_pad_id
 from recipes.core.states import sampled_digest
@@ -77,17 +78,18 @@ class AudioFolderDataset(Dataset):
         allow_empty: bool = False,
     ) -> None:
         self.root = os.path.expanduser(os.fspath(root))
-        self.sample_rate = int(sample_rate)
+        self.sample_rate, self.num_channels, self.max_seconds = audio_options(
+            "AudioFolderDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
-        if clip_seconds is not None and not clip_seconds > 0:
-            raise ValueError(f"clip_seconds must be > 0 or None, got {clip_seconds!r}")
-        self.clip_seconds, self.num_channels, self.random_crop = clip_seconds, num_channels, random_crop
-        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.clip_seconds = check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
+        self.random_crop = random_crop
         self.extensions = normalise_extensions(AUDIO_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
-        kept, seconds = self._index(relative)
+        with SkippedRows(self.root, "clip") as skipped:
+            kept, seconds = self._index(relative)
+            skipped.check(len(kept))
         self.paths = StringArray([relative[k] for k in kept])
         self.labels = np.asarray(labels, dtype=np.int64)[kept]
         self.header_durations = np.asarray(seconds, dtype=np.float64)
@@ -288,6 +290,7 @@ def audio_loader(
         plan = None
     else:
         lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
+        max_seconds = check_positive("max_seconds", max_seconds, owner="audio_loader")
         budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
         plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
     return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,

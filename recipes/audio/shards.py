@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from recipes.audio.decoding import MAX_SECONDS, decode
+from recipes.audio.decoding import audio_options, decode
 from recipes.core.distributed import shared_result
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.moved_keywords import moved_keywords
@@ -76,14 +76,15 @@ class AudioShards(ResumableStream):
         storage_options: dict[str, Any] | None = None,
         order: StreamOrder | None = None,
     ) -> None:
+        self.sample_rate, self.num_channels, self.max_seconds = audio_options(
+            "AudioShards", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         order = order_or_default(order, "AudioShards")
         shuffle_buffer, seed = order.shuffle_buffer, order.seed
         self.storage_options = storage_options
         # listed and indexed once per job: on rank 0, sent to the others (recipes.core.shard_index)
         self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
                                                 order.world_size)
-        self.sample_rate, self.num_channels, self.shuffle_buffer = int(sample_rate), num_channels, shuffle_buffer
-        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.shuffle_buffer = shuffle_buffer
         self.on_error = check_on_error(on_error)
         self.encoder, self.pad_id = None, None
         if tokenizer is not None:

@@ -176,9 +176,16 @@ def _problem(message: str) -> Problem:
 @contextmanager
 def _skipped_as_problems(report: Report) -> Iterator[None]:
     """Each clip or row an ``on_error="skip"`` index leaves out becomes a problem of ``report``."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkippedSampleWarning)
-        yield
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SkippedSampleWarning)
+            yield
+    finally:  # also when the index raises (every row skipped): its rows are still the report's
+        _report_skipped(report, caught)
+
+
+def _report_skipped(report: Report, caught: list[warnings.WarningMessage]) -> None:
     for warning in caught:
         if issubclass(warning.category, SkippedSampleWarning):
             report.problems.append(_problem(str(warning.message)))

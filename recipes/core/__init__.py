@@ -5,8 +5,8 @@
   form: :class:`ByGroup`, :class:`ByLength`, :class:`TokenBudget`), ``seeding`` (per-sample
   seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
   (:class:`MixedDataset`, :class:`MixedStream`), ``states`` and ``loader_states`` (what a saved
-  state belongs to, every field checked at load), ``orphans`` (workers end with their parent),
-  ``distributed``, ``tuning`` (``recipes bench``).
+  state belongs to, every field checked at load), ``orphans`` (workers end with their parent), ``watchdog``
+  (a stall names its samples), ``parameters`` (checked when built), ``distributed``, ``tuning`` (``recipes bench``).
 - Hooks: ``protocols``, what the core reads from a dataset (:class:`Described`, :class:`Mixable`,
   :class:`DrawsEpochs`, ...), each a ``typing.Protocol``, and :func:`check_hooks`.
 - Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
@@ -59,6 +59,8 @@ _HOMES = {
     "stream_loader": "loader",
     "resolve_device": "loader",
     "usable_cpus": "loader",
+    "LoaderStallWarning": "watchdog",
+    "LoaderTimeoutError": "watchdog",
     "MixedDataset": "mixing",
     "MixedStream": "mixing",
     "check_relative": "paths",

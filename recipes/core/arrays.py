@@ -20,6 +20,13 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
+from recipes.core.errors import DataError
+
+ID_BLOCK = 1 << 16  # ids checked together against a vocabulary bound (TokenArray.bounded)
+# Up to this many blocks (16 M ids, milliseconds of maxima) are all checked at the first item: after it
+# items are served as if unbounded. Larger arrays are checked a block at a time, as they are read.
+WHOLE_CHECK_BLOCKS = 256
+
 
 class StringArray:
     """An immutable sequence of strings stored as UTF-8 bytes in one numpy buffer plus offsets."""
@@ -56,12 +63,47 @@ class TokenArray:
         if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids):
             raise ValueError("offsets must start at 0 and end at len(ids)")
         self.ids, self.offsets = ids, offsets
+        self._below, self._source, self._unchecked, self._pending = 0, "", None, 0
+
+    def bounded(self, below: int, source: str) -> TokenArray:
+        """Check ids against ``below`` as they are served: a block of :data:`ID_BLOCK` ids the first
+        time any of it is (its maximum, once per process; all of them at the first item up to
+        :data:`WHOLE_CHECK_BLOCKS`), and once all are checked items are served as before. An id
+        written over in place on disk is then a DataError naming ``source`` and the sample, never an
+        item. Returns self. Cost: benchmarks/README.md (text, figure 5)."""
+        self._below, self._source = int(below), source
+        self._pending = -(-len(self.ids) // ID_BLOCK)
+        self._unchecked = bytearray(b"\x01") * self._pending if self._pending else None
+        return self
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, index: int) -> np.ndarray:
-        return self.ids[self.offsets[index] : self.offsets[index + 1]]
+        start, end = self.offsets[index], self.offsets[index + 1]
+        if self._unchecked is not None and end > start:
+            first, last = int(start) // ID_BLOCK, (int(end) - 1) // ID_BLOCK
+            if self._unchecked[first] or self._unchecked[last] or last - first > 1:
+                self._check(first, last, index)
+        return self.ids[start:end]
+
+    def _check(self, first: int, last: int, index: int) -> None:
+        if len(self._unchecked) <= WHOLE_CHECK_BLOCKS:
+            first, last = 0, len(self._unchecked) - 1
+        for block in range(first, last + 1):
+            if not self._unchecked[block]:
+                continue
+            ids = self.ids[block * ID_BLOCK : (block + 1) * ID_BLOCK]
+            if len(ids) and int(ids.max()) >= self._below:
+                position = block * ID_BLOCK + int(np.argmax(ids >= self._below))
+                sample = int(np.searchsorted(self.offsets, position, side="right")) - 1
+                raise DataError(f"{self._source}: sample {sample} holds token id {int(self.ids[position])}, outside the "
+                                f"vocabulary of {self._below} ids: the file was changed after it was written; delete it "
+                                f"to rebuild it (asked for sample {index})")
+            self._unchecked[block] = 0
+            self._pending -= 1
+        if self._pending == 0:  # every block checked: items are served as if unbounded
+            self._unchecked = None
 
     @property
     def lengths(self) -> np.ndarray:

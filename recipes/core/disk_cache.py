@@ -45,6 +45,7 @@ try:
 except ImportError:  # Windows: an open file cannot be deleted there, which protects a live writer instead
     fcntl = None  # type: ignore[assignment]
 
+from recipes.core.paths import cache_folder
 from recipes.core.storage import basename, is_url, open_stream, stream_size
 
 DRAIN_BYTES = 2**20  # on close, read at most this much more to complete an entry (a tar's padding)
@@ -81,7 +82,7 @@ class DiskCache:
     ) -> None:
         if limit_bytes <= 0:
             raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
-        self.folder, self.limit_bytes = Path(folder).expanduser(), int(limit_bytes)
+        self.folder, self.limit_bytes = cache_folder(folder), int(limit_bytes)
         self.revalidate, self.verify = revalidate, verify
 
     def entry(self, url: str) -> Path:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from recipes.core.protocols import Described
@@ -62,7 +63,12 @@ def check_on_error(on_error: str) -> str:
 
 
 def skip_or_raise(error: DataError, on_error: str) -> None:
-    """Apply the policy: raise ``error``, or warn with its message and return None."""
+    """Apply the policy: raise ``error``, or warn with its message and return None (and count it
+    in the :class:`SkippedRows` block around, if any)."""
+    tally = _SKIPPED.get()
+    if tally is not None and on_error != "raise":
+        tally.count += 1
+        tally.first = tally.first or str(getattr(error, "reason", error))
     if on_error == "raise":
         try:
             raise error
@@ -72,6 +78,32 @@ def skip_or_raise(error: DataError, on_error: str) -> None:
             del error
     warnings.warn(f"skipped: {getattr(error, 'reason', error)}", SkippedSampleWarning, stacklevel=3)
     return None
+
+
+class SkippedRows:
+    """``with SkippedRows(name) as skipped: ...; skipped.check(kept)``: the rows skipped in the block
+    (by :func:`skip_or_raise`, however deep) are counted, and a build that kept none of the rows it
+    read is a DataError saying how many and why the first was skipped, not an empty dataset whose
+    loader yields nothing."""
+
+    def __init__(self, name: str, unit: str = "row") -> None:
+        self.name, self.unit, self.count, self.first, self._token = name, unit, 0, "", None
+
+    def __enter__(self) -> SkippedRows:
+        self._token = _SKIPPED.set(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _SKIPPED.reset(self._token)
+
+    def check(self, kept: int) -> None:
+        """Raise if rows were read, all skipped, and none kept."""
+        if kept == 0 and self.count:
+            raise DataError(f"{self.name}: every {self.unit} was skipped ({self.count:,} read, on_error='skip'); "
+                            f"the first: {self.first}")
+
+
+_SKIPPED: ContextVar[SkippedRows | None] = ContextVar("recipes_skipped_rows", default=None)
 
 
 def drop_skipped(batch: Sequence[Any]) -> list[Any]:

@@ -18,11 +18,11 @@ import os
 import secrets
 import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from recipes.core.paths import cache_folder
 from recipes.core.storage import is_url
 
 INDEX_VERSION = 1  # part of the key: bump when an index's arrays or the rules that make them change
@@ -49,7 +49,7 @@ def cached_index(
     if cache_dir is None:
         return build()
     digest = hashlib.sha256(json.dumps([INDEX_VERSION, kind, identity]).encode("utf-8")).hexdigest()[:32]
-    path = Path(cache_dir).expanduser() / f"{kind}-index-{digest}.npz"
+    path = cache_folder(cache_dir, option="index_dir") / f"{kind}-index-{digest}.npz"
     try:
         with np.load(path, allow_pickle=False) as stored:
             return {name: stored[name] for name in stored.files}

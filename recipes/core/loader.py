@@ -34,6 +34,7 @@ from recipes.core.loader_errors import ReleasingIterator
 from recipes.core.loader_states import BELONGS, check_loader_state, loader_identity
 from recipes.core.orphans import exit_with_parent
 from recipes.core.packing import packed_in_workers
+from recipes.core.parameters import check_count
 from recipes.core.plans import Plan, Shuffle, draws_of
 from recipes.core.protocols import (
     ChecksStates,
@@ -48,6 +49,7 @@ from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.seeding import SeededDataset, random_seed, rank_seed
 from recipes.core.states import check_int
 from recipes.core.trainers import check_built_for_ranks, shards_itself
+from recipes.core.watchdog import WatchedIterator, watch_loader
 from recipes.core.worker_sockets import check_socket_dir
 
 # More workers than this rarely helps one GPU and each one costs a process, its memory and
@@ -165,7 +167,8 @@ def preset_kwargs(
     hands to ``DataLoader``, plus ``shuffle`` and ``drop_last`` for its batch sampler to pop.
 
     ``overrides`` replace the preset's values (``num_workers=0``, ``pin_memory=False``,
-    ``multiprocessing_context="spawn"``, ``drop_last=False``, ``shuffle=False``, ...); a
+    ``multiprocessing_context="spawn"``, ``drop_last=False``, ``shuffle=False``, ``timeout=60``,
+    ``stall_warning_s=None``: the watchdog's, :mod:`recipes.core.watchdog`, ...); a
     ``worker_init_fn`` runs after the preset's own start-up (:func:`freeze_inherited_objects`)
     instead of replacing it. Without workers, the worker-only arguments are left out.
     """
@@ -264,6 +267,7 @@ def stream_loader(
     """
     check_hooks(dataset)
     collate_fn = chosen_collate(dataset, collate_fn)
+    check_count("batch_size", batch_size, owner=f"the loader of a {type(dataset).__name__}")
     if stateful and not isinstance(dataset, Resumable):
         raise ValueError(
             f"stateful=True: {type(dataset).__name__} has no state_dict/load_state_dict, and an IterableDataset "
@@ -283,6 +287,15 @@ def stream_loader(
     return EqualSteps(loader) if train and distributed_rank_and_size()[1] > 1 else loader
 
 
+def watched(loader: DataLoader, iterator: Any) -> ReleasingIterator:
+    """``loader``'s iterator, watched for stalls where the loader has a watch (workers), and releasing on error."""
+    watch = loader.__dict__.get("watch")
+    if watch is None:
+        return ReleasingIterator(iterator)
+    dataset = loader.dataset.dataset if isinstance(loader.dataset, SeededDataset) else loader.dataset
+    return WatchedIterator(iterator, watch, dataset)
+
+
 def loader_collate(collate_fn: Callable[[list[Any]], Any]) -> NamedCollate:
     """``collate_fn`` as the loaders call it: its batches packed in worker processes, one transfer
     a dtype rather than one a tensor (benchmarks/README.md), and its errors naming the samples."""
@@ -294,11 +307,17 @@ def loader_collate(collate_fn: Callable[[list[Any]], Any]) -> NamedCollate:
 @shards_itself  # Lightning and Accelerate take it without sharding it again (recipes.core.trainers)
 class RecipeLoader(DataLoader):
     """torch's ``DataLoader``, whose iterator leaves no reference cycle behind when it raises
-    (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive."""
+    (:mod:`recipes.core.loader_errors`): a caught error does not keep the workers alive. A stall
+    names the samples in flight and the silent worker's stack (:mod:`recipes.core.watchdog`):
+    past ``timeout=`` as an error, past ``stall_warning_s=`` (five minutes; None: off) as one warning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs, self.watch = watch_loader(kwargs)
+        super().__init__(*args, **kwargs)
 
     def __iter__(self) -> ReleasingIterator:
         check_built_for_ranks(self)
-        return ReleasingIterator(super().__iter__())
+        return watched(self, super().__iter__())
 
 
 @shards_itself
@@ -322,12 +341,13 @@ class ResumableLoader(StatefulDataLoader):
             # torchdata 0.11's constructor calls torch.set_vital, which torch deprecates; nothing we
             # pass avoids it. tests/core/test_loader.py fails once a torchdata release stops calling it.
             warnings.filterwarnings("ignore", message=SET_VITAL_WARNING, category=UserWarning)
+            kwargs, self.watch = watch_loader(kwargs)
             super().__init__(*args, **kwargs)
         self._belongs_to: dict[str, Any] | None = None
 
     def __iter__(self) -> ReleasingIterator:
         check_built_for_ranks(self)
-        return ReleasingIterator(super().__iter__())
+        return watched(self, super().__iter__())
 
     def belongs_to(self) -> dict[str, Any]:
         """The samples, source and batching a state of this loader is a position in

@@ -70,6 +70,9 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
         raise ValueError(f"{OWNER} state must be a dict (a StatefulDataLoader's state_dict()), got "
                          f"{type(state).__name__}")
     belongs = state.get(BELONGS)
+    if BELONGS not in state and _names_its_batching(state):
+        raise ValueError(f"{OWNER} state: no {BELONGS}, though its sampler state is of a version that always writes "
+                         "one (it names the data the state is a position in): pass the state as it was saved")
     if belongs is not None or BELONGS in state:  # states saved before they named their data have none
         if not isinstance(belongs, dict):
             raise ValueError(f"{OWNER} state: {BELONGS} = {_short(belongs)} is not a dict")
@@ -90,6 +93,15 @@ def check_loader_state(loader: Any, state: Any) -> CheckedState:
     elif grouped:
         _check_sampler_state(loader.batch_sampler, checked)
     return checked
+
+
+def _names_its_batching(state: dict[str, Any]) -> bool:
+    """Whether the state's sampler state holds ``num_samples``, as every state saved with ``belongs_to`` does."""
+    sampler = state.get("_index_sampler_state")
+    snapshot = state.get("_snapshot")
+    if sampler is None and isinstance(snapshot, dict) and isinstance(snapshot.get("_main_snapshot"), dict):
+        sampler = snapshot["_main_snapshot"].get("_index_sampler_state")
+    return isinstance(sampler, dict) and "num_samples" in sampler
 
 
 def _check_single(state: dict[str, Any], iterable: bool, grouped: bool, batch_size: int | None) -> CheckedState:

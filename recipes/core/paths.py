@@ -6,6 +6,7 @@ path, or a symlink that points outside the dataset folder must be refused, not o
     root = Path("data/coco/train2017")
     check_relative("000000000009.jpg", source="instances.json, image id 9")  # cheap, at index time
     path = resolve_under(root, "000000000009.jpg")                          # at open time
+    folder = cache_folder(cache_dir)                                          # "" refused, "~" expanded
 """
 
 from __future__ import annotations
@@ -54,3 +55,12 @@ def resolve_under(root: str | os.PathLike, name: str, *, source: str = "") -> Pa
         where = f"{source}: " if source else ""
         raise DataError(f"{where}path {name!r} resolves to {path}, outside the root {base}")
     return path
+
+
+def cache_folder(folder: str | os.PathLike, *, option: str = "cache_dir") -> Path:
+    """``folder`` (``~`` expanded) for a cache to write into; ``""`` is a ValueError naming ``option``,
+    not the current directory."""
+    if not os.fspath(folder).strip():
+        raise ValueError(f"{option}={os.fspath(folder)!r} names no folder (it would write into the current "
+                         f"directory); pass a folder, or {option}=None to keep nothing on disk")
+    return Path(folder).expanduser()

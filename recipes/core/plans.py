@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from recipes.core.parameters import check_count, check_positive
 from recipes.core.permutation import Permutation
 from recipes.core.protocols import DrawsEpochs
 from recipes.core.seeding import sample_seeds
@@ -220,8 +221,7 @@ class ByLength(Plan):
         noise = 0.0 if noise is None else noise
         jitter = (DEFAULT_JITTER if self._defaults else 0.0) if jitter is None else jitter
         for name, value in (("noise", noise), ("jitter", jitter)):
-            if not value >= 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
+            check_positive(name, value, owner=type(self).__name__, zero=True)
         self.lengths = _integers(lengths)
         self.noise, self.jitter = float(noise), float(jitter)
         self.window = _check_window(window)
@@ -274,9 +274,7 @@ class TokenBudget(ByLength):
     def __init__(self, lengths: Any, max_tokens: int, *, noise: float = DEFAULT_LENGTH_NOISE,
                  window: int = DEFAULT_WINDOW, draws: Draws | None = None) -> None:
         super().__init__(lengths, noise=noise, window=window, draws=draws)
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        self.max_tokens = int(max_tokens)
+        self.max_tokens = check_count("max_tokens", max_tokens, owner="TokenBudget", none=False)
 
     def check(self, num_samples: int, batch_size: int | None) -> None:
         _check_per_sample(self.lengths, "lengths", num_samples)

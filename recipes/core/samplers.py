@@ -33,6 +33,7 @@ from torch.utils.data import Sampler
 
 from recipes.core.distributed import resolve_rank, shared_seed
 from recipes.core.draws import EpochDraws
+from recipes.core.parameters import check_count
 from recipes.core.permutation import Permutation
 from recipes.core.plans import Plan, Shuffle, Windows
 from recipes.core.seeding import epoch_generator, sample_seeds
@@ -78,8 +79,7 @@ class GroupedBatchSampler(Sampler[list[int]]):
         if isinstance(num_samples, Sampler):
             self._rebuilt_from(num_samples, batch_size, drop_last)
             return
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        batch_size = check_count("batch_size", batch_size, owner=type(self).__name__)
         self.num_samples = int(num_samples)
         self.plan = Shuffle() if plan is None else plan
         self.plan.check(self.num_samples, batch_size)

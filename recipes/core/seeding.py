@@ -27,6 +27,7 @@ from torch.utils.data import Dataset, get_worker_info
 
 from recipes.core.errors import BatchSamples
 from recipes.core.states import source_of
+from recipes.core.watchdog import loaded, loading
 
 _MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -153,12 +154,18 @@ class SeededDataset(Dataset):
         once per batch, not once per sample (~0.13 ms a sample, most of an in-memory batch).
         The list carries the batch's indices, which a failing collate names (``NamedCollate``)."""
         indices = [key[0] if isinstance(key, tuple) else key for key in keys]
-        if not any(isinstance(key, tuple) for key in keys):
-            return BatchSamples([self.dataset[key] for key in keys], indices, self.dataset)
-        if get_worker_info() is not None:  # a worker owns its generators: nothing to restore (see seeded)
-            return BatchSamples(self._seeded_batch(keys), indices, self.dataset)
-        with _preserved_rng():
-            return BatchSamples(self._seeded_batch(keys), indices, self.dataset)
+        loading(indices)  # a watched worker notes what it loads (recipes.core.watchdog)
+        try:
+            if not any(isinstance(key, tuple) for key in keys):
+                samples = [self.dataset[key] for key in keys]
+            elif get_worker_info() is not None:  # a worker owns its generators: nothing to restore (see seeded)
+                samples = self._seeded_batch(keys)
+            else:
+                with _preserved_rng():
+                    samples = self._seeded_batch(keys)
+        finally:
+            loaded()
+        return BatchSamples(samples, indices, self.dataset)
 
     def _seeded_batch(self, keys: list[int | tuple[int, int]]) -> list[Any]:
         samples = []

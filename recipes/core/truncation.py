@@ -16,6 +16,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.arrays import TokenArray
+from recipes.core.parameters import check_count
 
 TRUNCATIONS = ("tokenizer", "slice")
 SPECIAL_PROBES = ("a", "the", "0", ".", "x")  # texts encoded to see where the special tokens go
@@ -25,8 +26,7 @@ def check_truncation(max_length: int | None, truncation: str = "tokenizer") -> N
     """ValueError unless ``max_length`` is None or >= 1 and ``truncation`` one of :data:`TRUNCATIONS`."""
     if truncation not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
-    if max_length is not None and max_length < 1:
-        raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+    check_count("max_length", max_length, owner="the tokenizer's cut")
 
 
 def special_ends(tokenizer: Tokenizer) -> tuple[list[int], list[int]]:

@@ -40,6 +40,7 @@ from recipes.core.batching import extra_columns
 from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.errors import (
     DataError,
+    SkippedRows,
     UserCode,
     check_on_error,
     describe_sample,
@@ -56,6 +57,7 @@ from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, is_url, parent, shown
 from recipes.core.padding import pad_batch
+from recipes.core.parameters import check_count
 from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
@@ -133,30 +135,31 @@ class ImageTextDataset(Dataset):
         )
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
+        check_count("max_length", max_length, owner="ImageTextDataset")
         encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)
         self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
-        if is_parquet(manifest):
-            fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
-                      "max_row_group_bytes": max_row_group_bytes}
-            index = index_caption_parquet(
-                manifest, encoder, on_error=on_error, storage_options=storage_options, **fields
-            )
-            self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
-            self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
-            self.manifest = entry_name(manifest) if is_arrow_dataset(manifest) else manifest
-            first = None if is_arrow_dataset(manifest) else index.entries[0]
-        else:
-            rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
-            self.images, self.blobs, self.manifest, first = StringArray(rows.images), None, rows.path, rows.path
-            self._sources, self._key_name, self._keys = [shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
-            self._source_of = np.zeros(len(rows), dtype=np.int32)
-            counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
-            flat = [caption for row in rows.captions for caption in row]
-            self.caption_tokens = encode_texts(encoder, flat, description="tokenizing captions")
+        with SkippedRows(shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest") as skipped:
+            if is_parquet(manifest):
+                fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
+                          "max_row_group_bytes": max_row_group_bytes}
+                index = index_caption_parquet(
+                    manifest, encoder, on_error=on_error, storage_options=storage_options, **fields
+                )
+                self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
+                self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
+                self.manifest = entry_name(manifest) if is_arrow_dataset(manifest) else manifest
+                first = None if is_arrow_dataset(manifest) else index.entries[0]
+            else:
+                rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
+                self.images, self.blobs, self.manifest, first = StringArray(rows.images), None, rows.path, rows.path
+                self._sources, self._key_name, self._keys = [shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
+                self._source_of = np.zeros(len(rows), dtype=np.int32)
+                counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
+                flat = [caption for row in rows.captions for caption in row]
+                self.caption_tokens = encode_texts(encoder, flat, description="tokenizing captions")
+            skipped.check(len(self.images))
         if not len(self.images):
             raise DataError(f"{self._sources[0]}: the manifest holds no usable image-caption row")
         if image_root is None:

@@ -23,6 +23,7 @@ import re
 from typing import Any, NamedTuple
 
 from recipes.text.chat_template import ChatTemplate
+from recipes.text.template_budget import TemplateBudgetError
 
 # Private-use characters around the message number: no template writes or transforms them
 PLACEHOLDER = "\ue000{}\ue001"
@@ -84,8 +85,6 @@ class TurnSkeletons:
 
     def _build(self, messages: list[dict[str, Any]]) -> Skeleton | None:
         """Render the shape with placeholders: the whole, and the prefixes around each assistant turn."""
-        import jinja2
-
         held = [{**message, "content": PLACEHOLDER.format(number)} for number, message in enumerate(messages)]
         try:
             text, _ = self.template.render(held)
@@ -98,7 +97,9 @@ class TurnSkeletons:
                 if not (text.startswith(through) and through.startswith(before)):
                     return None  # the prefixes render differently alone: the caller says so
                 ends.append((len(before), len(through)))
-        except jinja2.TemplateError:
+        except TemplateBudgetError:
+            raise  # the row's budget is spent: its render would fail the same way
+        except Exception:
             return None  # the real render raises it again, with the row it came from
         parts = _PLACEHOLDER.split(text)
         slots = [int(number) for number in parts[1::2]]

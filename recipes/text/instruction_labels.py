@@ -33,6 +33,7 @@ from recipes.core.errors import DataError
 from recipes.text.chat_template import ChatTemplate
 from recipes.text.chat_turns import TurnSkeletons
 from recipes.text.instruction_rows import SKIP_HINT, Sample
+from recipes.text.template_budget import TemplateBudgetError
 
 T = TypeVar("T")
 _SKELETONS: weakref.WeakKeyDictionary[ChatTemplate, TurnSkeletons] = weakref.WeakKeyDictionary()
@@ -57,17 +58,33 @@ class Encoded(NamedTuple):
 
 def render_sample(sample: Sample, template: ChatTemplate | None, *, where: str, completion_only: bool = True) -> Rendered:
     """The text of ``sample`` and its learned spans (see the module docstring)."""
-    import jinja2
-
-    try:
+    if template is None or sample.kind == "text":
         rendered = _render(sample, template, where)
-    except jinja2.TemplateError as error:  # raise_exception in the template, or a failure it hit
-        raise DataError(f"{where}: the chat template raised: {error}", skip_hint=SKIP_HINT) from None
+    else:
+        rendered = _rendered_by(template, sample, where)
     if not completion_only or sample.kind == "text":
         return rendered._replace(spans=[(0, len(rendered.text))])
     if not any(end > start for start, end in rendered.spans):
         raise DataError(f"{where}: nothing to learn (no assistant turn, or an empty completion)", skip_hint=SKIP_HINT)
     return rendered
+
+
+def _rendered_by(template: ChatTemplate, sample: Sample, where: str) -> Rendered:
+    """``sample`` rendered within one row's budget; whatever the template's code raises is a DataError naming the row."""
+    import jinja2
+
+    try:
+        with template.bounded((sample.prompt, sample.completion)):
+            return _render(sample, template, where)
+    except DataError:
+        raise
+    except TemplateBudgetError as error:
+        raise DataError(f"{where}: {error}", skip_hint=SKIP_HINT) from None
+    except jinja2.TemplateError as error:  # raise_exception in the template, or a failure it hit
+        raise DataError(f"{where}: the chat template raised: {error}", skip_hint=SKIP_HINT) from None
+    except Exception as error:  # the template's own code: {{ 1/0 }}, {{ 'a' + 1 }}, a recursion too deep
+        raise DataError(f"{where}: the chat template raised {type(error).__name__}: {str(error)[:200]}",
+                        skip_hint=SKIP_HINT) from None
 
 
 def _render(sample: Sample, template: ChatTemplate | None, where: str) -> Rendered:

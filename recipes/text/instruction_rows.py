@@ -24,6 +24,7 @@ from typing import Any
 from recipes.core.errors import DataError
 from recipes.core.parquet_files import columns_of, is_parquet, iter_rows, parquet_entries, row_counts
 from recipes.core.storage import basename, read_bytes, shown, suffix
+from recipes.text.template_budget import conversation_chars
 
 FORMATS = (".jsonl", ".csv", ".parquet")
 ROLES = ("system", "developer", "user", "assistant", "tool")  # the OpenAI / transformers message roles
@@ -136,6 +137,18 @@ def check_record(record: Any, where: str) -> Sample:
         return Sample("text", record["text"])
     raise DataError(f"{where}: no instruction fields (one of 'messages', 'prompt' + 'completion', 'text'); the row "
                     f"has {sorted(record)}", skip_hint=SKIP_HINT)
+
+
+def check_row_size(sample: Sample, where: str, max_chars: int | None) -> None:
+    """A DataError if the texts of ``sample`` hold more than ``max_chars`` characters (None: no limit)."""
+    if max_chars is None:
+        return
+    size = conversation_chars((sample.prompt, sample.completion))
+    if size > max_chars:
+        raise DataError(f"{where}: the row's texts hold {size:,} characters, over read_options.max_line_chars="
+                        f"{max_chars:,}; a row is rendered and tokenised whole (about 100 bytes a character, "
+                        "whatever max_length): pass read_options=ReadOptions(max_line_chars=...) to raise the limit",
+                        skip_hint=SKIP_HINT)
 
 
 def check_messages(messages: Any, where: str, field: str) -> list[dict[str, Any]]:

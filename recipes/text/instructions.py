@@ -30,20 +30,25 @@ from torch.utils.data import Dataset
 
 from recipes.core.arrays import TokenArray
 from recipes.core.batching import extra_columns
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.moved_keywords import moved_keywords
+from recipes.core.parameters import check_count
 from recipes.core.parquet_files import is_parquet, parquet_entries
 from recipes.core.padding import pad_batch, pad_to_width
+from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.tokens import find_pad_id, load_tokenizer, require_pad_id, token_dtype
-from recipes.text.chat_template import ChatTemplate, load_template
+from recipes.text.chat_template import ChatTemplate, check_special_tokens, load_template
 from recipes.text.corpus_files import sample_index
 from recipes.text.instruction_ids import read_instruction_ids
 from recipes.text.instruction_labels import Encoded, LabelEncoder, Rendered, cut, render_sample
-from recipes.text.instruction_rows import SKIP_HINT, check_record, read_records, source_name
+from recipes.text.instruction_rows import SKIP_HINT, check_record, check_row_size, read_records, source_name
+from recipes.text.token_source import from_ids_instance
 
 IGNORE_INDEX = -100  # the label PyTorch's cross_entropy (and every HF model's loss) skips
 OVERLONG = ("cut", "refuse")
 ITEM_KEYS = ("input_ids", "labels", "index")  # what instruction_collate reads; other item keys are carried
 CHUNK_ROWS = 2048  # rows rendered per encode_batch call: enough for Rust's thread pool
+INSTRUCTION_READ_OPTIONS = ("max_line_chars",)  # what this reads of its ReadOptions
 
 
 class InstructionDataset(Dataset):
@@ -65,15 +70,18 @@ class InstructionDataset(Dataset):
     ``max_length``). ``overlong="refuse"``: every sample over ``max_length`` is a DataError, for
     data where half an answer is worse than none. With ``on_error="skip"`` such samples are dropped
     with a warning, as bad rows are: an unknown role, a message without content, an empty
-    conversation, a template that raises. Each error names the file and line (Parquet: row).
+    conversation, a template that raises or goes over its budget (:class:`recipes.text.RenderBudget`),
+    a row over ``read_options.max_line_chars``. Each error names the file and line (Parquet: row);
+    a source whose every row was skipped is a DataError saying how many and why the first was.
 
     Args:
         source: a ``.jsonl`` or ``.csv`` file, a ``.parquet`` file, list or glob, or a ``datasets.Dataset``.
         tokenizer: a ``tokenizers.Tokenizer`` or a ``tokenizer.json`` path.
         template: a model folder, its ``tokenizer_config.json`` or a ``chat_template.jinja`` path (the
             template and the config's special tokens, read as transformers reads them:
-            :meth:`ChatTemplate.from_config`), the Jinja text of a template, or a :class:`ChatTemplate`;
-            needed for message rows.
+            :meth:`ChatTemplate.from_config`), the Jinja text of a template, or a :class:`ChatTemplate`
+            (with its ``budget``); needed for message rows. Its ``bos_token``, ``eos_token`` and
+            ``pad_token`` must be in the vocabulary.
         completion_only: learn only the answers (above); False learns every token.
         max_length: keep at most this many ids per sample (None: all).
         on_error: ``"raise"`` or ``"skip"`` (see above).
@@ -81,12 +89,35 @@ class InstructionDataset(Dataset):
         pad_id: the id ``instruction_collate`` pads with; None reads the tokenizer's pad token,
             else the template's ``eos_token`` (padding is masked either way).
         storage_options: passed to fsspec for a URL; never shown.
-        ids_field: Parquet only: read this column of token-id lists and its ``labels`` (or TRL's
-            ``assistant_masks`` / ``completion_mask``) column instead of tokenising rows
-            (:mod:`recipes.text.instruction_ids`); ``tokenizer`` may then be None (given, it bounds
-            the ids and names the pad id). ``max_length`` cuts them from the end.
+        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            ``max_line_chars``: a row whose texts hold more characters is a DataError naming it
+            (``TokenizedTextDataset``'s bound and default). A row is rendered and tokenised whole,
+            whatever ``max_length``: about 100 bytes of memory a character.
     """
 
+    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
+    def _init_ids(
+        self,
+        source: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        template: ChatTemplate | str | os.PathLike | None = None,
+        completion_only: bool = True,
+        max_length: int | None = None,
+        on_error: str = "raise",
+        overlong: str = "cut",
+        pad_id: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        """:meth:`from_ids`'s reading, which ``InstructionDataset(..., ids_field=...)`` runs too."""
+        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+        tokenizer = self._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
+        with SkippedRows(self._name) as skipped:
+            self._read_ids(source, ids_field, tokenizer, storage_options)
+            skipped.check(len(self))
+
+    @moved_keywords("InstructionDataset", mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         source: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -99,44 +130,82 @@ class InstructionDataset(Dataset):
         overlong: str = "cut",
         pad_id: int | None = None,
         storage_options: dict[str, Any] | None = None,
-        ids_field: str | None = None,
+        read_options: ReadOptions | None = None,
     ) -> None:
+        options = read_options_or_default(read_options, "InstructionDataset", INSTRUCTION_READ_OPTIONS)
+        tokenizer = self._setup(source, load_tokenizer(tokenizer), template, completion_only, max_length,
+                                on_error, overlong, pad_id)
+        self.max_chars = options.max_line_chars
+        self._line_name, rows = read_records(source, storage_options)
+        ids, learned, numbers = [], [], []
+        with SkippedRows(self._name) as skipped:
+            for chunk, encoded in LabelEncoder(tokenizer).pipelined(self._rendered(rows)):
+                for (row, _), sample in zip(chunk, encoded):
+                    try:
+                        sample_ids, mask = self._cut(sample, row.where)
+                    except DataError as error:
+                        skip_or_raise(error, on_error)
+                        continue
+                    ids.append(np.asarray(sample_ids, dtype=np.int64))
+                    learned.append(np.asarray(mask, dtype=bool))
+                    numbers.append(row.number)
+            skipped.check(len(ids))
+        self._set(ids, learned, numbers, token_dtype(tokenizer))
+
+    @classmethod
+    def from_ids(
+        cls,
+        source: str | os.PathLike | list[str | os.PathLike] | Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        template: ChatTemplate | str | os.PathLike | None = None,
+        completion_only: bool = True,
+        max_length: int | None = None,
+        on_error: str = "raise",
+        overlong: str = "cut",
+        pad_id: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> InstructionDataset:
+        """Instruction samples of a Parquet column of token-id lists and its ``labels`` (or TRL's
+        ``assistant_masks`` / ``completion_mask``) column, read as stored: nothing is tokenised
+        (:mod:`recipes.text.instruction_ids`; :class:`recipes.text.TokenizeInstructions` writes them).
+
+        Args:
+            source: a ``.parquet`` file, list or glob, or a ``datasets.Dataset``.
+            tokenizer: None, or the tokenizer that made the ids: it bounds them and names the pad id.
+            ids_field: the column of token-id lists.
+            template, completion_only, on_error, overlong, pad_id, storage_options: as the
+                constructor's; ``max_length`` cuts from the end, as text is cut.
+        """
+        return from_ids_instance(cls, cls._init_ids, source, tokenizer, ids_field=ids_field, template=template,
+                                 completion_only=completion_only, max_length=max_length, on_error=on_error,
+                                 overlong=overlong, pad_id=pad_id, storage_options=storage_options)
+
+    def _setup(self, source: Any, tokenizer: Tokenizer | None, template: Any, completion_only: bool,
+               max_length: int | None, on_error: str, overlong: str, pad_id: int | None) -> Tokenizer | None:
+        """Check and keep the options both readings share; the pad id from them."""
         check_on_error(on_error)
         if overlong not in OVERLONG:
             raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
-        tokenizer = None if tokenizer is None and ids_field is not None else load_tokenizer(tokenizer)
+        check_count("max_length", max_length, owner="InstructionDataset")
         self.template = load_template(template)
+        check_special_tokens(self.template, tokenizer)
         self.completion_only, self.max_length, self.on_error, self.overlong = completion_only, max_length, on_error, overlong
+        self.max_chars = None
         self._name = source_name(source)
         self._pad_id = None if tokenizer is None else find_pad_id(tokenizer, pad_id)
         self._pad_id = int(pad_id) if pad_id is not None else self._pad_id
         eos = None if self.template is None else self.template.eos_token
         if self._pad_id is None and eos is not None and tokenizer is not None:
             self._pad_id = tokenizer.token_to_id(eos)
-        if ids_field is not None:
-            self._read_ids(source, ids_field, tokenizer, storage_options)
-            return
-        self._line_name, rows = read_records(source, storage_options)
-        ids, learned, numbers = [], [], []
-        for chunk, encoded in LabelEncoder(tokenizer).pipelined(self._rendered(rows)):
-            for (row, _), sample in zip(chunk, encoded):
-                try:
-                    sample_ids, mask = self._cut(sample, row.where)
-                except DataError as error:
-                    skip_or_raise(error, on_error)
-                    continue
-                ids.append(np.asarray(sample_ids, dtype=np.int64))
-                learned.append(np.asarray(mask, dtype=bool))
-                numbers.append(row.number)
-        self._set(ids, learned, numbers, token_dtype(tokenizer))
+        return tokenizer
 
     def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
                   storage_options: dict[str, Any] | None) -> None:
         """Ids and labels already made (:mod:`recipes.text.instruction_ids`), cut as text is."""
         if not is_parquet(source):
-            raise ValueError(f"{self._name}: ids_field reads a Parquet column of token-id lists (or a "
+            raise ValueError(f"{self._name}: from_ids reads a Parquet column of token-id lists (or a "
                              "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
         vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
         self._line_name = "row"
@@ -189,6 +258,7 @@ class InstructionDataset(Dataset):
         for row in rows:
             try:
                 sample = check_record(row.record, row.where)
+                check_row_size(sample, row.where, self.max_chars)
                 pending.append((row, render_sample(sample, self.template, where=row.where,
                                                    completion_only=self.completion_only)))
             except DataError as error:

@@ -30,6 +30,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core.errors import DataError
+from recipes.core.parameters import check_count
 from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer
 from recipes.text.corpus_files import is_unicode
 
@@ -151,7 +152,7 @@ class TokenizeInstructions:
     The batch's ``messages`` or ``prompt``/``completion`` (or ``text``) columns are rendered and
     labelled as :class:`recipes.text.InstructionDataset` does; two ``list<int32>`` columns are
     added, the ids and ``labels`` (-100 where nothing is learned), which
-    ``InstructionDataset(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
+    ``InstructionDataset.from_ids(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
     whose answer ``max_length`` cuts off wholly, raises the dataset's DataError, naming the row in
     its batch: filter such rows first (``Dataset.filter``).
 
@@ -176,15 +177,16 @@ class TokenizeInstructions:
         max_length: int | None = None,
         ids_field: str = "input_ids",
     ) -> None:
-        from recipes.text.chat_template import load_template
+        from recipes.text.chat_template import check_special_tokens, load_template
 
         if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
             tokenizer = Tokenizer.from_str(tokenizer)
-        self.tokenizer_json = load_tokenizer(tokenizer).to_str()
+        tokenizer = load_tokenizer(tokenizer)
+        self.tokenizer_json = tokenizer.to_str()
         self.template, self.completion_only = load_template(template), completion_only
-        self.max_length, self.ids_field = max_length, ids_field
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        check_special_tokens(self.template, tokenizer)
+        self.max_length = check_count("max_length", max_length, owner="TokenizeInstructions")
+        self.ids_field = ids_field
 
     def __call__(self, batch: Any) -> Any:
         """``batch`` (a ``pyarrow.Table``) with the ids and ``labels`` columns appended."""

@@ -28,7 +28,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.arrays import TokenArray
-from recipes.core.errors import check_on_error
+from recipes.core.errors import SkippedRows, check_on_error
 from recipes.core.loader import build_loader
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
@@ -166,21 +166,25 @@ class TokenizedTextDataset(Dataset):
         key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
         needed = ("lines",) if label_field is None else ("lines", "labels")
+        self._vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # cached ids are served below it
         cached = None if self._cache is None else reuse_cache(
-            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",)
+            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",),
+            vocab_size=self._vocab_size,
         )
         if cached is not None:
             self._set_cached(*cached)
             return
-        if parquet is not None:
-            read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
-            corpus = parquet.read(encoder, **read, **fields)
-            tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
-        else:
-            rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
-            tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
-            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-            lines = np.asarray(rows.lines, dtype=np.int64)
+        with SkippedRows(self._name) as skipped:
+            if parquet is not None:
+                read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
+                corpus = parquet.read(encoder, **read, **fields)
+                tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
+            else:
+                rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
+                tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
+                labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+                lines = np.asarray(rows.lines, dtype=np.int64)
+            skipped.check(len(lines))
         if self._cache is not None:
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)
@@ -250,7 +254,7 @@ class TokenizedTextDataset(Dataset):
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
     def _load_cache(self) -> None:
-        self._set_cached(*load_cache(self._cache))
+        self._set_cached(*load_cache(self._cache, vocab_size=self._vocab_size))
 
     def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])

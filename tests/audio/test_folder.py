@@ -187,5 +187,5 @@ def test_an_empty_root_or_class_folder_says_how_to_fix_it(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="allow_empty=True"):
         AudioFolderDataset(tmp_path)
-    with pytest.raises(ValueError, match="clip_seconds must be > 0"):
+    with pytest.raises(ValueError, match="clip_seconds must be a finite number > 0"):
         AudioFolderDataset(tmp_path, clip_seconds=0, allow_empty=True)

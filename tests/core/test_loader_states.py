@@ -155,6 +155,8 @@ MAP_DAMAGE = [
     ("multi", ("_snapshot", "_main_snapshot", "_sampler_iter_state"), {"samples_yielded": 3}, r"_sampler_iter_state'\] = .* is not None"),
     ("multi", ("belongs_to", "batch_size"), 8, r"saved with batch_size=8, this loader has 4"),
     ("multi", ("belongs_to",), "x", r"belongs_to = 'x' is not a dict"),
+    ("single", ("belongs_to",), DELETE, r"no belongs_to, though its sampler state is of a version that always"),
+    ("multi", ("belongs_to",), DELETE, r"no belongs_to, though its sampler state is of a version that always"),
 ]
 
 

@@ -123,6 +123,15 @@ def test_raise_names_the_manifest_line_and_the_problem(folder, tokenizer, number
         dataset[1]
 
 
+def test_a_manifest_whose_every_row_was_skipped_is_an_error_saying_how_many_and_why(folder, tokenizer):
+    bad = [raw for raw, reason in LINES if reason in ("no 'caption' or 'captions' key", "empty caption")]
+    manifest = write_manifest(folder, bad)
+    with pytest.warns(SkippedSampleWarning), pytest.raises(DataError) as caught:
+        ImageTextDataset(manifest, tokenizer, on_error="skip")
+    assert f"{manifest}: every row was skipped (2 read, on_error='skip'); the first: " in str(caught.value)
+    assert "m.jsonl line 1: no 'caption' or 'captions' key" in str(caught.value)
+
+
 def test_an_invalid_utf8_csv_row_is_named_not_the_whole_file(folder, tokenizer):
     manifest = folder / "m.csv"
     manifest.write_bytes(b'image,caption\nimages/good.png,fine\nimages/good.png,"bad \xff bytes"\nimages/deep.png,ok\n')

@@ -179,3 +179,25 @@ def test_skip_mode_warns_line_by_line_where_a_reader_sees_only_one_of_two_schema
     assert second == [] and len(caught) == 40  # reader 1's share: "body" lines only, each warned
     items = sorted(first + second, key=lambda item: item["index"])
     assert [item["input_ids"].tolist() for item in items] == [tok.encode(f"new line {i}").ids for i in range(40)]
+
+
+def test_every_keyword_the_docs_give_the_stream_is_one_it_takes():
+    import dataclasses
+    import inspect
+    import re
+
+    from torch.utils.data import DataLoader
+
+    from recipes.core.read_options import ReadOptions
+
+    def named(function):
+        return set(inspect.signature(function).parameters)
+
+    taken = (named(StreamingTextDataset.__init__) | named(StreamingTextDataset.from_ids) | named(streaming_loader)
+             | named(DataLoader.__init__) | {field.name for kind in (ReadOptions, StreamOrder)
+                                               for field in dataclasses.fields(kind)})
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    wrong = [(page.name, keyword) for page in sorted(docs.rglob("*.md"))
+             for part in re.split(r"\n\s*\n|\n- ", page.read_text(encoding="utf-8")) if "StreamingTextDataset" in part
+             for keyword in re.findall(r"`(\w+)=", part) if keyword not in taken]
+    assert wrong == []  # e.g. trainers.md once gave it cache_dir=, which raises TypeError
