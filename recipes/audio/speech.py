@@ -68,6 +68,7 @@ class SpeechDataset(Dataset):
     """
 
     per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     def __init__(
         self,
@@ -178,10 +179,11 @@ class SpeechDataset(Dataset):
         return len(self.durations)
 
     def read_audio(self, index: int) -> torch.Tensor:
-        """Sample ``index``'s clip, float32 ``[C, N]``; override to read from elsewhere."""
+        """Sample ``index``'s clip, float32 ``[C, N]`` (int16 ``FixedPoint`` where :attr:`fixed_point` keeps
+        16-bit PCM: :func:`recipes.audio.folder.fixed_point_view`); override to read from elsewhere."""
         return decode(self.source(index), self.describe(index), sample_rate=self.sample_rate,
                       num_channels=self.num_channels, max_seconds=self.max_seconds,
-                      expected=float(self.durations[index]))
+                      expected=float(self.durations[index]), fixed_point=self.fixed_point)
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         try:

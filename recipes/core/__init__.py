@@ -10,8 +10,8 @@
 - Hooks: ``protocols``, what the core reads from a dataset (:class:`Described`, :class:`Mixable`,
   :class:`DrawsEpochs`, ...), each a ``typing.Protocol``, and :func:`check_hooks`.
 - Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
-  ``device`` (:class:`DevicePrefetcher`), ``device_decode`` and ``device_augment``
-  (``decode="device"``).
+  ``device`` (:class:`DevicePrefetcher`), ``fixed_point`` (integer samples made float there),
+  ``device_decode`` and ``device_augment`` (``decode="device"``).
 - Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
   (tokenizers, encoding), ``padding`` (ids into batches), ``truncation`` (cuts keeping special tokens), ``arrays``
   (per-sample tables workers share), ``class_folders`` (ImageFolder's walk), ``storage``, ``urls`` and
@@ -34,6 +34,8 @@ _HOMES = {
     "IMAGENET_MEAN": "device",
     "IMAGENET_STD": "device",
     "DevicePrefetcher": "device",
+    "FixedPoint": "fixed_point",
+    "fixed_to_float": "fixed_point",
     "normalize_images": "device",
     "to_device": "device",
     "StringArray": "arrays",

@@ -14,8 +14,9 @@ parameters (:mod:`recipes.core.device_decode`); the prefetcher decodes and augme
 device first (:mod:`recipes.core.device_augment`), on the side stream, then goes on as above.
 
 What counts as an image: a ``tv_tensors.Image`` of dtype uint8, or a plain uint8 tensor shaped
-``[B, C, H, W]`` with C = len(mean). Masks (``tv_tensors.Mask``), token ids and labels are moved
-but not converted.
+``[B, C, H, W]`` with C = len(mean). A :class:`recipes.core.fixed_point.FixedPoint` tensor (integers
+standing for ``x / 2**(bits - 1)``, shipped at half float32's bytes or less) becomes float32 there
+too. Masks, token ids and labels are moved but not converted.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import torch
 from torchvision import tv_tensors
 
 from recipes.core.device_augment import decode_encoded
+from recipes.core.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.nested import map_tensors, tensors_in
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -143,13 +145,15 @@ def _record_stream(batch: Any, stream: torch.cuda.Stream) -> None:
 
 
 class DevicePrefetcher:
-    """Iterate a loader with batches already on ``device`` and images normalised.
+    """Iterate a loader with batches already on ``device``, images normalised, fixed point made float.
 
     Args:
         loader: any iterable of batches (a DataLoader, usually with ``pin_memory=True``).
         device: target device; on CUDA the copy of the next batch overlaps the current step.
-        mean, std: per-channel normalisation; ``normalize=False`` moves images as uint8.
-        dtype: float dtype for images (``torch.bfloat16`` halves the activation memory).
+        mean, std: per-channel normalisation; ``normalize=False`` moves images as uint8 and
+            :class:`FixedPoint` tensors as their integers.
+        dtype: float dtype for images (``torch.bfloat16`` halves the activation memory);
+            :class:`FixedPoint` tensors become float32, the float batch they stand for.
 
     ``state_dict()`` / ``load_state_dict()`` pass through to a stateful loader and describe the
     batches the *caller* has consumed, not the one prefetched ahead.
@@ -186,7 +190,9 @@ class DevicePrefetcher:
     def _prepare(self, batch: Any) -> Any:
         batch = decode_encoded(batch, self.device)  # decode="device": decode, crop, resize, flip here
         batch = to_device(batch, self.device)
-        return normalize_images(batch, self.mean, self.std, self.dtype) if self.normalize else batch
+        if not self.normalize:
+            return batch
+        return normalize_images(fixed_to_float(batch), self.mean, self.std, self.dtype)
 
     def _fetch(self, batches: Iterator[Any]) -> tuple[bool, Any, dict[str, Any] | None]:
         """Next raw batch, and the loader state from just before it was drawn."""
