@@ -44,7 +44,7 @@ from recipes.core.errors import DataError, SkippedRows, check_on_error, skip_or_
 from recipes.core.index_cache import file_identities
 from recipes.core.moved_keywords import moved_keywords
 from recipes.core.parameters import check_count
-from recipes.core.paths import UnderRoot, check_relative, resolve_under
+from recipes.core.paths import UnderRoot, check_relative
 from recipes.core.read_options import ReadOptions, read_options_or_default
 from recipes.core.states import sampled_digest
 from recipes.core.storage import basename, shown
@@ -109,6 +109,7 @@ class SpeechDataset(Dataset):
         check_count("max_length", max_length, owner="SpeechDataset")
         table = _is_table(source)
         self._unit = "row" if table else "line"  # what places count, for messages
+        self._under: UnderRoot | None = None  # the folders source() has resolved
         with SkippedRows("") as skipped:
             if table:
                 self.name, rows = table_rows(source, audio_field, text_field)
@@ -251,8 +252,8 @@ class SpeechDataset(Dataset):
 
     def _resolve(self, ref: Any, place: int, under: UnderRoot | None = None, *, lexical: bool = False) -> str | bytes:
         """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``:
-        in full as it is opened, with ``under``'s folders resolved once at index time, or by its
-        letters only (``lexical``: ``durations="manifest"`` opens nothing at index time)."""
+        in full, with ``under``'s folders resolved once, or by its letters only (``lexical``:
+        ``durations="manifest"`` opens nothing at index time)."""
         if isinstance(ref, dict):
             if ref.get("bytes"):
                 return ref["bytes"]
@@ -269,7 +270,7 @@ class SpeechDataset(Dataset):
         try:
             if lexical:
                 return os.path.join(self.audio_root, check_relative(name))
-            return under(name) if under is not None else str(resolve_under(self.audio_root, name))
+            return (under or UnderRoot(self.audio_root))(name)
         except DataError as error:
             raise DataError(f"{self._describe(place, None)}: {error}") from None
 
@@ -287,8 +288,11 @@ class SpeechDataset(Dataset):
         return f"{self.name} {self._unit} {place}" + (f" ({name})" if name else "")
 
     def source(self, index: int) -> str | bytes:
-        """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``) or its bytes."""
-        return self._resolve(self._refs[index], int(self.places[index]))
+        """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``, checked again
+        as it is opened: the folders once a process, the file itself each time) or its bytes."""
+        if self._under is None and self.audio_root is not None:
+            self._under = UnderRoot(self.audio_root)  # built where it is used: each worker resolves its own
+        return self._resolve(self._refs[index], int(self.places[index]), self._under)
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: manifest line (or row) and clip."""
