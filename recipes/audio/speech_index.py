@@ -32,8 +32,8 @@ THREADS_FROM = 256  # fewer headers than this are read in the calling thread: a 
 CHUNK = 64  # headers a thread reads per task: a task per header would cost more than a WAV header read
 MAX_THREADS = 32  # enough to keep network storage busy; local disks saturate far earlier
 # A header read that takes longer waits on storage (a network file system, a cold disk), and threads
-# overlap the waits; a quicker one is CPU and GIL (0.05-0.15 ms from the page cache), which threads
-# only share: 15% slower than one thread on 2 cores (benchmarks/README.md, audio).
+# overlap the waits; a quicker one is CPU and GIL (0.05-0.1 ms from the page cache), which threads
+# only share: 10-60% slower than one thread on 2 cores (benchmarks/README.md, audio).
 SLOW_HEADER_S = 0.3e-3
 PROGRESS_AFTER_S = 3.0  # a bar for a build that takes longer than this, none for the usual short one
 NO_FILE = (-1, -1)  # the size and modification time of a clip that is bytes, or that cannot be stat'ed
@@ -112,13 +112,13 @@ class HeaderIndex:
     seconds: np.ndarray
 
     def save(self, index_dir: Any, key: list[Any]) -> None:
-        """Keep it in ``index_dir`` under ``key`` (numbers only: it loads without pickle), in five arrays:
-        each costs a read of its own when loaded."""
-        joined = np.frombuffer("\0".join(self.paths).encode("utf-8", "surrogateescape"), dtype=np.uint8)
-        arrays = {"seconds": np.stack([self.stated, self.seconds], axis=1),
-                  "numbers": np.stack([self.places, self.sizes, self.mtimes], axis=1), "paths": joined,
-                  "strings": np.concatenate([self.refs.data, self.texts.data]),
-                  "offsets": np.concatenate([self.refs.offsets, self.texts.offsets])}
+        """Keep it in ``index_dir`` under ``key`` (numbers only: it loads without pickle), in three
+        arrays, as each costs a read of its own when loaded: the columns of numbers (the durations by
+        their float64 bits), the strings' offsets, and the strings (the paths last, joined by NULs)."""
+        paths = np.frombuffer("\0".join(self.paths).encode("utf-8", "surrogateescape"), dtype=np.uint8)
+        columns = (self.places, self.sizes, self.mtimes, self.stated.view(np.int64), self.seconds.view(np.int64))
+        arrays = {"numbers": np.stack(columns, axis=1), "offsets": np.concatenate([self.refs.offsets, self.texts.offsets]),
+                  "strings": np.concatenate([self.refs.data, self.texts.data, paths])}
         save_index(index_dir, INDEX_KIND, key, arrays)
 
     @classmethod
@@ -128,17 +128,18 @@ class HeaderIndex:
         if stored is None:
             return None
         try:
-            seconds, numbers, strings, offsets = (stored[name] for name in ("seconds", "numbers", "strings", "offsets"))
-            rows = len(seconds)
-            paths = stored["paths"].tobytes().decode("utf-8", "surrogateescape").split("\0")
+            numbers, offsets, strings = stored["numbers"], stored["offsets"], stored["strings"]
+            rows = len(numbers)
             refs = _strings(strings[: offsets[rows]], offsets[: rows + 1])
-            texts = _strings(strings[offsets[rows] :], offsets[rows + 1 :])
+            texts = _strings(strings[offsets[rows] : offsets[rows] + offsets[-1]], offsets[rows + 1 :])
+            joined = strings[offsets[rows] + offsets[-1] :].tobytes().decode("utf-8", "surrogateescape")
         except (KeyError, IndexError, ValueError):
             return None
-        if seconds.shape != (rows, 2) or numbers.shape != (rows, 3) or len(paths) != rows or len(texts) != rows:
+        paths = joined.split("\0")
+        if numbers.ndim != 2 or numbers.shape[1] != 5 or len(paths) != rows or len(texts) != rows:
             return None
-        return cls(numbers[:, 0].copy(), refs, texts, seconds[:, 0].copy(), paths, numbers[:, 1].copy(),
-                   numbers[:, 2].copy(), seconds[:, 1].copy())
+        places, sizes, mtimes, stated, seconds = (numbers[:, k].copy() for k in range(5))
+        return cls(places, refs, texts, stated.view(np.float64), paths, sizes, mtimes, seconds.view(np.float64))
 
     def stale(self) -> np.ndarray:
         """Rows to read again: a header that could not be read, or a file whose size or time changed."""

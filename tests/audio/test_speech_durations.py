@@ -102,6 +102,10 @@ def test_a_second_build_reads_its_headers_from_the_index_and_a_changed_clip_agai
         with pytest.warns(ManifestDurationWarning, match=r"line 2 \(clips/s1\.wav\): the manifest's duration 0\.4"):
             assert SpeechDataset(speech / "manifest.jsonl", read_options=options).durations[1] == 1.0
         assert list((tmp_path / "index").iterdir()) == [kept]
+    kept.write_bytes(b"not an index")  # a damaged index is read afresh and kept again
+    with pytest.warns(ManifestDurationWarning):
+        assert SpeechDataset(speech / "manifest.jsonl", read_options=options).durations.tolist()[:2] == [0.9, 1.0]
+    assert kept.read_bytes().startswith(b"PK")
 
 
 def test_a_clip_that_cannot_be_read_is_named_at_every_build_with_an_index(speech, tmp_path):
