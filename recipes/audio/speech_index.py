@@ -33,7 +33,7 @@ CHUNK = 64  # headers a thread reads per task: a task per header would cost more
 MAX_THREADS = 32  # enough to keep network storage busy; local disks saturate far earlier
 # A header read that takes longer waits on storage (a network file system, a cold disk), and threads
 # overlap the waits; a quicker one is CPU and GIL (0.05-0.1 ms from the page cache), which threads
-# only share: 10-60% slower than one thread on 2 cores (benchmarks/README.md, audio).
+# only share: 10-64% slower than one thread on 2 cores (benchmarks/README.md, audio).
 SLOW_HEADER_S = 0.3e-3
 PROGRESS_AFTER_S = 3.0  # a bar for a build that takes longer than this, none for the usual short one
 NO_FILE = (-1, -1)  # the size and modification time of a clip that is bytes, or that cannot be stat'ed
