@@ -121,6 +121,13 @@ REGISTRY = (
         loader="recipes.audio:audio_loader", demo="recipes.audio.demo:build",
         opens="recipes.audio.demo:open_path", fixtures="recipes.fixtures:write_audio", reads=("tokenizer",),
     ),
+    Domain(
+        "video", "footage",
+        "a video folder: PATH/<class>/**/<video>, or a manifest:\n"
+        ".csv / .jsonl / .parquet rows of video + label; videos relative to its folder",
+        loader="recipes.video:video_loader", demo="recipes.video.demo:build",
+        opens="recipes.video.demo:open_path", fixtures="recipes.video.fixtures:write_video",
+    ),
 )
 DOMAINS = tuple(entry.name for entry in REGISTRY)
 

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from recipes import fixtures
-from recipes.domains import DOMAINS
+from recipes.domains import DOMAINS, REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures"
 IMAGES, WORDS, BOXES, PAIRS, HOSTILE = (
@@ -225,8 +225,9 @@ def test_cached_copy_is_generated_once_and_atomically(tmp_path: Path) -> None:
 
 
 def test_cache_key_hashes_every_module_of_the_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writers = {entry.fixtures.partition(":")[0] for entry in REGISTRY if entry.load("fixtures")}  # imported now
     loaded = {Path(module.__file__).resolve() for name, module in sys.modules.items()
-              if name in ("recipes.fixtures", "recipes.domains") or name.startswith("recipes.fixtures_")}
+              if name in ("recipes.fixtures", "recipes.domains", *writers) or name.startswith("recipes.fixtures_")}
     assert loaded == {path.resolve() for path in fixtures.GENERATOR_FILES}
     copies = [Path(shutil.copy(path, tmp_path / path.name)) for path in fixtures.GENERATOR_FILES]
     monkeypatch.setattr(fixtures, "GENERATOR_FILES", tuple(copies))

@@ -160,6 +160,8 @@ NOT_LOADED = {
     "text": ["pycocotools", "fsspec", "recipes.core.images", "recipes.vision", "recipes.detection"],
     "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
     "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.images", "recipes.text", "recipes.vision"],
+    "video": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.streams", "recipes.core.mixing",
+              "recipes.text", "recipes.vision"],
 }
 
 
