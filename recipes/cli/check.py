@@ -36,6 +36,10 @@ def check(options: DataOptions, *, workers: int | None = None, progress: bool = 
 
         return check_audio(options.path, text_field=options.text_field, max_seconds=options.max_seconds,
                            workers=workers, progress=progress)
+    if options.domain == "video":
+        from recipes.video.check import check_videos  # here: TorchCodec loads only for video
+
+        return check_videos(options.path, Report("video", str(options.path)))
     if options.domain == "detection":
         from recipes.detection.demo import image_root
 

@@ -208,6 +208,10 @@ def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices:
         return render_boxes(batch, dataset.categories, names)
     if domain == "audio":
         return render_audio(batch, dataset, indices)
+    if domain == "video":
+        from recipes.video.show import strips  # here: TorchCodec loads only for video
+
+        return captioned_grid(*strips(batch, dataset))
     if domain != "multimodal":
         raise ValueError(f"recipes show has no picture for {domain} batches (recipes/cli/show.py)")
     from recipes.core.tokens import load_tokenizer

@@ -130,7 +130,7 @@ def _write_hostile(root: Path) -> None:
     _write(root / "empty.mp4", b"")
     _write(root / "not_a_video.mp4", b"This is text, not a video.\n" * 8)
     samples = (torch.arange(4000) % 40 - 20).float().div(40).unsqueeze(0)  # a sawtooth, integer-made
-    _write(root / "audio_only.mp4", AudioEncoder(samples, sample_rate=8000).to_tensor("mp4").numpy().tobytes())
+    _write(root / "sound_only.mp4", AudioEncoder(samples, sample_rate=8000).to_tensor("mp4").numpy().tobytes())
     _write(root / "truncated.mp4", mp4[: len(mp4) // 2])  # moov, at the end, is lost
     _write(root / "truncated.avi", mjpeg[: len(mjpeg) * 2 // 3])  # the header still counts 20 frames
     _write(root / "huge_frames.avi", _patched(raw, b"strf", 12, struct.pack("<ii", 16000, 16000)))
@@ -199,7 +199,7 @@ marker in the top-left corner. A keyframe every 12 frames.
     hostile/             each broken one way
       empty.mp4          0 bytes
       not_a_video.mp4    text
-      audio_only.mp4     AAC audio in MP4, no video stream
+      sound_only.mp4     AAC audio in MP4, no video stream
       truncated.mp4      the first half of an MP4: its index (moov) is lost
       truncated.avi      two thirds of an MJPEG AVI: the header counts 9 frames, 6 remain
       huge_frames.avi    raw video whose header claims 16000x16000 frames

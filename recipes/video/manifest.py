@@ -32,7 +32,7 @@ from torch.utils.data import Dataset
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import resolve_under
 from recipes.core.storage import basename, read_bytes, shown
-from recipes.video.clips import copy_with, read_item
+from recipes.video.clips import ClipTable, copy_with, read_item
 from recipes.video.decoding import VideoOptions, decode_clip
 from recipes.video.device import decode_path, encoded_item
 from recipes.video.sampling import ClipSampling

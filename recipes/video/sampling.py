@@ -5,11 +5,11 @@
     sampling.positions(count=300, clip=0, random=True)    # a start drawn from torch's generator
 
 A clip covers ``span = (frames_per_clip - 1) * frame_step + 1`` frames of its video (or of the
-video's segment). In evaluation, clip ``k`` of ``K`` starts at ``round(k * (count - span) / (K - 1))``:
-the first at the start, the last at the end and the rest evenly between, one clip in the centre
-(SlowFast's multi-view rule, so per-video predictions average over the whole video). In training
-the start is drawn uniformly from ``[0, count - span]`` with torch's default generator, which the
-presets seed per sample by ``(seed, epoch, index)`` (:class:`recipes.core.seeding.SeededDataset`).
+video's segment). In evaluation, clip ``k`` of ``K`` starts at ``linspace(0, count - span, K)[k]``,
+truncated: the first at the start, the last at the end, the rest evenly between, as TorchCodec's
+``clips_at_regular_indices`` places them (one clip: the first), so per-video predictions average
+over the whole video. In training the start is drawn uniformly from ``[0, count - span]`` with
+torch's generator, which the presets seed per sample by ``(seed, epoch, index)``.
 
 A video shorter than a clip (``short=``): ``"repeat_last"`` repeats its last frame (the policy of
 TorchCodec's samplers), ``"wrap"`` starts its frames again from the first, ``"skip"`` leaves it out
@@ -61,9 +61,7 @@ class ClipSampling:
         room = max(count - self.span, 0)
         if random:
             return int(torch.randint(0, room + 1, ()))  # torch's generator: what the presets seed per sample
-        if self.clips_per_video == 1:
-            return room // 2
-        return round(clip * room / (self.clips_per_video - 1))
+        return int(torch.linspace(0, room, steps=self.clips_per_video, dtype=torch.int)[clip])
 
     def positions(self, count: int, clip: int, random: bool) -> np.ndarray:
         """The clip's frames as positions in ``[0, count)``, int64 ``[frames_per_clip]``; a video
