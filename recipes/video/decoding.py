@@ -30,7 +30,11 @@ from recipes.core.errors import DataError
 from recipes.video.probe import VideoInfo, check_ffmpeg, reason
 
 MAX_CLIP_BYTES = 2**30  # a clip's decoded bytes: 64 frames of 4K (3840 x 2160 x 3) fit, with room
-OPEN_DECODERS = 8  # per process: an evaluation pass's videos, without holding a file per video
+OPEN_DECODERS = 128  # files a process keeps open, well under the usual limit of 1024 descriptors
+DECODER_MEMORY = 512 * 2**20  # what a process's open decoders may hold, as estimated below
+# An open decoder's memory: FFmpeg's context and buffers, and up to 16 reference frames of 1.5 bytes
+# a pixel (H.264's limit), measured at 2.6 MB for 320x240 and 6.8 MB for 1280x720 (one reference)
+DECODER_OVERHEAD, DECODER_BYTES_PER_PIXEL = 2 * 2**20, 24
 DECODE_CHOICES = ("worker", "device", "auto")
 AUTO_DEVICE_PIXELS = 1280 * 720  # "auto" decodes on a CUDA device from this frame size up (docs/video.md)
 
@@ -49,7 +53,10 @@ class VideoOptions:
         decoder_size: ``(height, width)`` the decoder resizes every frame to (TorchCodec's
             ``Resize``, inside FFmpeg), before the transform; None (the default) decodes at the
             file's size. benchmarks/README.md measures when it pays.
-        open_decoders: decoders each process keeps open (:data:`OPEN_DECODERS`).
+        open_decoders: decoders each process keeps open at most (:data:`OPEN_DECODERS`, files).
+        decoder_memory: and the most their memory may come to, estimated from each video's frame size
+            (:data:`DECODER_MEMORY`, 512 MiB: 130 decoders of 320x240, 10 of 1920x1080). A worker
+            that meets a video again, in this epoch's clips or the next epoch's, then skips its open.
         threads: FFmpeg threads per decoder; 1, since the loader's workers are the parallelism.
         decode: where a preset's batches are decoded: ``"worker"`` (the DataLoader's workers),
             ``"device"`` (workers ship each clip's file and frame numbers, and ``DevicePrefetcher``
@@ -61,11 +68,12 @@ class VideoOptions:
     max_clip_bytes: int = MAX_CLIP_BYTES
     decoder_size: tuple[int, int] | None = None
     open_decoders: int = OPEN_DECODERS
+    decoder_memory: int = DECODER_MEMORY
     threads: int = 1
     decode: str = "worker"
 
     def __post_init__(self) -> None:
-        for name in ("max_clip_bytes", "open_decoders", "threads"):
+        for name in ("max_clip_bytes", "open_decoders", "decoder_memory", "threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"VideoOptions.{name} must be an int >= 1, got {value!r}")
@@ -89,7 +97,7 @@ class VideoOptions:
 
 
 class DecoderCache:
-    """The decoders one process has open, least recently used closed first.
+    """The decoders one process has open, least recently used closed first past a count or a memory bound.
 
     Keyed by the file and how it is opened. A forked worker inherits its parent's decoders, whose
     file offsets it would share with the parent: a process keeps only the decoders it opened itself.
@@ -97,24 +105,34 @@ class DecoderCache:
 
     def __init__(self) -> None:
         self.pid: int | None = None
-        self.decoders: OrderedDict[tuple[Any, ...], VideoDecoder] = OrderedDict()
+        self.decoders: OrderedDict[tuple[Any, ...], tuple[VideoDecoder, int]] = OrderedDict()
+        self.held = 0  # the estimated bytes of the decoders open
 
-    def get(self, key: tuple[Any, ...], limit: int, make: Callable[[], VideoDecoder]) -> VideoDecoder:
-        """The decoder under ``key``, made by ``make()`` if this process has none open."""
+    def get(self, key: tuple[Any, ...], cost: int, limits: tuple[int, int], make: Callable[[], VideoDecoder]) -> VideoDecoder:
+        """The decoder under ``key``, made by ``make()`` if this process has none open; ``cost`` is
+        its estimated memory, ``limits`` the most decoders and bytes to keep."""
         if self.pid != os.getpid():
-            self.pid, self.decoders = os.getpid(), OrderedDict()
-        decoder = self.decoders.get(key)
-        if decoder is None:
-            decoder = make()
-            self.decoders[key] = decoder
-            while len(self.decoders) > limit:
-                self.decoders.popitem(last=False)
+            self.pid, self.decoders, self.held = os.getpid(), OrderedDict(), 0
+        entry = self.decoders.get(key)
+        if entry is None:
+            entry = (make(), cost)
+            self.decoders[key] = entry
+            self.held += cost
+            count, memory = limits
+            while len(self.decoders) > 1 and (len(self.decoders) > count or self.held > memory):
+                self.held -= self.decoders.popitem(last=False)[1][1]
         self.decoders.move_to_end(key)
-        return decoder
+        return entry[0]
+
+    def clear(self) -> None:
+        """Close every decoder this process holds (its files are released)."""
+        self.decoders.clear()
+        self.held = 0
 
     def drop(self, key: tuple[Any, ...]) -> None:
         """Close the decoder under ``key`` (one that failed: it is opened afresh next time)."""
-        self.decoders.pop(key, None)
+        entry = self.decoders.pop(key, None)
+        self.held -= 0 if entry is None else entry[1]
 
 
 DECODERS = DecoderCache()
@@ -139,7 +157,8 @@ def open_decoder(path: str, name: str, info: VideoInfo, options: VideoOptions, d
             raise DataError(f"{name}: cannot open the video ({reason(error)})") from None
         return decoder
 
-    return DECODERS.get(_key(path, info, options, device), options.open_decoders, make)
+    cost = DECODER_OVERHEAD + DECODER_BYTES_PER_PIXEL * info.height * info.width
+    return DECODERS.get(_key(path, info, options, device), cost, (options.open_decoders, options.decoder_memory), make)
 
 
 def decode_clip(path: str, name: str, frames: np.ndarray, info: VideoInfo, options: VideoOptions,

@@ -13,7 +13,7 @@ from torchcodec.transforms import Resize
 
 from recipes.core.errors import DataError
 from recipes.video import VideoFolderDataset, VideoOptions, decode_clip, probe
-from recipes.video.decoding import DECODERS, DecoderCache
+from recipes.video.decoding import DECODER_BYTES_PER_PIXEL, DECODER_OVERHEAD, DECODERS, DecoderCache
 from recipes.video.fixtures import FOLDER_CLIPS
 
 
@@ -73,20 +73,25 @@ def test_decoders_stay_open_for_the_video_met_again_within_the_bound(folder):
     options = VideoOptions(open_decoders=3)
     paths = sorted(str(path) for path in folder.rglob("*.mp4"))
     infos = [probe(path, path) for path in paths]
+    DECODERS.clear()
     for path, info in zip(paths, infos):
         decode_clip(path, path, np.array([0]), info, options)
     assert len(DECODERS.decoders) == 3
-    held = list(DECODERS.decoders.values())[-1]
+    held = list(DECODERS.decoders.values())[-1][0]
     decode_clip(paths[-1], paths[-1], np.array([1]), infos[-1], options)
-    assert list(DECODERS.decoders.values())[-1] is held  # reused, not opened again
+    assert list(DECODERS.decoders.values())[-1][0] is held  # reused, not opened again
+    two = VideoOptions(decoder_memory=2 * (DECODER_OVERHEAD + DECODER_BYTES_PER_PIXEL * 48 * 64))
+    for path, info in zip(paths, infos):
+        decode_clip(path, path, np.array([0]), info, two)
+    assert len(DECODERS.decoders) == 2 and DECODERS.held == two.decoder_memory
 
 
 def test_a_process_keeps_only_the_decoders_it_opened():
     cache = DecoderCache()
-    first = cache.get(("a",), 4, object)
-    assert cache.get(("a",), 4, object) is first
+    first = cache.get(("a",), 1, (4, 10), object)
+    assert cache.get(("a",), 1, (4, 10), object) is first
     cache.pid = -1  # as a forked worker finds its parent's
-    assert cache.get(("a",), 4, object) is not first
+    assert cache.get(("a",), 1, (4, 10), object) is not first
 
 
 def test_a_clip_over_the_size_limit_is_refused_before_decoding(folder, recwarn):
@@ -107,7 +112,7 @@ def test_a_file_changed_since_it_was_indexed_is_named(folder, tmp_path):
                                         "changed since it was indexed"):
         dataset[0]
     os.remove(tmp_path / "left/l0_h264.mp4")
-    DECODERS.decoders.clear()
+    DECODERS.clear()
     with pytest.raises(DataError, match=r"l0_h264.mp4: cannot open the video"):
         dataset[0]
 
