@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from contextlib import nullcontext
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,7 +80,7 @@ class ClipTable:
         self.rows = rows  # which of the caller's videos are kept, in order
         self.index = index.subset(rows)
         self.paths = StringArray([paths[row] for row in kept])
-        self.names = StringArray([names[row] for row in kept])
+        self.names = self.paths if names is paths else StringArray([names[row] for row in kept])  # held once
         self.labels = np.asarray(labels, dtype=np.int64)[rows]
         bounds = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
         self.first, self.count = bounds[:, 0].copy(), bounds[:, 1].copy()
@@ -91,7 +92,8 @@ class ClipTable:
         info = index.info(row)
         first, count = 0, info.frames
         if segment is not None and not np.isnan(segment).all():
-            start, end = (-np.inf if np.isnan(segment[0]) else segment[0]), (np.inf if np.isnan(segment[1]) else segment[1])
+            start = -np.inf if np.isnan(segment[0]) else segment[0]
+            end = np.inf if np.isnan(segment[1]) else segment[1]
             times = info.frame_times()
             first, stop = np.searchsorted(times, [start - TIME_TOLERANCE, end - TIME_TOLERANCE]).tolist()
             count = stop - first
@@ -167,7 +169,7 @@ def transformed(pixels: torch.Tensor, transform: Callable[[Any], Any] | None, se
     video = pixels.as_subclass(tv_tensors.Video)  # what tv_tensors.Video() does, minus its checks
     if transform is None:
         return video
-    with UserCode(where), seeded(seed):
+    with UserCode(where), (nullcontext() if seed is None else seeded(seed)):
         out = transform(video)
     return out if isinstance(out, tv_tensors.Video) or not isinstance(out, torch.Tensor) else tv_tensors.Video(out)
 
@@ -183,7 +185,8 @@ def read_item(dataset: Any, table: ClipTable, index: int) -> dict[str, Any] | No
         label = dataset.load_target(video)
     except DataError as error:
         return skip_or_raise(error, table.on_error)
-    return table.item(index, clip, pixels, label, frames, table.transform_seed(), lambda: describe_sample(dataset, index))
+    seed = table.transform_seed()
+    return table.item(index, clip, pixels, label, frames, seed, lambda: describe_sample(dataset, index))
 
 
 def copy_with(dataset: Any, clips: ClipTable) -> Any:

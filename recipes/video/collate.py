@@ -47,9 +47,9 @@ def stack_clips(clips: Sequence[torch.Tensor], layout: str = "BTCHW") -> torch.T
     first = clips[0]
     for position, clip in enumerate(clips):
         if clip.dtype != torch.uint8 or clip.ndim != 4:
-            raise ValueError(f"video_collate: clip {position} is {clip.dtype} {list(clip.shape)}; clips must stay uint8 "
-                             "[T, 3, H, W] until the device: remove ToDtype/Normalize from the transform and normalise "
-                             "per batch (DevicePrefetcher)")
+            raise ValueError(f"video_collate: clip {position} is {clip.dtype} {list(clip.shape)}; clips must stay "
+                             "uint8 [T, 3, H, W] until the device: remove ToDtype/Normalize from the transform and "
+                             "normalise per batch (DevicePrefetcher)")
         if clip.shape != first.shape:
             raise ValueError(f"video_collate: clip {position} is {list(clip.shape)} but clip 0 is {list(first.shape)}; "
                              f"clips in a batch must share one size: {FIX}")
@@ -99,14 +99,16 @@ def video_collate(batch: Sequence[dict[str, Any] | None], *, layout: str = "BTCH
     clips = [item["video"] for item in items]
     if clips and isinstance(clips[0], EncodedClip):
         if not all(isinstance(clip, EncodedClip) for clip in clips):
-            raise ValueError("video_collate: a batch mixes decoded and encoded clips; give every source decode='device'")
+            raise ValueError("video_collate: a batch mixes decoded and encoded clips; give every source "
+                             "decode='device'")
         video: Any = ClipBatch(tuple(clips), layout)
     else:
         video = stack_clips(clips, layout)
     labels = [item["label"] for item in items]
+    plain = all(type(label) is int for label in labels)
     out = {
         "video": video,
-        "label": torch.tensor(labels, dtype=torch.int64) if all(type(y) is int for y in labels) else default_collate(labels),
+        "label": torch.tensor(labels, dtype=torch.int64) if plain else default_collate(labels),
         "index": torch.tensor([item["index"] for item in items], dtype=torch.int64),
         "clip": torch.tensor([item["clip"] for item in items], dtype=torch.int64),
         "frames": torch.stack([item["frames"] for item in items]) if items else torch.empty((0, 0), dtype=torch.int64),

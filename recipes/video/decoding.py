@@ -108,7 +108,8 @@ class DecoderCache:
         self.decoders: OrderedDict[tuple[Any, ...], tuple[VideoDecoder, int]] = OrderedDict()
         self.held = 0  # the estimated bytes of the decoders open
 
-    def get(self, key: tuple[Any, ...], cost: int, limits: tuple[int, int], make: Callable[[], VideoDecoder]) -> VideoDecoder:
+    def get(self, key: tuple[Any, ...], cost: int, limits: tuple[int, int],
+            make: Callable[[], VideoDecoder]) -> VideoDecoder:
         """The decoder under ``key``, made by ``make()`` if this process has none open; ``cost`` is
         its estimated memory, ``limits`` the most decoders and bytes to keep."""
         if self.pid != os.getpid():

@@ -82,7 +82,7 @@ def encode(video: torch.Tensor, fps: int, suffix: str, codec: str | None, **opti
 
 
 def write_video(root: Path) -> None:
-    """Write ``folder/``, ``manifest.csv``, ``segments.jsonl``, ``kinetics/``, ``hostile/`` and README.md under ``root``."""
+    """Write ``folder/``, the manifests, ``kinetics/``, ``hostile/`` and README.md in ``root``."""
     for number, (name, (kind, count, fps, codec, special)) in enumerate(FOLDER_CLIPS.items()):
         options = {"bf": "0"} if special == "vfr" else {}  # no reordering: only the times change
         data = encode(frames(kind, count, number), fps, Path(name).suffix, codec, **options)
@@ -163,7 +163,8 @@ def variable_rate(mp4: bytes) -> bytes:
     grown = mp4[:at] + box + mp4[at + size :]
     for parent in (b"moov", b"trak", b"mdia", b"minf", b"stbl"):  # each encloses stts: 8 bytes larger
         start = grown.index(parent) - 4
-        grown = grown[:start] + struct.pack(">I", struct.unpack(">I", grown[start : start + 4])[0] + 8) + grown[start + 4 :]
+        size = struct.unpack(">I", grown[start : start + 4])[0]
+        grown = grown[:start] + struct.pack(">I", size + 8) + grown[start + 4 :]
     return grown
 
 

@@ -33,7 +33,7 @@ VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi")
 
 
 class VideoFolderDataset(Dataset):
-    """``root/<class>/**/<video>`` -> ``{"video": tv_tensors.Video uint8 [T, 3, H, W], "label", "index", "clip", "frames"}``.
+    """``root/<class>/**/<video>`` -> ``{"video": Video uint8 [T, 3, H, W], "label", "index", "clip", "frames"}``.
 
     Args:
         root: the folder holding one sub-folder per class (``~`` is expanded).
@@ -101,7 +101,8 @@ class VideoFolderDataset(Dataset):
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.mixing)."""
-        return {"collate": "video_collate", "classes": self.classes, "frames_per_clip": self.clips.sampling.frames_per_clip}
+        return {"collate": "video_collate", "classes": self.classes,
+                "frames_per_clip": self.clips.sampling.frames_per_clip}
 
     @property
     def samples(self) -> list[tuple[str, int]]:

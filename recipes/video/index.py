@@ -49,7 +49,8 @@ class VideoIndex:
     errors: dict[int, str]
 
     @classmethod
-    def build(cls, paths: Sequence[str], names: Sequence[str], index_dir: str | os.PathLike | None = None) -> VideoIndex:
+    def build(cls, paths: Sequence[str], names: Sequence[str],
+              index_dir: str | os.PathLike | None = None) -> VideoIndex:
         """The index of the local files ``paths`` (``names``: how messages show them), from
         ``index_dir`` when an earlier build of the same files left it there."""
         identity = [_identity(path) for path in paths]

@@ -172,7 +172,8 @@ class VideoDataset(Dataset):
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.mixing)."""
-        return {"collate": "video_collate", "classes": self.classes, "frames_per_clip": self.clips.sampling.frames_per_clip}
+        return {"collate": "video_collate", "classes": self.classes,
+                "frames_per_clip": self.clips.sampling.frames_per_clip}
 
     @property
     def targets(self) -> list[int]:
@@ -180,7 +181,8 @@ class VideoDataset(Dataset):
         return np.repeat(self.clips.labels, self.clips.sampling.clips_per_video).tolist()
 
     def load_clip(self, video: int, frames: np.ndarray) -> torch.Tensor:
-        """Frames ``frames`` of video ``video``, uint8 ``[T, 3, H, W]``, before the transform; override to read elsewhere."""
+        """Frames ``frames`` of video ``video``, uint8 ``[T, 3, H, W]``, before the transform; override it to
+        read clips another way (a DataError it raises follows ``on_error``)."""
         return decode_clip(self.path(video), self.clips.names[video], frames, self.clips.info(video), self.options)
 
     def load_target(self, video: int) -> Any:

@@ -18,7 +18,8 @@ from tests.harness import rank_main, sample_passes, train_passes
 def build(fixtures: Path, folder: Path, size: int = 19) -> dict[str, Any]:
     """``size`` classes of one video each, copied round-robin from the fixture folder (every container,
     rate and rotation), so a label names its video; two clips a video."""
-    videos = sorted(path for path in (fixtures / "video" / "folder").rglob("*") if path.suffix != ".txt" and path.is_file())
+    folder_of_videos = fixtures / "video" / "folder"
+    videos = sorted(path for path in folder_of_videos.rglob("*") if path.suffix != ".txt" and path.is_file())
     for number in range(size):
         source = videos[number % len(videos)]
         (folder / f"c{number:03d}").mkdir()

@@ -46,6 +46,11 @@ def test_an_item_is_a_uint8_video_with_its_label_index_clip_and_frames(folder):
         dataset[len(dataset)]
 
 
+def _crop(video: torch.Tensor, top: int, left: int, flip: bool) -> torch.Tensor:
+    square = video[..., top : top + 24, left : left + 24]
+    return F.horizontal_flip(square) if flip else square
+
+
 def test_the_transform_draws_one_crop_and_one_flip_for_all_frames_of_a_clip(folder):
     plain = VideoFolderDataset(folder, frames_per_clip=6)
     cropped = VideoFolderDataset(folder, frames_per_clip=6, transform=v2.Compose([v2.RandomCrop(24),
@@ -55,8 +60,7 @@ def test_the_transform_draws_one_crop_and_one_flip_for_all_frames_of_a_clip(fold
         torch.manual_seed(index)
         whole, out = plain[index]["video"], cropped[index]["video"]
         fits = [(top, left, flip) for top in range(whole.shape[-2] - 23) for left in range(whole.shape[-1] - 23)
-                for flip in (False, True)
-                if torch.equal(out, (F.horizontal_flip if flip else lambda x: x)(whole[..., top:top + 24, left:left + 24]))]
+                for flip in (False, True) if torch.equal(out, _crop(whole, top, left, flip))]
         assert fits, f"no single crop and flip gives clip {index}"
         flips.add(fits[0][2])
     assert flips == {False, True}
@@ -67,7 +71,7 @@ def test_a_failing_transform_names_the_file_and_is_not_skipped(folder):
         raise RuntimeError("boom")
 
     dataset = VideoFolderDataset(folder, frames_per_clip=2, transform=broken, on_error="skip")
-    with pytest.raises(SampleError, match=r"dataset index 0 \(.*l0_h264.mp4\): the transform raised RuntimeError: boom"):
+    with pytest.raises(SampleError, match=r"dataset index 0 \(.*l0_h264.mp4\): the transform raised RuntimeError"):
         dataset[0]
 
 

@@ -81,7 +81,7 @@ def test_spawned_workers_give_the_same_batches(dataset):
 
 
 def test_a_mixture_and_a_subset_draw_random_clips_to_train_and_even_ones_to_evaluate(folder, dataset):
-    other = VideoFolderDataset(folder, frames_per_clip=4, frame_step=2, clips_per_video=1, transform=train_transform(24))
+    other = VideoFolderDataset(folder, frames_per_clip=4, frame_step=2, transform=train_transform(24))
     mixed = MixedDataset([dataset, other], weights=[1, 1], samples_per_epoch=12)
     batches = list(video_loader(mixed, 4, seed=0, device="cpu", num_workers=0))
     assert len(batches) == 3 and all(b["video"].shape == (4, 4, 3, 24, 24) for b in batches)

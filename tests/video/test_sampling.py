@@ -1,8 +1,6 @@
 """Clip rules: evenly spaced clips as TorchCodec's clips_at_regular_indices places them, random starts
 as its clips_at_random_indices draws them, and a short video filled by TorchCodec's policies."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
