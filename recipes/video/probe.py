@@ -33,6 +33,7 @@ MAX_FPS = 1000.0  # high-speed cameras aside, a larger rate is a broken header
 # past this many (and this share) the file was cut short.
 MISSING_FRAMES, MISSING_SHARE = 2, 0.01
 CONSTANT_TOLERANCE = 0.25  # of a frame's duration: how far a frame may sit from begin + i / fps
+RATE_TOLERANCE = 1e-3  # how far the frames' own rate may be from the header's for a constant stream
 FFMPEG_MISSING = (
     "TorchCodec's video decoder needs FFmpeg's shared libraries (major versions 4 to 9), which pip does not "
     "install: apt-get install ffmpeg (Debian, Ubuntu), brew install ffmpeg, or conda install -c conda-forge ffmpeg"
@@ -155,13 +156,19 @@ def _from_scan(name: str, header: Any, scan: Any) -> VideoInfo:
     claimed = header.num_frames_from_header
     if claimed is not None and frames < claimed - max(MISSING_FRAMES, MISSING_SHARE * claimed):
         raise DataError(f"{name}: truncated: the header counts {claimed} frames, the file holds {frames}")
-    times = scan.pts_seconds.numpy().astype(np.float64)
-    fps = _rate(scan.average_fps_from_content, header.average_fps_from_header)
+    times = np.asarray(scan.pts_seconds.numpy(), dtype=np.float64)
+    span = float(times[-1] - times[0])
+    spacing = (frames - 1) / span if span > 0 else None  # the rate the frames' times keep, if they keep one
+    fps = _rate(header.average_fps_from_header, spacing)
     if fps is None:
         raise DataError(f"{name}: no frame rate in the header or the frames' times")
     begin = float(times[0])
-    regular = np.abs(times - (begin + np.arange(frames) / fps)).max() <= CONSTANT_TOLERANCE / fps
+    # seeking by time finds frame i at begin + i / (the header's rate): every frame must sit there
+    regular = spacing is None or (abs(spacing - fps) <= RATE_TOLERANCE * fps and
+                                  np.abs(times - (begin + np.arange(frames) / fps)).max() <= CONSTANT_TOLERANCE / fps)
     constant = bool(regular and claimed in (None, frames))
+    if not constant:  # a header's rate can be any of the rates a variable stream has: the average of its times
+        fps = _rate(scan.average_fps_from_content, fps)
     return VideoInfo(frames=frames, fps=fps, height=int(header.height), width=int(header.width), begin=begin,
                      constant=constant, codec=str(header.codec), rotation=float(header.rotation or 0.0),
                      times=None if constant else times)
