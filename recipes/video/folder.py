@@ -18,21 +18,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import torch
-from torch.utils.data import Dataset
 
 from recipes.core.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.errors import check_on_error
 from recipes.core.storage import shown
-from recipes.video.clips import ClipTable, copy_with, read_item
-from recipes.video.decoding import VideoOptions, decode_clip
-from recipes.video.device import decode_path, encoded_item
+from recipes.video.clip_dataset import ClipDataset
+from recipes.video.clips import ClipTable
+from recipes.video.decoding import VideoOptions
 from recipes.video.sampling import ClipSampling
 
 VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi")
 
 
-class VideoFolderDataset(Dataset):
+class VideoFolderDataset(ClipDataset):
     """``root/<class>/**/<video>`` -> ``{"video": Video uint8 [T, 3, H, W], "label", "index", "clip", "frames"}``.
 
     Args:
@@ -79,73 +77,14 @@ class VideoFolderDataset(Dataset):
         self.clips = ClipTable(paths, paths, np.asarray(labels, dtype=np.int64), sampling, self.options, None,
                                on_error=self.on_error, transform=transform)
 
-    @property
-    def transform(self) -> Callable[[Any], Any] | None:
-        """What each decoded clip goes through."""
-        return self.clips.transform
-
-    def __len__(self) -> int:
-        return len(self.clips)
-
-    def path(self, video: int) -> str:
-        """The file of video ``video`` (item ``i``'s video is ``i // clips_per_video``)."""
-        return self.clips.paths[video]
-
-    def describe(self, index: int) -> str:
-        """Where item ``index`` comes from, for messages: its file, and its clip when there are several."""
-        return self.clips.describe(index)
-
     def state_source(self) -> str:
         """What a loader state names as this data: counts and digests, not the root (a moved folder resumes)."""
         return f"{len(self.classes)} classes, {self.clips.state_words()}"
-
-    def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
-        return {"collate": "video_collate", "classes": self.classes,
-                "frames_per_clip": self.clips.sampling.frames_per_clip}
 
     @property
     def samples(self) -> list[tuple[str, int]]:
         """ImageFolder's ``samples``: ``(path, class_index)`` per video, in order (built on access)."""
         return list(zip(self.clips.paths, self.clips.labels.tolist()))
-
-    @property
-    def targets(self) -> list[int]:
-        """The class index of every item (each video's, once per clip; built on access)."""
-        return np.repeat(self.clips.labels, self.clips.sampling.clips_per_video).tolist()
-
-    def load_clip(self, video: int, frames: np.ndarray) -> torch.Tensor:
-        """Frames ``frames`` of video ``video``, uint8 ``[T, 3, H, W]``, before the transform.
-        Override it to read clips another way; a DataError it raises follows ``on_error``."""
-        return decode_clip(self.path(video), self.path(video), frames, self.clips.info(video), self.options)
-
-    def load_target(self, video: int) -> Any:
-        """Video ``video``'s target: its class index. Override it for another target."""
-        return int(self.clips.labels[video])
-
-    def __getitem__(self, index: int) -> dict[str, Any] | None:
-        return read_item(self, self.clips, index)
-
-    def with_random_clips(self, random: bool) -> VideoFolderDataset:
-        """This dataset drawing each item's clip at random (``video_loader(train=True)`` asks for
-        it) or taking it evenly spaced (the default); a shallow copy sharing the index."""
-        return copy_with(self, self.clips.with_random(random))
-
-    def decode_path(self, device: Any) -> str:
-        """``"worker"`` or ``"device"``: where a loader for ``device`` decodes (``options.decode``)."""
-        return decode_path(self.options.decode, device, self.clips)
-
-    def device_plan(self) -> str:
-        """``decode="device"``'s plan: the clips are decoded by their own ``EncodedClip``."""
-        return "clips"
-
-    def encoded_item(self, index: int, plan: Any) -> dict[str, Any] | None:
-        """``self[index]`` with an :class:`recipes.video.device.EncodedClip` for ``"video"`` (the file,
-        the frames and the transform's seed, drawn as ``self[index]`` draws them); with
-        :meth:`load_clip` overridden, ``self[index]`` itself (only a worker runs it)."""
-        if type(self).load_clip is not VideoFolderDataset.load_clip:
-            return self[index]
-        return encoded_item(self, self.clips, index, self.path(self.clips.locate(index)[0]))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.root!r}, {self.clips.videos} videos, {len(self.classes)} classes, "

@@ -26,15 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-import torch
-from torch.utils.data import Dataset
 
 from recipes.core.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.paths import resolve_under
 from recipes.core.storage import basename, read_bytes, shown
-from recipes.video.clips import ClipTable, copy_with, read_item
-from recipes.video.decoding import VideoOptions, decode_clip
-from recipes.video.device import decode_path, encoded_item
+from recipes.video.clip_dataset import ClipDataset
+from recipes.video.clips import ClipTable
+from recipes.video.decoding import VideoOptions
 from recipes.video.sampling import ClipSampling
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
@@ -54,7 +52,7 @@ class ClipArgs(TypedDict, total=False):
     short: str
 
 
-class VideoDataset(Dataset):
+class VideoDataset(ClipDataset):
     """Manifest rows -> ``{"video": tv_tensors.Video uint8 [T, 3, H, W], "label", "index", "clip", "frames"}``.
 
     Args:
@@ -150,67 +148,9 @@ class VideoDataset(Dataset):
         segment = [_seconds(row, field, where) for field in (start_field, end_field)]
         return path, label, segment
 
-    def __len__(self) -> int:
-        return len(self.clips)
-
-    @property
-    def transform(self) -> Callable[[Any], Any] | None:
-        """What each decoded clip goes through."""
-        return self.clips.transform
-
-    def path(self, video: int) -> str:
-        """The file of video ``video`` (item ``i``'s video is ``i // clips_per_video``)."""
-        return self.clips.paths[video]
-
-    def describe(self, index: int) -> str:
-        """Where item ``index`` comes from: the manifest line (or row) and the video, and its clip."""
-        return self.clips.describe(index)
-
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, counts and digests."""
         return f"{basename(self.name)}: {self.clips.state_words()}"
-
-    def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
-        return {"collate": "video_collate", "classes": self.classes,
-                "frames_per_clip": self.clips.sampling.frames_per_clip}
-
-    @property
-    def targets(self) -> list[int]:
-        """The label of every item (each video's, once per clip; built on access)."""
-        return np.repeat(self.clips.labels, self.clips.sampling.clips_per_video).tolist()
-
-    def load_clip(self, video: int, frames: np.ndarray) -> torch.Tensor:
-        """Frames ``frames`` of video ``video``, uint8 ``[T, 3, H, W]``, before the transform; override it to
-        read clips another way (a DataError it raises follows ``on_error``)."""
-        return decode_clip(self.path(video), self.clips.names[video], frames, self.clips.info(video), self.options)
-
-    def load_target(self, video: int) -> Any:
-        """Video ``video``'s target: its label (a class index). Override it for another target."""
-        return int(self.clips.labels[video])
-
-    def __getitem__(self, index: int) -> dict[str, Any] | None:
-        return read_item(self, self.clips, index)
-
-    def with_random_clips(self, random: bool) -> VideoDataset:
-        """This dataset drawing each item's clip at random (``video_loader(train=True)``) or evenly
-        spaced (the default); a shallow copy sharing the index."""
-        return copy_with(self, self.clips.with_random(random))
-
-    def decode_path(self, device: Any) -> str:
-        """``"worker"`` or ``"device"``: where a loader for ``device`` decodes (``options.decode``)."""
-        return decode_path(self.options.decode, device, self.clips)
-
-    def device_plan(self) -> str:
-        """``decode="device"``'s plan: each clip is decoded by its own ``EncodedClip``."""
-        return "clips"
-
-    def encoded_item(self, index: int, plan: Any) -> dict[str, Any] | None:
-        """``self[index]`` with an :class:`recipes.video.device.EncodedClip` for ``"video"``; with
-        :meth:`load_clip` overridden, ``self[index]`` itself (only a worker runs it)."""
-        if type(self).load_clip is not VideoDataset.load_clip:
-            return self[index]
-        return encoded_item(self, self.clips, index, self.path(self.clips.locate(index)[0]))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.clips.videos} videos, {self.clips.sampling})"
