@@ -12,7 +12,7 @@ SOURCE = '''"""Use it as ``from recipes.detection import CocoDataset``."""
 from __future__ import annotations
 
 import recipes.detection.coco_index as index  # from recipes.detection.x import y stays in this comment
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.detection.coco_files import (
     read_instances,
 )
