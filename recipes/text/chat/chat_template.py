@@ -93,10 +93,12 @@ class ChatTemplate:
             if name not in template:
                 raise ValueError(f"{where}: no chat template called {name!r}; it has {sorted(map(str, template))}")
             template = template[name]
+        if template is None:
+            raise ValueError(f"{where}: no chat template (a 'chat_template' string in {CONFIG_FILE} or a "
+                             f"{TEMPLATE_FILE}); pass the template text as template=... instead")
         if not isinstance(template, str):
-            got = "none" if template is None else f"a {type(template).__name__}"
-            raise ValueError(f"{where}: the chat template is {got}, not a template string (a 'chat_template' string "
-                             f"in {CONFIG_FILE} or a {TEMPLATE_FILE}); pass the template text as template=... instead")
+            raise ValueError(f"{where}: field 'chat_template' is a {type(template).__name__}, not a template string; "
+                             "pass the template text as template=... instead")
         tokens = {field: _token_text(config_path, field, config[field]) for field in SPECIAL_TOKEN_FIELDS
                   if config.get(field) is not None}
         return cls(template, tokens, name=str(where), budget=budget)
