@@ -111,7 +111,7 @@ def test_the_core_reference_lists_every_public_name_under_its_module():
 
     reference = (DOCS / "reference" / "core.md").read_text(encoding="utf-8")
     listed = {}  # name -> the module its ::: block documents
-    for module, members in re.findall(r"^::: (recipes\.core\.\w+)\n(.*?)(?=^::: |\Z)", reference, flags=re.S | re.M):
+    for module, members in re.findall(r"^::: (recipes\.core\.[\w.]+)\n(.*?)(?=^::: |\Z)", reference, flags=re.S | re.M):
         for name in re.findall(r"^\s+- (\w+)$", members, flags=re.M):
             listed[name] = module
     assert sorted(listed) == sorted(recipes.core.__all__)
