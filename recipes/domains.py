@@ -6,7 +6,7 @@
 
 An entry names its domain's pieces as ``"module:attribute"``, imported only when one is asked
 for, so ``recipes --help`` imports no domain and no torch. The core never reads this file: it
-learns what a dataset needs from its hooks (``recipes.core.protocols``). Adding a domain means
+learns what a dataset needs from its hooks (``recipes.core.contracts.protocols``). Adding a domain means
 its folder, one entry here, its fixture writer and its tests: docs/adding-a-domain.md.
 """
 

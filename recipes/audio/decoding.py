@@ -8,7 +8,7 @@ files costs a header read each. ``decode`` resamples in FFmpeg, mixes to mono as
 channels (librosa's ``to_mono``; FFmpeg's own downmix sums at -3 dB and can leave [-1, 1]), and
 clips to [-1, 1] (float codecs and resampling may overshoot). It never decodes more than
 ``max_seconds`` plus :data:`DURATION_TOLERANCE`, whatever a header claims: that limit bounds each
-sample's memory. Every failure is a :class:`recipes.core.errors.DataError` naming the file and the problem.
+sample's memory. Every failure is a :class:`recipes.core.contracts.errors.DataError` naming the file and the problem.
 
 PCM WAV and FLAC at the target rate (no resampling) are read by libsndfile through ``soundfile``
 when it is installed (``pip install ".[audio]"``, the ``audio`` extra): the same samples, bit for bit, in about
@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torchcodec.decoders import AudioDecoder
 
-from recipes.core.errors import DataError
-from recipes.core.parameters import check_count, check_positive
+from recipes.core.contracts.errors import DataError
+from recipes.core.contracts.parameters import check_count, check_positive
 
 # The per-sample limit: 10 minutes of 48 kHz stereo float32 decode to 230 MB before resampling;
 # ASR utterances last seconds, ESC-50 clips 5 s. Raise it with max_seconds= for long recordings.

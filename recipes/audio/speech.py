@@ -32,12 +32,12 @@ import torch
 from torch.utils.data import Dataset
 
 from recipes.audio.decoding import audio_options, decode, duration_tolerance, probe
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, SkippedRows, check_on_error, skip_or_raise
-from recipes.core.parameters import check_count
-from recipes.core.paths import resolve_under
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, read_bytes, shown
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
+from recipes.core.contracts.parameters import check_count
+from recipes.core.sources.paths import resolve_under
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, read_bytes, shown
 
 NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
 DURATION_FIELD = "duration"  # a manifest's stated length in seconds (NeMo's): checked against the header
@@ -67,7 +67,7 @@ class SpeechDataset(Dataset):
         audio_root: the folder paths are relative to (default: the manifest's folder).
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def __init__(
         self,
@@ -123,7 +123,7 @@ class SpeechDataset(Dataset):
         self.durations = np.asarray(seconds, dtype=np.float64)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
+            from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), texts)  # the list, read once
@@ -170,7 +170,7 @@ class SpeechDataset(Dataset):
         return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self._pad_id}
 

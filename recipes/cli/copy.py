@@ -105,8 +105,9 @@ def _rewrite_docstrings(lines: list[str], tree: ast.Module, domain: str, skip: s
 
 
 def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
-    """The modules of the installed package that ``source`` imports, outside its own domain:
-    ``{"recipes.core": {"errors", ...}}``; a name imported from a package itself is listed as is."""
+    """The modules of the installed package that ``source`` imports, outside its own domain, by their
+    path in it: ``{"recipes.core": {"contracts.errors", ...}}``; a name imported from a package itself
+    is listed as is."""
     needs: dict[str, set[str]] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -119,7 +120,7 @@ def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
         for module in modules:
             parts = module.split(".")
             if parts[0] == "recipes" and len(parts) >= 3 and parts[1] != domain:
-                needs.setdefault(f"recipes.{parts[1]}", set()).add(parts[2])
+                needs.setdefault(f"recipes.{parts[1]}", set()).add(".".join(parts[2:]))
     return needs
 
 

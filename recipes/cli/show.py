@@ -37,7 +37,7 @@ from recipes.cli.datasets import DataOptions, make_loader, open_dataset
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
-from recipes.core.nested import samples_in
+from recipes.core.contracts.nested import samples_in
 from recipes.domains import domain
 
 PADDING = 2  # pixels between grid tiles (make_grid's padding)
@@ -211,7 +211,7 @@ def show_classes(batch: Any, dataset: Any, options: DataOptions, indices: Sequen
 def show_tokens(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                 train: bool) -> tuple[Image.Image, list[str]]:
     """A line per sample: its tokens as the tokenizer's decoder gives them, its padding grey."""
-    from recipes.core.tokens import load_tokenizer
+    from recipes.core.tokens.encoding import load_tokenizer
 
     return render_tokens(batch, load_tokenizer(options.tokenizer_path())), []
 
@@ -227,7 +227,7 @@ def show_boxes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence
 def show_captions(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                   train: bool) -> tuple[Image.Image, list[str]]:
     """Each image over the caption its token ids decode to."""
-    from recipes.core.tokens import load_tokenizer
+    from recipes.core.tokens.encoding import load_tokenizer
 
     names = sample_names(dataset, [int(i) for i in batch["index"]])
     which = "one drawn at random" if train else "the first"

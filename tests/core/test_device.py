@@ -7,7 +7,7 @@ import torch
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
 
 Pair = namedtuple("Pair", "image label")
 
