@@ -37,7 +37,7 @@ import torch
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from recipes.audio import SpeechDataset, audio_collate, audio_loader
-from recipes.fixtures_audio import _speech, encode
+from recipes.audio.fixtures import _speech, encode
 
 RATE = 16000
 

@@ -39,8 +39,9 @@ from torchvision.transforms import v2
 if __package__ in (None, ""):  # run as a script from a checkout: make the repo's recipes importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recipes.core.device import DevicePrefetcher
-from recipes.fixtures import WORDS, fixtures_dir
+from recipes.core.loading.device import DevicePrefetcher
+from recipes.fixtures import fixtures_dir
+from recipes.text.fixtures import WORDS
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 from recipes.multimodal.tar_shards import read_samples
 

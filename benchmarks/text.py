@@ -4,6 +4,7 @@
     python benchmarks/text.py --quick    # a smoke run
     python benchmarks/text.py --build    # only the build figures
     python benchmarks/text.py --padding  # only the padding figures
+    python benchmarks/text.py --cached   # only the cached-open figures
 
 Data: CPython's ``pydoc_data.topics`` split into paragraphs (~2,600 paragraphs of the language
 reference, 3 to ~2,600 tokens), tokenised with the fixture tokenizer, written to a temporary
@@ -25,8 +26,12 @@ JSONL / TXT file. Three figures; timed pairs run side by side in alternating rou
    3b: with ``max_length=512`` against the tokenizer's own truncating ``encode_batch``
    (``enable_truncation(512)``), for the fixture tokenizer and a BERT-sized vocabulary. Goal >= 0.9x.
 4. Hand-over: a ``text_loader`` pass with 2 workers, batches of 32, its batches leaving the
-   workers packed into one shared buffer (``recipes.core.packing``, the preset) against the
+   workers packed into one shared buffer (``recipes.core.workers.packing``, the preset) against the
    plain collate, which hands each of the batch's five tensors over on its own (no goal).
+5. Cached: ``TokenizedTextDataset(file, cache_dir=...)`` opened from its token cache (the paragraphs
+   x8), then every item read once, in each round from a fresh open: the default open serves the
+   cached ids checked against the vocabulary, a block's maximum the first time it is read (no goal;
+   run the script on a checkout without the check to compare).
 """
 
 from __future__ import annotations
@@ -48,10 +53,10 @@ import torch
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from recipes.core.loader import RecipeLoader, preset_kwargs
-from recipes.core.plans import ByLength
-from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.loading.loader import RecipeLoader, preset_kwargs
+from recipes.core.sampling.plans import ByLength
+from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.sampling.seeding import SeededDataset
 from recipes.fixtures import fixtures_dir
 from recipes.text import TextCollate, TokenizedTextDataset, text_collate, text_loader
 
@@ -177,6 +182,22 @@ def build_time(texts: list[str], tokenizer, folder: Path, rounds: int) -> None:
               f"   (goal >= 0.8x: {'met' if bare / ours >= 0.8 else 'NOT met'})")
 
 
+def cached_open(texts: list[str], tokenizer, folder: Path, rounds: int) -> None:
+    path, cache = folder / "cached.jsonl", folder / "cache"
+    path.write_text("\n".join(json.dumps({"text": t}) for t in texts), encoding="utf-8")
+    TokenizedTextDataset(path, tokenizer, cache_dir=cache)  # writes the entry
+    opens, reads = [], []
+    for _ in range(rounds):
+        opened: list[TokenizedTextDataset] = []
+        opens.append(timed(lambda: opened.append(TokenizedTextDataset(path, tokenizer, cache_dir=cache))))
+        dataset = opened[0]
+        reads.append(timed(lambda: [dataset[i] for i in range(len(dataset))]) / len(dataset) * 1e6)
+    ids = len(dataset.tokens.ids)
+    print(f"\n5. cached: {len(texts)} texts, {ids:,} ids (median of {rounds} rounds, each from a fresh open)")
+    print(f"   open from the cache                 {statistics.median(opens) * 1e3:7.2f} ms")
+    print(f"   every item once                     {statistics.median(reads):7.2f} us an item")
+
+
 def truncated_builds(texts: list[str], tokenizer, folder: Path, rounds: int) -> None:
     print(f"\n3b. build with max_length=512, {len(texts)} texts (median of {rounds} rounds)")
     truncated_build_time(texts, tokenizer, folder, rounds, "fixture BPE (800)")
@@ -227,6 +248,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--build", action="store_true", help="only the build figures (3 and 3b)")
     parser.add_argument("--padding", action="store_true", help="only the padding figures (2)")
+    parser.add_argument("--cached", action="store_true", help="only the cached figures (5)")
     args = parser.parse_args()
     rounds = 2 if args.quick else 7
     torch.manual_seed(0)
@@ -243,6 +265,9 @@ def main() -> None:
         if args.padding:
             padding_waste(TokenizedTextDataset(path, tokenizer), (16, 32))
             return
+        if args.cached:
+            cached_open(texts * 8, tokenizer, folder, rounds)
+            return
         if args.build:
             build_time(texts * (1 if args.quick else 8), tokenizer, folder, rounds)
             truncated_builds(texts, tokenizer, folder, rounds)
@@ -252,10 +277,11 @@ def main() -> None:
         build_time(texts * (1 if args.quick else 8), tokenizer, folder, rounds)
         truncated_builds(texts, tokenizer, folder, rounds)
         hand_over(TokenizedTextDataset(path, tokenizer, max_length=512), rounds)
+        cached_open(texts * (1 if args.quick else 8), tokenizer, folder, rounds)
 
 
 def hand_over(dataset: TokenizedTextDataset, rounds: int) -> None:
-    # text_loader's composition (recipes.core.loader.build_loader) written out, without packing
+    # text_loader's composition (recipes.core.loading.loader.build_loader) written out, without packing
     kwargs = preset_kwargs("cpu", train=True, seed=0, num_workers=2)
     shuffle, drop_last = kwargs.pop("shuffle"), kwargs.pop("drop_last")
     sampler = SeededBatchSampler(len(dataset), 32, shuffle=shuffle, drop_last=drop_last, seed=0,

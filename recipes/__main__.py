@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from recipes.domains import DOMAINS, REGISTRY
+from recipes.domains import DOMAINS, REGISTRY, readers
 
 STEP_MS = 50.0  # recipes bench's simulated training step: data-wait means something only beside a step
 
@@ -31,8 +31,7 @@ def _paths_help() -> str:
     for entry in REGISTRY:
         first, *more = entry.paths.split("\n")
         lines += [f"  {entry.name:<11} {first}", *(" " * 14 + line for line in more)]
-    tokenized = " and ".join(entry.name for entry in REGISTRY if "tokenizer" in entry.reads)
-    return "\n".join([*lines, f"{tokenized} read --tokenizer (default: a tokenizer.json next to PATH)."])
+    return "\n".join([*lines, f"{readers('tokenizer')} read --tokenizer (default: a tokenizer.json next to PATH)."])
 
 
 PATHS = _paths_help()
@@ -41,7 +40,7 @@ PATHS = _paths_help()
 def _local_path(value: str) -> Path:
     """A PATH argument: a local path; a URL is refused here, named without its credentials."""
     if "://" in value:
-        from recipes.core.storage import shown
+        from recipes.core.sources.storage import shown
 
         raise argparse.ArgumentTypeError(f"{shown(value)} is a URL; the command line reads local files only")
     return Path(value)
@@ -63,35 +62,40 @@ def _wrap(text: str) -> str:
 
 
 def _data_arguments(
-    parser: argparse.ArgumentParser, *, size: bool, max_length: str, also: tuple[str, ...] = ()
+    parser: argparse.ArgumentParser, *, window: str | None, max_length: str, also: tuple[str, ...] = ()
 ) -> None:
+    """The DOMAIN, PATH and dataset options; each option's help names the domains that read it (their
+    entries' ``reads``). ``window``: which window ``--clip-seconds`` keeps (bench and show; None: no
+    ``--size`` or ``--clip-seconds``, which only a loader reads); ``max_length``: its help, where
+    ``{readers}`` goes."""
     domains = ", ".join(DOMAINS + also)
     parser.add_argument("domain", choices=DOMAINS + also, metavar="DOMAIN", help=f"one of {domains}")
     parser.add_argument("path", type=_local_path, metavar="PATH", help="the dataset (see below)")
     group = parser.add_argument_group("dataset options")
-    group.add_argument("--tokenizer", type=_local_path, metavar="FILE", help="tokenizer.json (text, multimodal)")
+    group.add_argument("--tokenizer", type=_local_path, metavar="FILE", help=f"tokenizer.json ({readers('tokenizer')})")
     group.add_argument("--image-root", type=_local_path, metavar="DIR", help="folder the image names are relative to "
-                       "(detection, multimodal)")
-    if size:
+                       f"({readers('image_root')})")
+    if window is not None:
         group.add_argument("--size", type=int, default=224, metavar="PX",
-                           help="image side after crop/resize (vision, multimodal; default 224)")
-        group.add_argument("--clip-seconds", type=_positive, metavar="S", help="cut each clip of an audio "
-                           "folder to S seconds: a random window with --train, else the centre one (audio)")
-    group.add_argument("--max-length", type=int, metavar="N", help=max_length)
+                           help=f"image side after crop/resize ({readers('size')}; default 224)")
+        group.add_argument("--clip-seconds", type=_positive, metavar="S", help="cut each clip of a folder of clips "
+                           f"to S seconds: {window} ({readers('clip_seconds')})")
+    group.add_argument("--max-length", type=int, metavar="N", help=max_length.format(readers=readers("max_length")))
     group.add_argument("--text-field", default="text", metavar="NAME",
-                       help="JSON field / CSV column of the text (text; default 'text')")
-    group.add_argument("--label-field", metavar="NAME", help="field / column of the label (text; default none)")
-    group.add_argument("--image-field", default="image", metavar="NAME",
-                       help="Parquet column of the image: path, bytes or {bytes, path} (multimodal; default 'image')")
-    group.add_argument("--caption-field", default="caption", metavar="NAME",
-                       help="Parquet column of the caption(s) (multimodal; default 'caption', else 'captions')")
+                       help=f"JSON field / CSV column of the text ({readers('text_field')}; default 'text')")
+    group.add_argument("--label-field", metavar="NAME",
+                       help=f"field / column of the label ({readers('label_field')}; default none)")
+    group.add_argument("--image-field", default="image", metavar="NAME", help="Parquet column of the image: path, "
+                       f"bytes or {{bytes, path}} ({readers('image_field')}; default 'image')")
+    group.add_argument("--caption-field", default="caption", metavar="NAME", help="Parquet column of the caption(s) "
+                       f"({readers('caption_field')}; default 'caption', else 'captions')")
     group.add_argument("--max-seconds", type=_positive, metavar="S", help="the per-clip limit: a longer clip "
-                       "is a problem named by file (audio; default 600)")
+                       f"is a problem named by file ({readers('max_seconds')}; default 600)")
 
 
-def _loader_arguments(parser: argparse.ArgumentParser) -> None:
+def _loader_arguments(parser: argparse.ArgumentParser, *, window: str) -> None:
     """The arguments of a command that runs the domain's loader over PATH (bench, show)."""
-    _data_arguments(parser, size=True, max_length="cut token ids to N (text, multimodal; multimodal default 77)")
+    _data_arguments(parser, window=window, max_length="cut token ids to N ({readers}; default: all, captions CLIP's 77)")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="a bad sample (unreadable image, bad line): stop naming it (raise, the default) or drop it "
                         "with a warning naming it (skip); recipes check lists every one")
@@ -128,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cheapest within 5% of the best rate. A progress bar shows the sweep; the whole run takes about "
         "--seconds."),
     )
-    _loader_arguments(bench)
+    _loader_arguments(bench, window="a random window, as training reads it")
     bench.add_argument("--batch-size", type=int, default=32, metavar="N", help="samples per batch (default 32)")
     bench.add_argument("--device", choices=("cpu", "cuda"), help="where batches go; pin_memory is tried on cuda "
                        "only (default: cuda if available)")
@@ -156,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-length truncates). Print a summary and each problem with its path and reason: the first 20 of "
         "each kind, then how many more (--json lists every one)."),
     )
-    _data_arguments(check, size=False, max_length="report how many samples and tokens this max_length cuts "
-                    "(text, multimodal; default: a table of common lengths)", also=("cache",))
+    _data_arguments(check, window=None, max_length="report how many samples and tokens this max_length cuts "
+                    "({readers}; default: a table of common lengths)", also=("cache",))
     check.add_argument("--json", action="store_true", help="print the report as JSON instead")
     check.add_argument("--workers", type=int, metavar="N", help="processes decoding images "
                        "(default: the usable CPUs)")
@@ -165,14 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser(
         "show", help="render one batch to a PNG", formatter_class=formatter, epilog=PATHS,
         description=_wrap("Render the first batch of the domain's loader to a PNG, under a title saying what it "
-        "shows and what was left out and why: vision an image grid with class and file names; detection each "
-        "image with its boxes (torchvision's draw_bounding_boxes), category names on boxes of their colour inside "
-        "the image, crowd regions hatched; multimodal images with their file names and the captions their token "
-        "ids decode to; text one line per sample: its index and label, then its tokens as the tokenizer's decoder "
-        "gives them (the raw pieces if it has none) and its padding in dark grey. Small images are enlarged. "
-        "Evaluation mode by default (dataset order, no random augmentation)."),
+        "shows and what was left out and why: " + "; ".join(f"{entry.name} {entry.shows}" for entry in REGISTRY
+                                                           if entry.shows) +
+        ". Small images are enlarged. Evaluation mode by default (dataset order, no random augmentation)."),
     )
-    _loader_arguments(show)
+    _loader_arguments(show, window="a random window with --train, else the centre one")
     show.add_argument("-o", "--output", type=_local_path, required=True, metavar="PNG", help="the picture to write")
     show.add_argument("--batch-size", type=int, default=8, metavar="N", help="samples in the batch (default 8)")
     show.add_argument("--train", action="store_true",
@@ -183,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_wrap("Copy the installed recipes/DOMAIN/ folder (its .py files, demo.py included) to "
         "DEST/DOMAIN/, creating DEST. The copy's imports of its own domain (from recipes.DOMAIN.x import ...) "
         "are rewritten to the copy (from DOMAIN.x import ...), and so are the usage examples in its docstrings; "
-        "comments and other strings stay as written. Its imports of recipes.core, and multimodal's of recipes.text and recipes.vision, "
+        "comments and other strings stay as written. Its imports of recipes.core" + "".join(
+            f", and {entry.name}'s of " + " and ".join(f"recipes.{other}" for other in entry.composes)
+            for entry in REGISTRY if entry.composes) + ", "
         "keep using the installed package. An existing DEST/DOMAIN is never overwritten. Print the files and "
         "lines copied, the recipes.core modules the copy imports, and how to import it."),
     )
@@ -247,7 +250,7 @@ def _run(argv: Sequence[str] | None) -> int:
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command
         parser.exit(2, f"recipes {args.command}: error: {missing}\n")
-    from recipes.core.errors import DataError, SampleError
+    from recipes.core.contracts.errors import DataError, SampleError
 
     if args.command == "bench":
         from recipes.cli import bench as command

@@ -369,13 +369,14 @@ COMPOSES = {entry.name: entry.composes for entry in REGISTRY}  # what each may i
 
 def assert_domain_imports(path: Path) -> None:
     """A file of ``recipes/<domain>/`` imports only the standard library, third-party packages,
-    ``recipes.core`` and its own domain (multimodal also vision and text), with absolute imports,
+    ``recipes.core`` and its own domain (multimodal also vision and text; a fixture writer also the
+    root's ``recipes.fixtures_files``), with absolute imports,
     and imports its own domain in a form ``recipes copy`` can point at the copy (no bare
     ``import recipes.<domain>.x``, no ``from recipes import <domain>``)."""
     import ast
 
     domain = path.parent.name
-    allowed = ("core", domain, *COMPOSES.get(domain, ()))
+    allowed = ("core", domain, *COMPOSES.get(domain, ()), *(("fixtures_files",) if path.name.startswith("fixtures") else ()))
     where = f"recipes/{domain}/{path.name}"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -456,7 +457,7 @@ def with_skip_warnings(make: Callable[[], Any]) -> tuple[Any, list[str]]:
     """``(make(), messages of the SkippedSampleWarnings it raised)``, every one recorded."""
     import warnings
 
-    from recipes.core.errors import SkippedSampleWarning
+    from recipes.core.contracts.errors import SkippedSampleWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

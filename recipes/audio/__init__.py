@@ -18,7 +18,7 @@ from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, decoders, pro
 from recipes.audio.features import LogMel
 from recipes.audio.folder import AUDIO_EXTENSIONS, AudioCollate, AudioFolderDataset, audio_collate, audio_loader
 from recipes.audio.shards import AudioShards
-from recipes.audio.speech import SpeechDataset
+from recipes.audio.speech import ManifestDurationWarning, SpeechDataset
 
 __all__ = [
     "AudioCollate",
@@ -26,6 +26,7 @@ __all__ = [
     "AUDIO_EXTENSIONS",
     "MAX_SECONDS",
     "LogMel",
+    "ManifestDurationWarning",
     "SpeechDataset",
     "AudioFolderDataset",
     "AudioInfo",

@@ -8,7 +8,7 @@ files costs a header read each. ``decode`` resamples in FFmpeg, mixes to mono as
 channels (librosa's ``to_mono``; FFmpeg's own downmix sums at -3 dB and can leave [-1, 1]), and
 clips to [-1, 1] (float codecs and resampling may overshoot). It never decodes more than
 ``max_seconds`` plus :data:`DURATION_TOLERANCE`, whatever a header claims: that limit bounds each
-sample's memory. Every failure is a :class:`recipes.core.errors.DataError` naming the file and the problem.
+sample's memory. Every failure is a :class:`recipes.core.contracts.errors.DataError` naming the file and the problem.
 
 PCM WAV and FLAC at the target rate (no resampling) are read by libsndfile through ``soundfile``
 when it is installed (``pip install ".[audio]"``, the ``audio`` extra): the same samples, bit for bit, in about
@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from torchcodec.decoders import AudioDecoder
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
+from recipes.core.contracts.parameters import check_count, check_positive
 
 # The per-sample limit: 10 minutes of 48 kHz stereo float32 decode to 230 MB before resampling;
 # ASR utterances last seconds, ESC-50 clips 5 s. Raise it with max_seconds= for long recordings.
@@ -59,6 +60,22 @@ FFMPEG_MISSING = (
     "does not install: apt-get install ffmpeg (Debian, Ubuntu), brew install ffmpeg, or conda install -c "
     "conda-forge ffmpeg"
 )
+
+
+def audio_options(owner: str, *, sample_rate: Any, num_channels: Any, max_seconds: Any) -> tuple[int, int | None, float]:
+    """``(sample_rate, num_channels, max_seconds)`` checked when a dataset is built, ``max_seconds``
+    defaulted to :data:`MAX_SECONDS`; a ValueError names the parameter (``sample_rate=10**9`` would
+    resample half a second into 500 M samples, ``num_channels=0`` pass for mono)."""
+    rate = check_count("sample_rate", sample_rate, owner=owner, low=MIN_SAMPLE_RATE, high=MAX_SAMPLE_RATE, none=False)
+    channels = check_count("num_channels", num_channels, owner=owner, low=1, high=MAX_CHANNELS)
+    seconds = check_positive("max_seconds", max_seconds, owner=owner)
+    return int(rate), channels, MAX_SECONDS if seconds is None else seconds
+
+
+def duration_tolerance(seconds: float) -> float:
+    """How far a length may stray from a header's ``seconds``: :data:`DURATION_TOLERANCE` or
+    :data:`DURATION_RELATIVE_TOLERANCE` of it, whichever is more."""
+    return max(DURATION_TOLERANCE, DURATION_RELATIVE_TOLERANCE * seconds)
 
 
 @dataclass(frozen=True)
@@ -143,8 +160,7 @@ def decode(
     if seconds > max_seconds:
         raise DataError(f"{name}: decodes to more than max_seconds={max_seconds:g} "
                         f"({info.duration:.2f} s in its header)")
-    if expected is not None and abs(seconds - expected) > max(DURATION_TOLERANCE,
-                                                               DURATION_RELATIVE_TOLERANCE * expected):
+    if expected is not None and abs(seconds - expected) > duration_tolerance(expected):
         raise DataError(f"{name}: decodes to {seconds:.3f} s, its header said {expected:.3f} s when indexed")
     if audio.shape[-1] == 0:
         raise DataError(f"{name}: holds no samples")

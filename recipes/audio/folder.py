@@ -14,7 +14,7 @@ decode) for :attr:`durations`, which the loader batches by; items are decoded by
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,18 +22,20 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from recipes.audio.decoding import MAX_SECONDS, crop, decode, probe
-from recipes.core.arrays import StringArray
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.errors import DataError, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import build_loader
-from recipes.core.padding import pad_batch
-from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.states import sampled_digest
-from recipes.core.storage import shown
+from recipes.audio.decoding import audio_options, crop, decode, probe
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.loading.loader import build_loader
+from recipes.core.tokens.padding import pad_batch
+from recipes.core.contracts.parameters import check_positive
+from recipes.core.sampling.plans import ByLength, TokenBudget
+from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import shown
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
-MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.plans sort ints)
+MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.sampling.plans sort ints)
 
 
 class AudioFolderDataset(Dataset):
@@ -60,7 +62,7 @@ class AudioFolderDataset(Dataset):
     file headers, capped at ``clip_seconds``.
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def __init__(
         self,
@@ -76,17 +78,18 @@ class AudioFolderDataset(Dataset):
         allow_empty: bool = False,
     ) -> None:
         self.root = os.path.expanduser(os.fspath(root))
-        self.sample_rate = int(sample_rate)
+        self.sample_rate, self.num_channels, self.max_seconds = audio_options(
+            "AudioFolderDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
-        if clip_seconds is not None and not clip_seconds > 0:
-            raise ValueError(f"clip_seconds must be > 0 or None, got {clip_seconds!r}")
-        self.clip_seconds, self.num_channels, self.random_crop = clip_seconds, num_channels, random_crop
-        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.clip_seconds = check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
+        self.random_crop = random_crop
         self.extensions = normalise_extensions(AUDIO_EXTENSIONS if extensions is None else extensions)
         self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
-        kept, seconds = self._index(relative)
+        with SkippedRows(self.root, "clip") as skipped:
+            kept, seconds = self._index(relative)
+            skipped.check(len(kept))
         self.paths = StringArray([relative[k] for k in kept])
         self.labels = np.asarray(labels, dtype=np.int64)[kept]
         self.header_durations = np.asarray(seconds, dtype=np.float64)
@@ -128,7 +131,7 @@ class AudioFolderDataset(Dataset):
         return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "classes": self.classes, "sample_rate": self.sample_rate,
                 "num_channels": self.num_channels}
 
@@ -163,7 +166,7 @@ class AudioFolderDataset(Dataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")
@@ -240,6 +243,11 @@ class AudioCollate:
         return audio_collate(batch, **vars(self))
 
 
+def audio_collate_for(dataset: Any) -> AudioCollate:
+    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
+    return AudioCollate(pad_id=dataset_pad_id(dataset, 0))
+
+
 def audio_loader(
     dataset: Dataset,
     batch_size: int | None = None,
@@ -249,36 +257,41 @@ def audio_loader(
     device: str | torch.device | None = None,
     seed: int | None = None,
     stateful: bool = False,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
     **overrides: Any,
 ) -> DataLoader:
     """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
 
     Training batches hold clips of similar duration: every epoch the clips are sorted by
-    duration with a little fresh jitter (:class:`recipes.core.plans.ByLength`), cut into
+    duration with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`), cut into
     batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
 
     Args:
         dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
-            is batched by ``batch_size`` as it comes (:func:`recipes.core.loader.stream_loader`).
+            is batched by ``batch_size`` as it comes (:func:`recipes.core.loading.loader.stream_loader`).
         batch_size: clips per batch; with ``max_seconds`` an upper bound, or None.
         max_seconds: a budget per batch, ``len(batch) * longest <= max_seconds`` (the audio
             ``max_tokens``: what the padded batch holds); a single longer clip is its own batch.
         train: shuffled, duration-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loader.build_loader`; ``stateful=True``
+        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
-        overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``,
-            ``collate_fn=...``; :func:`recipes.core.loader.preset_kwargs`).
+        collate_fn: used as given. Default: the collate the dataset asks for
+            (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :class:`AudioCollate` with its pad id
+            (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
+        overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
+            :func:`recipes.core.loading.loader.preset_kwargs`).
     """
-    collate_fn = overrides.pop("collate_fn", None) or AudioCollate(pad_id=getattr(dataset, "pad_id", None) or 0)
+    collate = UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
         if max_seconds is not None:
             raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
         plan = None
     else:
         lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
+        max_seconds = check_positive("max_seconds", max_seconds, owner="audio_loader")
         budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
         plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

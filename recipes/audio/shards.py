@@ -7,19 +7,18 @@
 A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
 ``.ogg``, ``.opus``) and its transcript, ``000042.txt`` or ``000042.json`` with ``"text"``.
 Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, grouped into samples by
-:func:`recipes.core.tar_samples.read_samples`: one sequential stream from the byte where a pass
+:func:`recipes.core.sources.tar_samples.read_samples`: one sequential stream from the byte where a pass
 resumes, never extracted to disk; member names that climb out are refused, links passed over,
 members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
 one extension or a key that comes back after other samples refused. Each epoch the samples of the
 shards (in an order shuffled by ``(seed, epoch)`` with a ``shuffle_buffer``) are cut into ``world_size
-x num_workers`` runs equal by count (:mod:`recipes.core.shard_index`: one walk of the headers at
+x num_workers`` runs equal by count (:mod:`recipes.core.sources.shard_index`: one walk of the headers at
 construction, on rank 0); a state holds each reader's shard and byte offset
-(:class:`recipes.core.streams.ResumableStream`), never data. Build it after ``init_process_group``.
+(:class:`recipes.core.sources.streams.ResumableStream`), never data. Build it after ``init_process_group``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import zlib
@@ -28,16 +27,15 @@ from typing import Any
 
 import torch
 
-from recipes.audio.decoding import MAX_SECONDS, decode
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.shard_index import ShardIndex, block_shuffler, shard_order
-from recipes.core.states import check_int
-from recipes.core.storage import basename, shown
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tar_samples import expand_shards, read_samples
+from recipes.audio.decoding import audio_options, decode
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
+from recipes.core.sources.storage import basename, shown
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.streams import ResumableStream
+from recipes.core.sources.tar_samples import expand_shards, read_samples
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
 # A member is read whole into memory, whatever its header claims: 256 MiB is 10 minutes of 48 kHz
@@ -50,7 +48,7 @@ class AudioShards(ResumableStream):
 
     Args:
         urls: the shards: a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob
-            (:func:`recipes.core.tar_samples.expand_shards`).
+            (:func:`recipes.core.sources.tar_samples.expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
@@ -59,7 +57,7 @@ class AudioShards(ResumableStream):
         on_error: ``"raise"`` a DataError naming the shard and member, or ``"skip"`` the sample
             (a shard that cannot be read: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards; never shown.
-        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling ``seed`` shared by all
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
@@ -78,65 +76,53 @@ class AudioShards(ResumableStream):
         storage_options: dict[str, Any] | None = None,
         order: StreamOrder | None = None,
     ) -> None:
+        self.sample_rate, self.num_channels, self.max_seconds = audio_options(
+            "AudioShards", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         order = order_or_default(order, "AudioShards")
         shuffle_buffer, seed = order.shuffle_buffer, order.seed
         self.storage_options = storage_options
-        # listed and indexed once per job: on rank 0, sent to the others (recipes.core.shard_index)
+        # listed and indexed once per job: on rank 0, sent to the others (recipes.core.sources.shard_index)
         self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
                                                 order.world_size)
-        self.sample_rate, self.num_channels, self.shuffle_buffer = int(sample_rate), num_channels, shuffle_buffer
-        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.shuffle_buffer = shuffle_buffer
         self.on_error = check_on_error(on_error)
         self.encoder, self.pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens import TruncatingEncoder, find_pad_id, load_tokenizer
+            from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         super().__init__(seed, order.rank, order.world_size, source=source)
+        self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self.pad_id}
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a sample."""
-        return max(self.index.total // self.world_size, 1)
+        return self.epochs.max_workers(self.world_size)
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1)
 
     def _check_position(self, position: list[Any], slots: int) -> None:
-        """Refuse a resume point ``[shard position in the reader's list, byte offset, sample number]``
-        outside these shards (two items: saved when each reader read whole shards)."""
-        owner, start = type(self).__name__, position[1]
-        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
-            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
-        longest = max(-(-len(self.shards) // slots), 1) if len(start) == 2 else len(self.shards)
-        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
-        if check_int(start[1], "position[1][1] (byte offset)", owner) % 512:
-            raise ValueError(f"{owner} state: position[1][1] (byte offset) = {start[1]} is not a tar header's")
-        if len(start) == 3:
-            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
+        self.epochs.check_position(position, slots)
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        seed = self.cursor.seed
-        order = shard_order(len(self.shards), seed, epoch, shuffled=self.shuffle_buffer > 0)
-        first_block, begin, skip = resume if resume is not None else (0, None, 0)
-        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=self._items)
 
-        def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-            return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
-                                storage_options=self.storage_options, on_error=self.on_error)
+    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+        return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
+                            storage_options=self.storage_options, on_error=self.on_error)
 
-        samples = self.index.samples(order, slot, slots, begin, read, type(self).__name__)
-        for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
-            items = (item for record in records if (item := self._item(*record)) is not None)
-            # a resumed block: its first items were handed out before the state was saved
-            yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
+    def _items(self, shard: str, key: str, files: dict[str, bytes]) -> list[dict[str, Any]]:
+        """A sample's item, none when it is skipped (:meth:`_item`)."""
+        item = self._item(shard, key, files)
+        return [] if item is None else [item]
 
     def _item(self, shard: str, key: str, files: dict[str, bytes]) -> dict[str, Any] | None:
         """A sample's item, or None when it is skipped (a warning names the shard and key)."""

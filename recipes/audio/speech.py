@@ -9,7 +9,9 @@ Sources: a JSONL manifest (NeMo's ``{"audio_filepath", "duration", "text"}`` or 
 "text"}``), a CSV with a header, Parquet or a Hugging Face ``datasets.Dataset`` whose audio column
 holds ``Audio`` structs ``{"bytes", "path"}`` (or paths). Paths are relative to ``audio_root``
 (default: the manifest's folder); one that leaves it is refused. Each clip's header is read once
-(no decode) for :attr:`durations`; a manifest's own ``duration`` is not trusted. Transcripts are
+(no decode) for :attr:`durations`; a manifest's own ``duration`` is not trusted, and one that disagrees
+with the header by more than the decoder's tolerance is a :class:`ManifestDurationWarning` naming the
+row (strict: ``warnings.simplefilter("error", ManifestDurationWarning)``). Transcripts are
 tokenised once, at construction, with the tokenizer's truncation (special tokens kept), as
 ``TokenizedTextDataset`` does.
 """
@@ -19,7 +21,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +31,21 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from recipes.audio.decoding import MAX_SECONDS, decode, probe
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.paths import resolve_under
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, read_bytes, shown
+from recipes.audio.decoding import audio_options, decode, duration_tolerance, probe
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
+from recipes.core.contracts.parameters import check_count
+from recipes.core.sources.paths import resolve_under
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, read_bytes, shown
 
 NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
+DURATION_FIELD = "duration"  # a manifest's stated length in seconds (NeMo's): checked against the header
+
+
+class ManifestDurationWarning(UserWarning):
+    """A manifest's ``duration`` disagrees with its clip's header; the message names the row. Make it an
+    error with ``warnings.simplefilter("error", ManifestDurationWarning)`` (strict)."""
 
 
 class SpeechDataset(Dataset):
@@ -56,7 +67,7 @@ class SpeechDataset(Dataset):
         audio_root: the folder paths are relative to (default: the manifest's folder).
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def __init__(
         self,
@@ -72,42 +83,47 @@ class SpeechDataset(Dataset):
         on_error: str = "raise",
         audio_root: str | os.PathLike | None = None,
     ) -> None:
-        self.sample_rate, self.num_channels = int(sample_rate), num_channels
+        self.sample_rate, self.num_channels, self.max_seconds = audio_options(
+            "SpeechDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
-        self.max_seconds = MAX_SECONDS if max_seconds is None else float(max_seconds)
+        check_count("max_length", max_length, owner="SpeechDataset")
         self._unit = "row" if _is_table(source) else "line"  # what places count, for messages
-        if _is_table(source):
-            self.name, rows = _table_rows(source, audio_field, text_field)
-            root = audio_root
-        else:
-            self.name = shown(source)
-            rows = _manifest_rows(source, audio_field, text_field, on_error)
-            root = Path(source).parent if audio_root is None else audio_root
-        self.audio_root = None if root is None else os.fspath(root)
-        refs, texts, seconds, where = [], [], [], []
-        for place, ref, text in rows:
-            try:
-                if isinstance(text, DataError):
-                    raise text
-                audio = self._resolve(ref, place)
-                info = probe(audio, self._describe(place, ref))
-                if info.duration > self.max_seconds:
-                    raise DataError(f"{self._describe(place, ref)}: {info.duration:.2f} s is over "
-                                    f"max_seconds={self.max_seconds:g}; raise max_seconds")
-            except DataError as error:
-                skip_or_raise(error, self.on_error)
-                continue
-            refs.append(ref)
-            texts.append(text)
-            seconds.append(info.duration)
-            where.append(place)
+        with SkippedRows("") as skipped:
+            if _is_table(source):
+                self.name, rows = _table_rows(source, audio_field, text_field)
+                root = audio_root
+            else:
+                self.name = shown(source)
+                rows = _manifest_rows(source, audio_field, text_field, on_error)
+                root = Path(source).parent if audio_root is None else audio_root
+            self.audio_root = None if root is None else os.fspath(root)
+            skipped.name = self.name
+            refs, texts, seconds, where = [], [], [], []
+            for place, ref, text, stated in rows:
+                try:
+                    if isinstance(text, DataError):
+                        raise text
+                    audio = self._resolve(ref, place)
+                    info = probe(audio, self._describe(place, ref))
+                    if info.duration > self.max_seconds:
+                        raise DataError(f"{self._describe(place, ref)}: {info.duration:.2f} s is over "
+                                        f"max_seconds={self.max_seconds:g}; raise max_seconds")
+                except DataError as error:
+                    skip_or_raise(error, self.on_error)
+                    continue
+                check_stated_duration(stated, info.duration, self._describe(place, ref))
+                refs.append(ref)
+                texts.append(text)
+                seconds.append(info.duration)
+                where.append(place)
+            skipped.check(len(refs))
         # numpy-backed where the rows are paths: forked workers share them instead of copying them
         self._refs = StringArray(refs) if all(isinstance(ref, str) for ref in refs) else refs
         self.texts, self.places = StringArray(texts), np.asarray(where, dtype=np.int64)
         self.durations = np.asarray(seconds, dtype=np.float64)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
+            from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), texts)  # the list, read once
@@ -154,7 +170,7 @@ class SpeechDataset(Dataset):
         return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self._pad_id}
 
@@ -185,9 +201,9 @@ def _is_table(source: Any) -> bool:
     return not isinstance(source, (str, os.PathLike)) or os.fspath(source).endswith(".parquet")
 
 
-def _manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) -> list[tuple[int, Any, Any]]:
-    """``(line, audio, text or DataError)`` of a JSONL or CSV manifest; a line that cannot be read at all
-    is raised or (``"skip"``) dropped here."""
+def _manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) -> list[tuple[int, Any, Any, Any]]:
+    """``(line, audio, text or DataError, stated duration or None)`` of a JSONL or CSV manifest; a line
+    that cannot be read at all is raised or (``"skip"``) dropped here."""
     suffix = Path(os.fspath(path)).suffix.lower()
     if suffix not in (".jsonl", ".csv"):
         raise ValueError(f"{shown(path)}: SpeechDataset reads .jsonl, .csv, .parquet or a datasets.Dataset, "
@@ -201,7 +217,8 @@ def _manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) 
             raise DataError(f"{name} line {line}: not UTF-8 ({error.reason}); re-save the file as UTF-8") from None
         reader = csv.DictReader(io.StringIO(text, newline=""))
         for row in reader:
-            rows.append((reader.line_num, row.get(audio_field), _transcript(row, text_field, name, reader.line_num)))
+            rows.append((reader.line_num, row.get(audio_field), _transcript(row, text_field, name, reader.line_num),
+                         row.get(DURATION_FIELD)))
         return rows
     for line, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
@@ -218,8 +235,24 @@ def _manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) 
             skip_or_raise(DataError(f"{name} line {line}: a JSON object per line expected"), on_error)
             continue
         audio = row.get(audio_field, row.get(NEMO_AUDIO_FIELD) if audio_field == "audio" else None)
-        rows.append((line, audio, _transcript(row, text_field, name, line)))
+        rows.append((line, audio, _transcript(row, text_field, name, line), row.get(DURATION_FIELD)))
     return rows
+
+
+def check_stated_duration(stated: Any, header: float, where: str) -> None:
+    """Warn (:class:`ManifestDurationWarning`, naming ``where``) when a manifest's ``duration`` disagrees
+    with the clip's header by more than :func:`recipes.audio.decoding.duration_tolerance`."""
+    if stated is None or stated == "":
+        return
+    if isinstance(stated, str):  # a CSV's cell
+        try:
+            stated = float(stated)
+        except ValueError:
+            pass
+    number = isinstance(stated, (int, float)) and not isinstance(stated, bool) and math.isfinite(stated)
+    if not number or abs(stated - header) > duration_tolerance(header):
+        warnings.warn(f"{where}: the manifest's duration {stated!r} disagrees with the header's {header:.3f} s; "
+                      "the header's is used (batching and max_seconds follow it)", ManifestDurationWarning, stacklevel=3)
 
 
 def _transcript(row: dict[str, Any], field: str, name: str, line: int) -> str | DataError:
@@ -229,8 +262,8 @@ def _transcript(row: dict[str, Any], field: str, name: str, line: int) -> str | 
     return text
 
 
-def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, list[tuple[int, Any, Any]]]:
-    """``(row, audio, text or DataError)`` of Parquet or a ``datasets.Dataset``; the audio bytes are
+def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, list[tuple[int, Any, Any, None]]]:
+    """``(row, audio, text or DataError, None)`` of Parquet or a ``datasets.Dataset``; the audio bytes are
     held in memory, as the rows of a manifest are (a corpus larger than memory: shard it, AudioShards)."""
     if isinstance(source, (str, os.PathLike)):
         import pyarrow.parquet as pq
@@ -250,5 +283,5 @@ def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, li
     rows = []
     for row, (clip, text) in enumerate(zip(audio, texts)):
         bad = None if isinstance(text, str) else DataError(f"{name} row {row}: the transcript is not a string")
-        rows.append((row, clip, text if bad is None else bad))
+        rows.append((row, clip, text if bad is None else bad, None))
     return name, rows

@@ -32,9 +32,9 @@ from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
 from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.storage import shown
-from recipes.core.tar_samples import expand_shards, read_samples
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.sources.storage import shown
+from recipes.core.sources.tar_samples import expand_shards, read_samples
 
 SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what AudioShards reads
 INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start
@@ -176,11 +176,24 @@ def _problem(message: str) -> Problem:
 @contextmanager
 def _skipped_as_problems(report: Report) -> Iterator[None]:
     """Each clip or row an ``on_error="skip"`` index leaves out becomes a problem of ``report``."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkippedSampleWarning)
-        yield
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SkippedSampleWarning)
+            yield
+    finally:  # also when the index raises (every row skipped): its rows are still the report's
+        _report_skipped(report, caught)
+
+
+def _report_skipped(report: Report, caught: list[warnings.WarningMessage]) -> None:
     for warning in caught:
         if issubclass(warning.category, SkippedSampleWarning):
             report.problems.append(_problem(str(warning.message)))
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def check_clips(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the clips the CLI's ``options`` name (:func:`check_audio`)."""
+    return check_audio(options.path, text_field=options.text_field, max_seconds=options.max_seconds,
+                       workers=workers, progress=progress)

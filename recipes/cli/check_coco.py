@@ -17,8 +17,8 @@ import numpy as np
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
-from recipes.core.errors import DataError
-from recipes.core.paths import resolve_under
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.paths import resolve_under
 from recipes.detection.coco_checks import ColumnChecks, Problem, entry_problems, wrong_fields
 from recipes.detection.coco_files import columns_of, parse_json
 
@@ -167,3 +167,11 @@ def _summarize(report: Report, doc: dict[str, Any], columns: dict[str, Any], che
         category_id = int(checks.category_ids[row])
         by_count[f"{names[category_id]} ({category_id})"] = int(counts[row])
     report.summary["categories"] = by_count
+
+
+def check_instances(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the COCO file the CLI's ``options`` name, over the images of its image root
+    (``--image-root``, else ``images/`` beside it, else its folder: as bench and show open it)."""
+    from recipes.detection.demo import image_root
+
+    return check_coco(options.path, image_root(options), workers=workers, progress=progress)

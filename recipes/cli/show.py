@@ -7,7 +7,8 @@
     python -m recipes show audio train_manifest.jsonl -o clips.png   # waveforms, spectrograms, transcripts
 
 The batch is the first one the domain's own loader gives, in evaluation mode by default (dataset
-order, only the deterministic resize), so the picture shows what the files hold; ``--train``
+order, only the deterministic resize), so the picture shows what the files hold, drawn by the
+``show`` its entry in :mod:`recipes.domains` names (one of the ``show_*`` functions here); ``--train``
 shows a training batch instead (shuffled, grouped, augmented, seed 0). A title says what the picture
 holds and what was left out of it, and why; each tile names its file or sample index. Classification
 and caption tiles (all one size) are enlarged by a whole factor below ``READABLE_SIDE`` and laid out
@@ -36,7 +37,8 @@ from recipes.cli.datasets import DataOptions, make_loader, open_dataset
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
-from recipes.core.nested import samples_in
+from recipes.core.contracts.nested import samples_in
+from recipes.domains import domain
 
 PADDING = 2  # pixels between grid tiles (make_grid's padding)
 MAX_CAPTION_LINES = 4
@@ -183,7 +185,7 @@ def sample_names(dataset: Any, indices: Sequence[int]) -> list[str]:
 def render_audio(batch: dict[str, Any], dataset: Any, indices: Sequence[int]) -> Image.Image:
     """Waveforms over spectrograms (:mod:`recipes.cli.waveforms`), each named by its file, with its
     class or its transcript."""
-    from recipes.cli.waveforms import render_clips, transcript_lines  # here: TorchCodec loads only for audio
+    from recipes.cli.waveforms import render_clips, transcript_lines  # here: TorchCodec loads only for clips
 
     if "labels" in batch:  # a clip folder
         names = sample_names(dataset, indices)
@@ -195,37 +197,71 @@ def render_audio(batch: dict[str, Any], dataset: Any, indices: Sequence[int]) ->
     return render_clips(batch, sample_rate=dataset.sample_rate, names=names, captions=captions)
 
 
-def render(domain: str, batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int]) -> Image.Image:
-    """The picture of ``batch`` for ``domain``; ``indices`` are the dataset indices the batch was drawn from."""
-    if domain == "text":
-        from recipes.core.tokens import load_tokenizer
+# What each domain's entry in recipes/domains.py names as its `show`: the picture of a batch, and what
+# the title says of it; ``indices`` are the dataset indices the batch was drawn from.
 
-        return render_tokens(batch, load_tokenizer(options.tokenizer_path()))
-    if domain == "vision":
-        return render_classes(batch, dataset.classes, sample_names(dataset, indices))
-    if domain == "detection":
-        names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
-        return render_boxes(batch, dataset.categories, names)
-    if domain == "audio":
-        return render_audio(batch, dataset, indices)
-    if domain == "video":
-        from recipes.video.show import strips  # here: TorchCodec loads only for video
 
-        return captioned_grid(*strips(batch, dataset))
-    if domain != "multimodal":
-        raise ValueError(f"recipes show has no picture for {domain} batches (recipes/cli/show.py)")
-    from recipes.core.tokens import load_tokenizer
+def show_classes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                 train: bool) -> tuple[Image.Image, list[str]]:
+    """An image grid with class and file names."""
+    notes = ["each tile is a random crop and flip of the file named under it"] if train else []
+    return render_classes(batch, dataset.classes, sample_names(dataset, indices)), notes
+
+
+def show_tokens(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                train: bool) -> tuple[Image.Image, list[str]]:
+    """A line per sample: its tokens as the tokenizer's decoder gives them, its padding grey."""
+    from recipes.core.tokens.encoding import load_tokenizer
+
+    return render_tokens(batch, load_tokenizer(options.tokenizer_path())), []
+
+
+def show_boxes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+               train: bool) -> tuple[Image.Image, list[str]]:
+    """Each image with its boxes and category names, crowd regions hatched."""
+    names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
+    notes = ["hatched: crowd regions (iscrowd=1), which a detector does not train on as boxes"]
+    return render_boxes(batch, dataset.categories, names), notes
+
+
+def show_captions(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                  train: bool) -> tuple[Image.Image, list[str]]:
+    """Each image over the caption its token ids decode to."""
+    from recipes.core.tokens.encoding import load_tokenizer
 
     names = sample_names(dataset, [int(i) for i in batch["index"]])
-    return render_captions(batch, load_tokenizer(options.tokenizer_path()), names)
+    which = "one drawn at random" if train else "the first"
+    notes = [f"each image over {which} of its captions ({len(dataset.caption_tokens)} captions in all)"]
+    return render_captions(batch, load_tokenizer(options.tokenizer_path()), names), notes
 
 
-def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
-    """What the picture shows (domain, mode, batch size, samples drawn), then what was left out and why;
-    ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""
+def show_clips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+               train: bool) -> tuple[Image.Image, list[str]]:
+    """Each clip's waveform over its log-mel spectrogram, with its class or transcript."""
+    notes = ["each clip: its waveform over its log-mel spectrogram, one time scale for all; grey: padding"]
+    if getattr(dataset, "clip_seconds", None):
+        window = "a random" if train else "the centre"
+        notes.append(f"each clip is {window} {dataset.clip_seconds:g} s window of the file named under it")
+    return render_audio(batch, dataset, indices), notes
+
+
+def show_strips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                train: bool) -> tuple[Image.Image, list[str]]:
+    """Each clip as a strip of its frames (``recipes.video.show.strips``) over its label, file and frame numbers."""
+    from recipes.video.show import strips  # here: TorchCodec's video decoder loads only for video
+
+    notes = ["each clip: up to 8 of its frames, evenly spaced, as the batch holds them"]
+    if train:
+        notes.append("a random clip of each video, one crop and flip for all its frames")
+    return captioned_grid(*strips(batch, dataset)), notes
+
+
+def title_lines(name: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
+    """What the picture of domain ``name`` shows (mode, batch size, samples drawn), then what was left
+    out and why; ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""
     drawn = samples_in(batch)
     mode = "training batch (shuffled, augmented, seed 0)" if train else "evaluation batch (dataset order)"
-    shown = [f"{domain}: the first {mode} of {type(dataset).__name__}, {len(dataset)} samples; "
+    shown = [f"{name}: the first {mode} of {type(dataset).__name__}, {len(dataset)} samples; "
              f"batch size {batch_size}, {drawn} drawn"]
     left = []
     if drawn < batch_size and len(dataset) >= batch_size:
@@ -236,20 +272,7 @@ def title_lines(domain: str, dataset: Any, batch: Any, *, batch_size: int, train
     if dropped:
         left.append(f"{dropped} dropped by training as incomplete batches (without --train every sample is kept)")
     small = f": the dataset holds fewer samples than the batch size, all {len(dataset)} in this one batch"
-    lines = shown + ["left out: " + "; ".join(left) if left else "nothing left out" + (small if drawn < batch_size else "")]
-    if domain == "detection":
-        lines.append("hatched: crowd regions (iscrowd=1), which a detector does not train on as boxes")
-    if domain == "vision" and train:
-        lines.append("each tile is a random crop and flip of the file named under it")
-    if domain == "audio":
-        lines.append("each clip: its waveform over its log-mel spectrogram, one time scale for all; grey: padding")
-        if getattr(dataset, "clip_seconds", None):
-            window = "a random" if train else "the centre"
-            lines.append(f"each clip is {window} {dataset.clip_seconds:g} s window of the file named under it")
-    if domain == "multimodal":
-        which = "one drawn at random" if train else "the first"
-        lines.append(f"each image over {which} of its captions ({len(dataset.caption_tokens)} captions in all)")
-    return lines
+    return shown + ["left out: " + "; ".join(left) if left else "nothing left out" + (small if drawn < batch_size else "")]
 
 
 def titled(picture: Image.Image, lines: Sequence[str]) -> Image.Image:
@@ -274,7 +297,11 @@ def first_batch_indices(loader: Any) -> list[int]:
 
 
 def run(args: argparse.Namespace, options: DataOptions) -> int:
-    dataset = open_dataset(options, train=args.train, include_crowd=options.domain == "detection")
+    entry = domain(options.domain)
+    if entry.show is None:
+        raise ValueError(f"recipes show has no picture for {options.domain} batches (its entry in recipes/domains.py "
+                         "names none)")
+    dataset = open_dataset(options, train=args.train, include_crowd=True)  # drawn hatched, where a dataset has them
     # A training batch as training sees it (incomplete batches dropped) unless the whole dataset is
     # smaller than one batch; no workers: one batch does not repay starting them.
     drop_last = args.train and len(dataset) >= args.batch_size
@@ -284,12 +311,13 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
     # training batches are all full, so they hold len(batch sampler) x batch size samples
     kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
     batch = next(iter(loader))
-    if options.domain in ("vision", "audio") and samples_in(batch) < len(indices):  # some skipped: name the rest
+    if samples_in(batch) < len(indices):  # some skipped: name the rest
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each was warned about once already
             indices = [index for index in indices if dataset[index] is not None]
-    lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept)
-    picture = titled(render(options.domain, batch, dataset, options, indices), lines)
+    picture, notes = entry.load("show")(batch, dataset, options, indices, train=args.train)
+    lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept) + notes
+    picture = titled(picture, lines)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     picture.save(args.output)
     print(f"wrote {args.output}: {picture.width}x{picture.height} px")

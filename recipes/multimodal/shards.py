@@ -10,13 +10,13 @@
 The format open_clip and LAION use when a dataset outgrows one machine (:mod:`recipes.multimodal.tar_shards`;
 :mod:`recipes.multimodal.shard_writer` writes it from a manifest). Shards are local paths or fsspec
 URLs (``s3://``, ``gs://``, ``https://``), each read as one sequential stream that survives transient
-faults (:mod:`recipes.core.storage`), members in order, never extracted to disk (unsafe names
+faults (:mod:`recipes.core.sources.storage`), members in order, never extracted to disk (unsafe names
 refused, links never followed, oversized members refused before they are read).
 
 Splitting: each epoch the shards' samples (shards in an order shuffled by ``(seed, epoch)`` with a
 ``shuffle_buffer``) are cut into ``world_size x num_workers`` runs equal by count
-(:mod:`recipes.core.shard_index`), so every sample is read once per epoch, more readers than shards
-work, and training ranks stopped at one step (:class:`recipes.core.distributed.EqualSteps`) leave
+(:mod:`recipes.core.sources.shard_index`), so every sample is read once per epoch, more readers than shards
+work, and training ranks stopped at one step (:class:`recipes.core.sampling.distributed.EqualSteps`) leave
 out fewer than ``world_size x num_workers x batch_size`` samples. Transforms and random captions
 are seeded by ``(seed, epoch, key)``, not by the reader. Each pass advances the epoch of the copy
 iterated; with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
@@ -26,7 +26,7 @@ Why a tar walk of its own and not the webdataset package: benchmarks/README.md (
 
 from __future__ import annotations
 
-import itertools
+import functools
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -35,20 +35,19 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.disk_cache import DiskCache
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
-from recipes.core.images import decode_image
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.seeding import sample_seed, seeded
-from recipes.core.shard_index import ShardIndex, block_shuffler, shard_order
-from recipes.core.states import check_int
-from recipes.core.storage import basename, filesystem, is_url, shown
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tar_samples import expand_shards
-from recipes.core.tokens import TruncatingEncoder, load_tokenizer
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, UserCode, check_on_error, skip_or_raise
+from recipes.core.pixels.images import decode_image
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.sampling.seeding import sample_seed, seeded
+from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
+from recipes.core.sources.storage import basename, filesystem, is_url, shown
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.streams import ResumableStream
+from recipes.core.sources.tar_samples import expand_shards
+from recipes.core.tokens.encoding import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 
@@ -73,7 +72,7 @@ class ImageTextShards(ResumableStream):
             caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
             not changed.
         transform: applied to the uint8 image; must bring images to one size to batch them. An
-            exception it raises is a :class:`recipes.core.errors.SampleError` naming the shard and
+            exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the shard and
             member (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
@@ -81,13 +80,13 @@ class ImageTextShards(ResumableStream):
             sample (a bad shard: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
         cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
-            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none
-            (:class:`recipes.core.disk_cache.DiskCache`).
-        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+            the shards' sample index (:mod:`recipes.core.sources.shard_index`), so a second build reads none
+            (:class:`recipes.core.sources.disk_cache.DiskCache`).
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling and augmentation
             ``seed`` shared by all ranks (None draws one), and a rank and world size to use
             instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound, least
             recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
             only its size and modification time; a copy that differs is fetched again).
@@ -130,58 +129,34 @@ class ImageTextShards(ResumableStream):
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
         super().__init__(seed, rank, world_size, source=source)
         self.pad_id = caption_pad_id(self.tokenizer)
+        self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def read_paths(self) -> list[Any]:
         """The shards a pass reads (for :meth:`retries_made`)."""
         return list(self.shards)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
 
     def _check_position(self, position: list[Any], slots: int) -> None:
-        """Refuse a resume point ``[shard position in the reader's list, byte offset, sample number]``
-        outside these shards (two items: saved when each reader read whole shards)."""
-        owner, start = type(self).__name__, position[1]
-        if not isinstance(start, (list, tuple)) or len(start) not in (2, 3):
-            raise ValueError(f"{owner} state: position[1] = {str(start)[:80]} is not [shard, byte offset, sample]")
-        if len(start) == 2 and slots > len(self.shards):
-            raise ValueError(f"{owner} state: slots = {slots} is more readers than the {len(self.shards)} shards")
-        longest = -(-len(self.shards) // slots) if len(start) == 2 else len(self.shards)  # a reader's list of shards
-        check_int(start[0], "position[1][0] (shard)", owner, 0, longest - 1)
-        offset = check_int(start[1], "position[1][1] (byte offset)", owner)
-        if offset % 512:
-            raise ValueError(
-                f"{owner} state: position[1][1] (byte offset) = {offset} is not a tar header's (a multiple of 512)"
-            )
-        if len(start) == 3:
-            check_int(start[2], "position[1][2] (sample)", owner, 0, max(self.index.total - 1, 0))
+        self.epochs.check_position(position, slots)
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that all get a sample."""
-        return max(self.index.total // self.world_size, 1)
+        return self.epochs.max_workers(self.world_size)
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this slot's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        seed = self.cursor.seed
-        order = shard_order(len(self.shards), seed, epoch, shuffled=self.shuffle_buffer > 0)
-        first_block, begin, skip = resume if resume is not None else (0, None, 0)
-        rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
+        items = functools.partial(self._items, epoch=epoch)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=items)
 
-        def read(numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-            shards = [self.shards[number] for number in numbers]
-            return read_samples(shards, start, storage_options=self.storage_options, on_error=self.on_error,
-                                cache=self.cache)
-
-        samples = self.index.samples(order, slot, slots, begin, read, type(self).__name__)
-        blocks = shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block)
-        for block, start, block_samples in blocks:
-            items = (item for shard, key, files in block_samples for item in self._items(shard, key, files, epoch))
-            # a resumed block: its first items were handed out before the state was saved
-            yield block, start, itertools.islice(items, skip if block == first_block else 0, None)
+    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+        return read_samples([self.shards[number] for number in numbers], start, storage_options=self.storage_options,
+                            on_error=self.on_error, cache=self.cache)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[dict[str, Any]]:
         where = f"{shown(shard)}:{key}"

@@ -6,7 +6,8 @@
   :func:`streaming_loader`, for files too large to tokenise up front.
 - ``instructions``: :class:`InstructionDataset` (chats and prompt/completion pairs, loss on the
   answers only) and :func:`instruction_collate`; ``chat_template`` renders a model's chat template
-  (:class:`ChatTemplate`) as transformers does.
+  (:class:`ChatTemplate`) as transformers does, metered by ``template_sandbox`` within a
+  :class:`RenderBudget` per row (``template_budget``).
 - ``ray_tokenize``: :class:`TokenizeBatch` and :class:`TokenizeInstructions`, the batch functions that
   tokenise a corpus (instruction rows with their labels) on Ray Data.
 - What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
@@ -17,17 +18,19 @@ The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler a
 streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 from recipes.text.collates import TextCollate, pack_collate, text_collate
-from recipes.text.instructions import InstructionCollate, InstructionDataset, instruction_collate
+from recipes.text.chat.instructions import InstructionCollate, InstructionDataset, instruction_collate
 from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
 from recipes.text.streaming import StreamCollate, StreamingTextDataset, stream_collate, streaming_loader
+from recipes.text.chat.template_budget import RenderBudget
 from recipes.text.tokenized import TokenizedTextDataset, text_loader
 
 __all__ = [
     "ChatTemplate",
     "InstructionCollate",
     "InstructionDataset",
+    "RenderBudget",
     "StreamCollate",
     "StreamingTextDataset",
     "TextCollate",

@@ -14,7 +14,7 @@ batch. To build it once per worker, pass the class and Ray runs actors:
 {"max_length": 512}, compute=ray.data.ActorPoolStrategy(size=8))``; each actor reads the path.
 
 The ids are those of :class:`recipes.text.TokenizedTextDataset` for the same text and
-``max_length``: :func:`recipes.core.tokens.encode_texts` cuts the content and keeps the special
+``max_length``: :func:`recipes.core.tokens.encoding.encode_texts` cuts the content and keeps the special
 tokens, from a bounded prefix of a long text. A null, blank or non-string text raises the
 DataError the dataset raises for it, naming the row in its batch. The module needs pyarrow
 (``pip install ".[parquet]"``), not Ray: only the caller imports Ray.
@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError
-from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer
+from recipes.core.contracts.errors import DataError
+from recipes.core.contracts.parameters import check_count
+from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, load_tokenizer
 from recipes.text.corpus_files import is_unicode
 
 
@@ -49,7 +50,7 @@ class TokenizeBatch:
         text_field: the column of texts.
         ids_field: the column to add; a batch that has it already is refused.
         truncation: ``"tokenizer"`` (keep the special tokens) or ``"slice"``, as
-            :class:`recipes.core.tokens.TruncatingEncoder`.
+            :class:`recipes.core.tokens.encoding.TruncatingEncoder`.
     """
 
     def __init__(
@@ -151,7 +152,7 @@ class TokenizeInstructions:
     The batch's ``messages`` or ``prompt``/``completion`` (or ``text``) columns are rendered and
     labelled as :class:`recipes.text.InstructionDataset` does; two ``list<int32>`` columns are
     added, the ids and ``labels`` (-100 where nothing is learned), which
-    ``InstructionDataset(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
+    ``InstructionDataset.from_ids(path, tokenizer, ids_field="input_ids")`` reads back. A bad row, or one
     whose answer ``max_length`` cuts off wholly, raises the dataset's DataError, naming the row in
     its batch: filter such rows first (``Dataset.filter``).
 
@@ -160,7 +161,8 @@ class TokenizeInstructions:
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, the path of a ``tokenizer.json``, or its JSON text.
-        template: a ``tokenizer_config.json`` path, Jinja text or a ``ChatTemplate`` (read here).
+        template: a model folder, its ``tokenizer_config.json`` or a ``.jinja`` path, Jinja text or a
+            ``ChatTemplate`` (read here).
         completion_only: learn only the answers; False learns every token.
         max_length: keep at most this many ids a row, cut from the end (None: all).
         ids_field: the ids column to add, beside ``labels``.
@@ -175,22 +177,23 @@ class TokenizeInstructions:
         max_length: int | None = None,
         ids_field: str = "input_ids",
     ) -> None:
-        from recipes.text.chat_template import load_template
+        from recipes.text.chat.chat_template import check_special_tokens, load_template
 
         if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
             tokenizer = Tokenizer.from_str(tokenizer)
-        self.tokenizer_json = load_tokenizer(tokenizer).to_str()
+        tokenizer = load_tokenizer(tokenizer)
+        self.tokenizer_json = tokenizer.to_str()
         self.template, self.completion_only = load_template(template), completion_only
-        self.max_length, self.ids_field = max_length, ids_field
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
+        check_special_tokens(self.template, tokenizer)
+        self.max_length = check_count("max_length", max_length, owner="TokenizeInstructions")
+        self.ids_field = ids_field
 
     def __call__(self, batch: Any) -> Any:
         """``batch`` (a ``pyarrow.Table``) with the ids and ``labels`` columns appended."""
         import pyarrow as pa
 
-        from recipes.text.instruction_labels import LabelEncoder, cut, render_sample
-        from recipes.text.instruction_rows import FIELDS, check_record
+        from recipes.text.chat.instruction_labels import LabelEncoder, cut, render_sample
+        from recipes.text.chat.instruction_rows import FIELDS, check_record
 
         if not isinstance(batch, pa.Table):
             raise TypeError(f"TokenizeInstructions takes a pyarrow.Table, got {type(batch).__name__}; pass "

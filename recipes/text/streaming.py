@@ -10,11 +10,11 @@
 
 Every DataLoader worker of every rank holds a copy of an IterableDataset; unless each copy reads
 its own part, every line is seen ``workers x ranks`` times. Here the lines are cut into ``world_size
-x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read
-of the files, on rank 0, at construction), and each (rank, worker) reads its own: every line once,
-nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
-(:class:`recipes.core.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
-batch_size`` lines an epoch. Build it after ``init_process_group``, on every rank.
+x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read of
+the files, on rank 0, at construction), and each (rank, worker) reads its own, nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
+(:class:`recipes.core.sampling.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
+batch_size`` lines an epoch, which the next reads (it starts each share in its middle). Build it
+after ``init_process_group``, on every rank.
 
 Lines follow :mod:`recipes.text.corpus_files`: blank lines are passed over, a bad line is a
 DataError naming the file and byte offset (skipped with a warning under ``on_error="skip"``).
@@ -27,10 +27,9 @@ group at a time; there ``index`` is the row, counted from 0 across the files.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,29 +38,35 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parquet_files import (
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.parquet_files import (
     is_arrow_dataset,
     is_parquet,
     iter_rows,
     parquet_listing,
     read_footers,
 )
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.seeding import sample_seed
-from recipes.core.states import check_int
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.storage import has_glob, is_url, shown, suffix
-from recipes.core.streams import ResumableStream, shuffled_blocks
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
-from recipes.text.collates import padded_batch
+from recipes.core.contracts.protocols import UsualCollate
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import check_int
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.storage import has_glob, is_url, shown, suffix
+from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
+from recipes.core.tokens.encoding import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
+from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
-from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
+from recipes.text.token_source import (
+    IDS_READ_OPTIONS,
+    MOVED_IDS_KEYWORDS,
+    MOVED_TO_READ_OPTIONS,
+    from_ids_instance,
+    token_source,
+)
 
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
@@ -75,12 +80,14 @@ class StreamingTextDataset(ResumableStream):
 
     Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
     ``label_field`` (streaming cannot number string labels: they must be integers). ``state_dict()``
-    holds positions (:class:`recipes.core.streams.ResumableStream`): ``[block, offset, lines taken]``.
+    holds positions (:class:`recipes.core.sources.streams.ResumableStream`): ``[block, offset, lines taken]``.
+    Each reader reads its share from the epoch's turning point on, then from its start up to it
+    (:func:`recipes.core.sources.streams.turning_point`), so the lines one epoch drops the next one reads.
 
     Args:
         paths: a file, a glob (``*``, ``?``, ``[``) or a list of them, read in this order (a glob's
             files sorted by name): local paths or fsspec URLs
-            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
+            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.sources.storage`); or Parquet
             (files, a glob, a ``datasets.Dataset``).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
@@ -90,10 +97,10 @@ class StreamingTextDataset(ResumableStream):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
-        order: a :class:`recipes.core.stream_order.StreamOrder`: the shuffle buffer, its seed
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: the shuffle buffer, its seed
             (``(seed, epoch, slot)``; None draws one shared by all ranks), and a rank and world
             size to use instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars`` (a longer text is a DataError naming its byte
             offset), ``max_row_group_bytes`` and ``index_dir``: where the line index of .txt and
             .jsonl files is kept, so the next build of the same files reads none of them
@@ -102,9 +109,25 @@ class StreamingTextDataset(ResumableStream):
     A Parquet column of token-id lists streams without a tokenizer: :meth:`from_ids`.
     """
 
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
+
+    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
+    def _init_ids(
+        self,
+        paths: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        order: StreamOrder | None = None,
+        read_options: ReadOptions | None = None,
+        **fields: Any,
+    ) -> None:
+        """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
+        options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
+        self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+
     @moved_keywords("StreamingTextDataset", groups={"order": (StreamOrder, MOVED_TO_ORDER),
                                                     "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
-                    mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
+                    mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
@@ -125,38 +148,32 @@ class StreamingTextDataset(ResumableStream):
                     options=read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
 
     @classmethod
+    @moved_keywords("StreamingTextDataset.from_ids", groups={"read_options": (ReadOptions, MOVED_IDS_KEYWORDS)})
     def from_ids(
         cls,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         ids_field: str = "input_ids",
-        vocab_size: int | None = None,
-        **options: Any,
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        order: StreamOrder | None = None,
+        read_options: ReadOptions | None = None,
     ) -> StreamingTextDataset:
         """Stream a Parquet column of token-id lists, a row group at a time, instead of tokenising text.
 
-        Ids, labels, ``pad_id``, ``max_length`` and ``vocab_size`` as in
+        Ids, labels, ``pad_id``, ``max_length`` and the ids' bound as in
         :meth:`recipes.text.TokenizedTextDataset.from_ids` (with a tokenizer the cut keeps its
         special tokens, without one it slices); the same rows, order and state as the text column
-        gives. ``options``: the constructor's keywords but ``text_field``; ``read_options``: this
-        reads its ``truncation`` and ``max_row_group_bytes``.
+        gives. The other keywords are the constructor's; ``read_options``: this reads its
+        ``truncation``, ``max_row_group_bytes`` and ``vocab_size``.
         """
-        return from_ids_instance(cls, ("text_field",), paths, tokenizer, ids_field=ids_field, vocab_size=vocab_size,
-                                 **options)
-
-    def _init_ids(
-        self,
-        paths: Any,
-        tokenizer: Tokenizer | str | os.PathLike | None = None,
-        *,
-        order: StreamOrder | None = None,
-        read_options: ReadOptions | None = None,
-        **fields: Any,
-    ) -> None:
-        """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
-        options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
-        self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+        return from_ids_instance(cls, cls._init_ids, paths, tokenizer, ids_field=ids_field, label_field=label_field,
+                                 max_length=max_length, pad_id=pad_id, on_error=on_error,
+                                 storage_options=storage_options, order=order, read_options=read_options)
 
     def _build(
         self,
@@ -172,7 +189,6 @@ class StreamingTextDataset(ResumableStream):
         order: StreamOrder,
         options: ReadOptions,
         ids_field: str | None = None,
-        vocab_size: int | None = None,
     ) -> None:
         shuffle_buffer, seed, rank, world_size = order.shuffle_buffer, order.seed, order.rank, order.world_size
         truncation, max_line_chars = options.truncation, options.max_line_chars
@@ -181,8 +197,6 @@ class StreamingTextDataset(ResumableStream):
         if tokenizer is None and ids_field is None:
             raise ValueError("StreamingTextDataset needs a tokenizer to tokenise the text; pass one, or use "
                              "StreamingTextDataset.from_ids(...) to stream a Parquet column of token ids")
-        if vocab_size is not None and ids_field is None:
-            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
         if not self.parquet:
             paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
             self.paths = [path if is_url(path) else Path(path) for path in paths]
@@ -197,13 +211,13 @@ class StreamingTextDataset(ResumableStream):
                 if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
         # the encoder (copies made once) cuts a text and the stored ids of ids_field alike, through a
-        # batch-safe copy (recipes.core.tokens.batch_safe_tokenizer); the pad id is read from the
+        # batch-safe copy (recipes.core.tokens.encoding.batch_safe_tokenizer); the pad id is read from the
         # tokenizer as given, whose padding config that copy drops
         tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
         pad_id = pad_id if tokenizer is None else find_pad_id(tokenizer, pad_id)
         tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(tokenizer),
                               max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
-                              vocab_size=vocab_size, label_field=label_field, on_error=on_error)
+                              vocab_size=options.vocab_size, label_field=label_field, on_error=on_error)
         self.tokenizer, self.encoder, self.ids = tokens.tokenizer, tokens.encoder, tokens.ids
         self._pad_id = tokens.pad_id  # only padding needs it (pack_collate does not)
         # Files are listed and sized once per job, by rank 0, which sends the lists to the other
@@ -236,7 +250,7 @@ class StreamingTextDataset(ResumableStream):
         return list(self.paths)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "stream_collate", "pad_id": self._pad_id}
 
     @property
@@ -249,11 +263,12 @@ class StreamingTextDataset(ResumableStream):
 
     def _check_position(self, position: list[Any], slots: int) -> None:
         """Refuse a resume offset (bytes, or Parquet rows) outside this rank's share of the files, and
-        a block index that many blocks could not have come before (each line or row is a byte at least)."""
+        a block index that many blocks could not have come before (each line or row is a byte at least;
+        a pass may start in the middle of a share, so it may have read the whole share before ``start``)."""
         owner, workers = type(self).__name__, slots // self.world_size
         low, high = self._share(self.rank * workers, slots)[0], self._share((self.rank + 1) * workers - 1, slots)[1]
-        start = check_int(position[1], "position[1] (offset)", owner, low, high - 1)
-        check_int(position[0], "position[0] (block)", owner, 0, (start - low) // self._max_taken(slots))
+        check_int(position[1], "position[1] (offset)", owner, low, high - 1)
+        check_int(position[0], "position[0] (block)", owner, 0, (high - low) // self._max_taken(slots))
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, int, Any]]:
         """One epoch of this slot's lines, in blocks of ``shuffle_buffer`` shuffled lines, tokenised a block at once."""
@@ -261,23 +276,20 @@ class StreamingTextDataset(ResumableStream):
             # the workers are the parallelism: one Rust thread pool per worker would oversubscribe
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
+        low, high = self._share(slot, slots)
         if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
-            low, high = self._share(slot, slots)
             check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__, low, high - 1)
-        rng_of_block = None
-        if self.shuffle_buffer > 1:
-            seed = self.cursor.seed
-
-            def rng_of_block(block: int) -> random.Random:
-                return random.Random(sample_seed(seed, epoch, block * slots + slot))
-
-        if self.ids is not None:
-            rows = self._id_rows(slot, slots, begin)
+        # from the epoch's turning point to the share's end, then from its start up to the turn
+        if not self.cursor.turns:  # a run resumed from a state saved before passes turned: as it began
+            turn = low
         elif self.parquet:
-            rows = self._rows(self._records(slot, slots, begin))
-        else:  # the lines of the slot's share (recipes.text.line_index)
-            owner, storage = type(self).__name__, self.storage_options
-            rows = self._rows(self.lines.share_lines(slot, slots, self.paths, storage, begin=begin, owner=owner))
+            turn = turning_point(low, high, epoch)
+        else:
+            turn = self.lines.turn(slot, slots, epoch, self.paths, self.storage_options)
+        first = turn if begin is None else begin
+        runs = [(first, high), (low, turn)] if first >= turn else [(first, turn)]
+        rng_of_block = block_shuffler(self.cursor.seed, epoch, slot, slots, self.shuffle_buffer)
+        rows = itertools.chain.from_iterable(self._run(a, b, resumed=a == begin) for a, b in runs if a < b)
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
@@ -290,23 +302,32 @@ class StreamingTextDataset(ResumableStream):
             return slot * total // slots, (slot + 1) * total // slots
         return self.lines.share(slot, slots, self.paths, self.storage_options)
 
-    def _row_range(self, slot: int, slots: int, begin: int | None) -> dict[str, Any]:
-        """Parquet: how reader ``slot``'s equal share of the rows is read, or from row ``begin`` on."""
-        low, high = self._share(slot, slots)
-        return {"start": low if begin is None else begin, "stop": high, "storage_options": self.storage_options,
+    def _run(self, low: int, high: int, *, resumed: bool) -> Iterator[tuple[int, tuple]]:
+        """``(offset, row)`` of each sample starting in ``[low, high)`` (bytes, or Parquet rows), part
+        of one share; ``resumed``: ``low`` is a state's offset, where a line must start."""
+        if self.ids is not None:
+            return self._id_rows(low, high)
+        if self.parquet:
+            return self._rows(self._records(low, high))
+        owner = type(self).__name__  # the lines in that range (recipes.text.line_index)
+        return self._rows(self.lines.lines_in(low, high, self.paths, self.storage_options, resumed=resumed, owner=owner))
+
+    def _row_range(self, low: int, high: int) -> dict[str, Any]:
+        """Parquet: how rows ``low .. high - 1`` are read."""
+        return {"start": low, "stop": high, "storage_options": self.storage_options,
                 "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
 
-    def _records(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, str, None, dict]]:
-        """Parquet: ``(global row, "path row N", None, record)`` for this slot's equal share of the
-        rows, or from row ``begin`` on; only the row groups holding them are read."""
+    def _records(self, low: int, high: int) -> Iterator[tuple[int, str, None, dict]]:
+        """Parquet: ``(global row, "path row N", None, record)`` for rows ``low .. high - 1``; only the
+        row groups holding them are read."""
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        for row, where, record in iter_rows(self.paths, columns, self.sizes, **self._row_range(slot, slots, begin)):
+        for row, where, record in iter_rows(self.paths, columns, self.sizes, **self._row_range(low, high)):
             yield row, where, None, record
 
-    def _id_rows(self, slot: int, slots: int, begin: int | None = None) -> Iterator[tuple[int, tuple]]:
-        """Parquet ids: ``(row, (row, ids, label))`` for each usable row of this slot's equal share of the
-        rows, or from row ``begin`` on, checked and cut a row group at a time."""
-        for chunk in self.ids.chunks(self.paths, self.sizes, **self._row_range(slot, slots, begin)):
+    def _id_rows(self, low: int, high: int) -> Iterator[tuple[int, tuple]]:
+        """Parquet ids: ``(row, (row, ids, label))`` for each usable row of rows ``low .. high - 1``,
+        checked and cut a row group at a time."""
+        for chunk in self.ids.chunks(self.paths, self.sizes, **self._row_range(low, high)):
             for k in range(len(chunk.tokens)):
                 row, label = int(chunk.rows[k]), None
                 if chunk.labels is not None:
@@ -354,22 +375,6 @@ class StreamingTextDataset(ResumableStream):
             yield item
 
 
-def stream_collate(batch: list[dict[str, Any] | None], *, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad stream items: the keys and dtypes of :func:`recipes.text.text_collate`, whose code pads
-    them (:func:`recipes.text.collates.padded_batch`); other item keys are carried alike."""
-    return padded_batch(batch, caller="stream_collate", pad_id=pad_id)
-
-
-@dataclass(frozen=True)
-class StreamCollate:
-    """:func:`stream_collate` with its pad id as a field (a ``collate_fn`` that pickles and shows it)."""
-
-    pad_id: int = 0
-
-    def __call__(self, batch: list[dict[str, Any] | None]) -> dict[str, torch.Tensor]:
-        return stream_collate(batch, pad_id=self.pad_id)
-
-
 def streaming_loader(
     dataset: StreamingTextDataset,
     batch_size: int,
@@ -387,13 +392,14 @@ def streaming_loader(
         dataset: the stream; it shards itself across the workers and ranks.
         batch_size: lines per batch (a worker's last batch may be short unless ``train``).
         train: drop each worker's last partial batch.
-        device, seed: see :func:`recipes.core.loader.loader_kwargs`.
+        device, seed: see :func:`recipes.core.loading.loader.loader_kwargs`.
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
-        collate_fn: defaults to :class:`StreamCollate` with ``dataset.pad_id``.
+        collate_fn: used as given (``pack_collate`` packs). Default: the collate the stream asks for
+            (:class:`recipes.core.contracts.protocols.DefaultCollate`: a mixture's sources' one), else
+            :class:`StreamCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
-    if collate_fn is None:
-        collate_fn = StreamCollate(pad_id=dataset.pad_id)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
+    collate = UsualCollate(stream_collate_for) if collate_fn is None else collate_fn
+    return build_loader(dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

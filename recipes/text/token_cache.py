@@ -13,9 +13,11 @@ one of them is a new entry, never a stale hit. Nothing is pickled (``.npy`` with
 renamed into place, the ``.json`` last: concurrent ranks and killed runs never read half a cache.
 
 The ``.json`` records each file's size, dtype, shape and CRC-32, and its own CRC-32. Every open
-checks the record and compares the sizes, dtypes, shapes and offsets (no ids read); ``verify=True``
-also re-reads each file against its CRC-32, which alone catches a file replaced by another valid
-array of the same size. A damaged entry is reported once, by file, and rebuilt from the source.
+checks the record and compares the sizes, dtypes, shapes and offsets (no ids read), and the ids are
+served checked against the vocabulary, a block's maximum the first time it is read, so no id outside
+it reaches a batch; ``verify=True`` also re-reads each file against its CRC-32, which alone catches a
+file replaced by another valid array of the same size. A damaged entry is reported once, by file,
+and rebuilt from the source.
 A temporary file is ``flock``-ed by its writer, so one left by a killed run goes at the next save.
 """
 
@@ -35,10 +37,11 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.arrays import TokenArray
-from recipes.core.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
-from recipes.core.errors import DataError
-from recipes.core.storage import basename
+from recipes.core.contracts.arrays import TokenArray
+from recipes.core.sources.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.paths import cache_folder
+from recipes.core.sources.storage import basename
 
 CACHE_VERSION = 3  # part of the key: bump when the stored layout or the reading rules change
 NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints, floats (never objects)
@@ -61,7 +64,7 @@ def cache_prefix(
     digest.update(tokenizer.to_str().encode("utf-8"))
     digest.update(json.dumps([CACHE_VERSION, *options]).encode("utf-8"))
     stem = PurePosixPath(basename(path)).stem  # a URL's file name, without its query string
-    return Path(cache_dir).expanduser() / f"{stem}-{digest.hexdigest()[:32]}"
+    return cache_folder(cache_dir) / f"{stem}-{digest.hexdigest()[:32]}"
 
 
 def is_cached(prefix: Path) -> bool:
@@ -89,7 +92,8 @@ def save_cache(prefix: Path, tokens: TokenArray, columns: dict[str, np.ndarray |
 
 
 def load_cache(
-    prefix: Path, *, verify: bool = False, require_columns: Sequence[str] = (), require_meta: Sequence[str] = ()
+    prefix: Path, *, verify: bool = False, require_columns: Sequence[str] = (), require_meta: Sequence[str] = (),
+    vocab_size: int | None = None,
 ) -> Cached:
     """``(tokens, columns, meta)`` as :func:`save_cache` stored them, arrays memory-mapped.
 
@@ -97,6 +101,9 @@ def load_cache(
         prefix: the entry, from :func:`cache_prefix`.
         verify: also check each file's CRC-32 against the record (reads every byte).
         require_columns, require_meta: names the caller needs; a record without one is damaged.
+        vocab_size: the tokens are served checked against it, each block of ids the first time
+            (:meth:`recipes.core.contracts.arrays.TokenArray.bounded`): an id written over in place, which
+            keeps the file's size, dtype and shape, is a DataError naming the file, never an item.
 
     Raises:
         DataError: naming the damaged file and what differs from the record.
@@ -129,7 +136,10 @@ def load_cache(
     for name, column in loaded.items():
         if column.shape != (samples,):
             raise DataError(f"{_column(prefix, name)}: shape {list(column.shape)}, not the {samples} samples recorded")
-    return TokenArray(ids, np.asarray(offsets, dtype=np.int64)), loaded, meta
+    tokens = TokenArray(ids, np.asarray(offsets, dtype=np.int64))
+    if vocab_size is not None:
+        tokens.bounded(vocab_size, str(_column(prefix, "ids")))
+    return tokens, loaded, meta
 
 
 def reuse_cache(prefix: Path, **checks: Any) -> Cached | None:

@@ -13,19 +13,21 @@ turned into what makes the ids, so both datasets cut a text, and stored ids, ali
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
-from recipes.core.tokens import TruncatingEncoder, find_pad_id, load_tokenizer
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
+from recipes.core.tokens.truncation import check_truncation
 from recipes.text.parquet_ids import IdsColumn
 
-IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes")  # what from_ids reads of its ReadOptions
-# the constructor keywords both datasets moved into read_options= (each still works, with a DeprecationWarning)
+IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes", "vocab_size")  # what from_ids reads of its ReadOptions
+# the keywords both datasets moved into read_options= (each still works, with a DeprecationWarning)
+MOVED_IDS_KEYWORDS = {"vocab_size": "vocab_size"}  # from_ids's
 MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes"}
+                         "max_row_group_bytes": "max_row_group_bytes", **MOVED_IDS_KEYWORDS}
 
 Built = TypeVar("Built")
 
@@ -56,7 +58,7 @@ def token_source(
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, a ``tokenizer.json`` path, or None (stored ids only).
-        max_length, truncation: the cut (:class:`recipes.core.tokens.TruncatingEncoder`).
+        max_length, truncation: the cut (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         ids_field, vocab_size, label_field, on_error: with ``ids_field``, the stored column's
             :class:`recipes.text.parquet_ids.IdsColumn`, which cuts with the encoder when there is one.
@@ -76,12 +78,9 @@ def token_source(
     return TokenSource(tokenizer, encoder, ids, pad_id)
 
 
-def from_ids_instance(cls: type[Built], refused: tuple[str, ...], *args: Any, **options: Any) -> Built:
-    """``cls.from_ids``: refuse the text-only keywords, then run ``cls._init_ids`` on a new instance
-    (the initialiser that the deprecated ``cls(..., ids_field=...)`` spelling runs too)."""
-    given = sorted(set(options) & set(refused))
-    if given:
-        raise TypeError(f"{cls.__name__}.from_ids reads ids_field, stored ids: it takes no {', '.join(given)}")
+def from_ids_instance(cls: type[Built], initialise: Callable[..., None], *args: Any, **options: Any) -> Built:
+    """What both datasets' ``from_ids`` return: a new ``cls`` set up by ``initialise``, its ids
+    initialiser (the one the deprecated ``cls(..., ids_field=...)`` spelling runs too)."""
     instance = cls.__new__(cls)
-    cls._init_ids(instance, *args, **options)
+    initialise(instance, *args, **options)
     return instance

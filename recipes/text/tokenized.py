@@ -27,24 +27,30 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.arrays import TokenArray
-from recipes.core.errors import check_on_error
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
-from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import collate_of
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import encode_texts, require_pad_id
-from recipes.text.collates import TextCollate
+from recipes.core.contracts.arrays import TokenArray
+from recipes.core.contracts.errors import SkippedRows, check_on_error
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.parquet_files import PARQUET_SUFFIX, is_parquet
+from recipes.core.sampling.plans import ByLength, TokenBudget
+from recipes.core.contracts.protocols import UsualCollate
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, is_url, read_bytes, shown
+from recipes.core.tokens.encoding import encode_texts, require_pad_id
+from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
-from recipes.text.instructions import InstructionDataset
+from recipes.text.chat.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
-from recipes.text.token_source import IDS_READ_OPTIONS, MOVED_TO_READ_OPTIONS, from_ids_instance, token_source
+from recipes.text.token_source import (
+    IDS_READ_OPTIONS,
+    MOVED_IDS_KEYWORDS,
+    MOVED_TO_READ_OPTIONS,
+    from_ids_instance,
+    token_source,
+)
 
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
 MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
@@ -58,7 +64,7 @@ class TokenizedTextDataset(Dataset):
     truncation, ``enable_truncation(max_length)``: the text is cut and the special tokens of the
     post-processor are kept (a long text still ends in ``[SEP]``/``</s>``); the tokenizer you
     pass is not changed. A long line is tokenised from a bounded prefix, so memory follows
-    ``max_length``, not the line (:class:`recipes.core.tokens.TruncatingEncoder`).
+    ``max_length``, not the line (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
 
     Reading rules (:mod:`recipes.text.corpus_files`): blank lines are not samples;
     ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
@@ -87,13 +93,46 @@ class TokenizedTextDataset(Dataset):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars``, ``max_row_group_bytes`` and ``verify_cache`` (with
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
+    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
+    def _init_ids(
+        self,
+        path: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        read_options: ReadOptions | None = None,
+        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
+        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
+        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
+        self._no_tokenizer = tokenizer is None
+        if cache_dir is not None:
+            raise ValueError(
+                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
+                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
+            )
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
+                              ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
+                              on_error=on_error)
+        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
+        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
+        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
+        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+
     @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_KEYWORDS)},
-                    mode=("from_ids", "_init_ids", ("ids_field", "vocab_size")))
+                    mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -127,91 +166,66 @@ class TokenizedTextDataset(Dataset):
         key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
         needed = ("lines",) if label_field is None else ("lines", "labels")
+        self._vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # cached ids are served below it
         cached = None if self._cache is None else reuse_cache(
-            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",)
+            self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",),
+            vocab_size=self._vocab_size,
         )
         if cached is not None:
             self._set_cached(*cached)
             return
-        if parquet is not None:
-            read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
-            corpus = parquet.read(encoder, **read, **fields)
-            tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
-        else:
-            rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
-            tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
-            labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-            lines = np.asarray(rows.lines, dtype=np.int64)
+        with SkippedRows(self._name) as skipped:
+            if parquet is not None:
+                read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
+                corpus = parquet.read(encoder, **read, **fields)
+                tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
+            else:
+                rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
+                tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
+                labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
+                lines = np.asarray(rows.lines, dtype=np.int64)
+            skipped.check(len(lines))
         if self._cache is not None:
             save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
         self._set(tokens, labels, lines, names)
 
     @classmethod
+    @moved_keywords("TokenizedTextDataset.from_ids", groups={"read_options": (ReadOptions, MOVED_IDS_KEYWORDS)})
     def from_ids(
         cls,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
         tokenizer: Tokenizer | str | os.PathLike | None = None,
         *,
         ids_field: str = "input_ids",
-        vocab_size: int | None = None,
-        **options: Any,
-    ) -> TokenizedTextDataset:
-        """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
-
-        ``datasets.map``, Ray Data and Spark write such columns (:mod:`recipes.text.parquet_ids`).
-        Items, labels, padding and packing are those of the text path. A tokenizer, when given,
-        sets ``vocab_size`` and ``pad_id`` when they are not passed, and ``max_length`` cuts the
-        stored ids as the text path cuts (its special tokens kept; a cut row that does not end in
-        them is a DataError); without one ``max_length`` slices, ``ids[:max_length]``, and ``pad_id``
-        is None unless passed (``text_collate`` then asks for one, ``pack_collate`` needs none). A
-        bad id or row is a DataError naming the file, row and row group.
-
-        Args:
-            path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
-            tokenizer: None, or the tokenizer that made the ids.
-            ids_field: the column of token-id lists.
-            vocab_size: ids must be below it (default: the tokenizer's ``get_vocab_size()``;
-                without a tokenizer, no bound but uint32's).
-            options: the constructor's ``label_field``, ``max_length``, ``pad_id``, ``on_error``,
-                ``storage_options`` and ``read_options`` (this reads its ``truncation`` and
-                ``max_row_group_bytes``).
-        """
-        return from_ids_instance(cls, ("text_field", "cache_dir"), path, tokenizer, ids_field=ids_field,
-                                 vocab_size=vocab_size, **options)
-
-    def _init_ids(
-        self,
-        path: Any,
-        tokenizer: Tokenizer | str | os.PathLike | None = None,
-        *,
-        ids_field: str | None = None,
-        vocab_size: int | None = None,
         label_field: str | None = None,
         max_length: int | None = None,
         pad_id: int | None = None,
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
-        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
-        cache_dir: str | os.PathLike | None = None,
-    ) -> None:
-        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
-        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
-        if ids_field is None:
-            raise ValueError("vocab_size bounds the stored ids of ids_field=...; a tokenizer's own ids need no bound")
-        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
-        self._no_tokenizer = tokenizer is None
-        if cache_dir is not None:
-            raise ValueError(
-                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
-                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
-            )
-        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
-                              ids_field=ids_field, vocab_size=vocab_size, label_field=label_field, on_error=on_error)
-        self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
-        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
-        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+    ) -> TokenizedTextDataset:
+        """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
+
+        ``datasets.map``, Ray Data and Spark write such columns (:mod:`recipes.text.parquet_ids`).
+        Items, labels, padding and packing are those of the text path. A tokenizer, when given,
+        bounds the ids by its vocabulary and sets ``pad_id`` when it is not passed, and ``max_length``
+        cuts the stored ids as the text path cuts (its special tokens kept; a cut row that does not
+        end in them is a DataError); without one ``max_length`` slices, ``ids[:max_length]``, and
+        ``pad_id`` is None unless passed (``text_collate`` then asks for one, ``pack_collate`` needs
+        none). A bad id or row is a DataError naming the file, row and row group.
+
+        Args:
+            path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
+            tokenizer: None, or the tokenizer that made the ids.
+            ids_field: the column of token-id lists.
+            label_field, max_length, pad_id, on_error, storage_options: as the constructor's.
+            read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+                ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
+                default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
+        """
+        return from_ids_instance(cls, cls._init_ids, path, tokenizer, ids_field=ids_field, label_field=label_field,
+                                 max_length=max_length, pad_id=pad_id, on_error=on_error,
+                                 storage_options=storage_options, read_options=read_options)
 
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
         """``(the Parquet source or None, the format's suffix)``; sets ``path`` and the names messages use."""
@@ -240,7 +254,7 @@ class TokenizedTextDataset(Dataset):
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
     def _load_cache(self) -> None:
-        self._set_cached(*load_cache(self._cache))
+        self._set_cached(*load_cache(self._cache, vocab_size=self._vocab_size))
 
     def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])
@@ -270,10 +284,10 @@ class TokenizedTextDataset(Dataset):
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
         return f"{self._name} {self._line_name} {self.line_numbers[index]}"
 
-    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -306,7 +320,7 @@ def text_loader(
     """A DataLoader preset for :class:`TokenizedTextDataset`.
 
     Training batches hold samples of similar length: every epoch the samples are sorted by
-    length with a little fresh jitter (:class:`recipes.core.plans.ByLength`) and cut into
+    length with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`) and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
     epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
     Evaluation keeps the dataset order. Each rank of a process group gets the same number of
@@ -314,20 +328,21 @@ def text_loader(
     in a copy of this function.
 
     Args:
-        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works).
+        dataset: the dataset (any map-style dataset with ``.lengths`` and ``.pad_id`` works, or a ``Subset`` of one).
         batch_size: samples per batch; with ``max_tokens`` an upper bound, or None.
         max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
-        collate_fn: defaults to :class:`TextCollate` with ``dataset.pad_id``, or the collate the
-            dataset asks for (:class:`recipes.text.InstructionDataset` and mixtures of them:
-            ``instruction_collate``); ``pack_collate`` packs without padding.
+        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
+        collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
+            dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`:
+            :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
+            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
-            :func:`recipes.core.loader.preset_kwargs`).
+            :func:`recipes.core.loading.loader.preset_kwargs`).
     """
-    if collate_fn is None:  # the dataset's own, if it asks for one (recipes.core.protocols.DefaultCollate)
-        collate_fn = collate_of(dataset) or TextCollate(pad_id=dataset.pad_id)
+    collate = UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)
-    return build_loader(dataset, collate_fn, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
+    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)
+

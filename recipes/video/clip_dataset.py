@@ -52,7 +52,7 @@ class ClipDataset(Dataset):
         return self.clips.describe(index)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "video_collate", "classes": self.classes,
                 "frames_per_clip": self.clips.sampling.frames_per_clip}
 

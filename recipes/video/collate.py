@@ -24,8 +24,8 @@ import torch
 from torch.utils.data import default_collate, get_worker_info
 from torchvision import tv_tensors
 
-from recipes.core.batching import extra_columns
-from recipes.core.errors import drop_skipped
+from recipes.core.contracts.batching import extra_columns
+from recipes.core.contracts.errors import drop_skipped
 from recipes.video.device import EncodedClip
 
 LAYOUTS = ("BTCHW", "BCTHW")
@@ -70,7 +70,7 @@ def stack_clips(clips: Sequence[torch.Tensor], layout: str = "BTCHW") -> torch.T
 @dataclass(frozen=True)
 class ClipBatch:
     """The clips of a ``decode="device"`` batch, still to decode: ``DevicePrefetcher`` calls
-    :meth:`decode_on` (:class:`recipes.core.protocols.DecodesOnDevice`)."""
+    :meth:`decode_on` (:class:`recipes.core.contracts.protocols.DecodesOnDevice`)."""
 
     clips: tuple[EncodedClip, ...]
     layout: str = "BTCHW"

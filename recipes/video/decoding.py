@@ -26,7 +26,7 @@ import torch
 from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.video.probe import VideoInfo, check_ffmpeg, reason
 
 MAX_CLIP_BYTES = 2**30  # a clip's decoded bytes: 64 frames of 4K (3840 x 2160 x 3) fit, with room
@@ -45,7 +45,7 @@ class VideoOptions:
 
     Args:
         index_dir: a folder for the index of frame counts and rates, keyed by each file's path,
-            size and modification time (:mod:`recipes.core.index_cache`): the next build over the
+            size and modification time (:mod:`recipes.core.sources.index_cache`): the next build over the
             same files opens none of them. None: every build probes every file.
         max_clip_bytes: the most a clip may decode to, frames x height x width x 3 (default
             :data:`MAX_CLIP_BYTES`, 1 GiB), checked from the index before decoding; a video whose clip

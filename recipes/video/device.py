@@ -8,7 +8,7 @@ A worker of a ``decode="device"`` loader decodes nothing: per clip it draws the 
 transform's seed as the worker path does and ships an :class:`EncodedClip` (the file, the frame
 numbers, what the index knows of the stream, the transform). ``video_collate`` packs them into a
 :class:`recipes.video.collate.ClipBatch`, which ``DevicePrefetcher`` decodes where the batch goes
-(:class:`recipes.core.protocols.DecodesOnDevice`): TorchCodec's ``VideoDecoder`` on that device
+(:class:`recipes.core.contracts.protocols.DecodesOnDevice`): TorchCodec's ``VideoDecoder`` on that device
 (NVDEC on CUDA), kept open per process as the workers keep theirs, the transform run on the
 decoded clip under the shipped seed. On the CPU the batches equal ``decode="worker"``'s bit for
 bit. The main process reads the files: local files, whose index the workers' checks already
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core.errors import DataError, skip_or_raise
-from recipes.core.loader import resolve_device
+from recipes.core.contracts.errors import DataError, skip_or_raise
+from recipes.core.loading.loader import resolve_device
 from recipes.video.clips import ClipTable, transformed
 from recipes.video.decoding import AUTO_DEVICE_PIXELS, VideoOptions, decode_clip
 from recipes.video.probe import VideoInfo

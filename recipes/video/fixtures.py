@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 HEIGHT, WIDTH = 48, 64
+LAYOUT = "    video/             clips in MP4, WebM, AVI; manifests, Kinetics CSV, bad files; see video/README.md\n"
 CLASSES = ("left", "right", "still")  # where the bright square moves
 # root-relative path -> (class, frames, fps, codec or None for the container's default, kind)
 FOLDER_CLIPS = {
@@ -81,8 +82,9 @@ def encode(video: torch.Tensor, fps: int, suffix: str, codec: str | None, **opti
     return data.numpy().tobytes()
 
 
-def write_video(root: Path) -> None:
-    """Write ``folder/``, the manifests, ``kinetics/``, ``hostile/`` and README.md in ``root``."""
+def write_video(root: Path) -> str:
+    """Write ``folder/``, the manifests, ``kinetics/``, ``hostile/`` and README.md in ``root``; returns
+    ``LAYOUT``, its lines of fixtures/README.md."""
     for number, (name, (kind, count, fps, codec, special)) in enumerate(FOLDER_CLIPS.items()):
         options = {"bf": "0"} if special == "vfr" else {}  # no reordering: only the times change
         data = encode(frames(kind, count, number), fps, Path(name).suffix, codec, **options)
@@ -102,6 +104,7 @@ def write_video(root: Path) -> None:
     _write_kinetics(root / "kinetics")
     _write_hostile(root / "hostile")
     _write(root / "README.md", VIDEO_README.encode())
+    return LAYOUT
 
 
 def _write_kinetics(root: Path) -> None:

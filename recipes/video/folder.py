@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.errors import check_on_error
-from recipes.core.storage import shown
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.contracts.errors import check_on_error
+from recipes.core.sources.storage import shown
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions
@@ -92,7 +92,7 @@ class VideoFolderDataset(ClipDataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"video folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")

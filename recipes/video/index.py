@@ -7,7 +7,7 @@
 Each file is read by :func:`recipes.video.probe.probe` (header and packets, no frame decoded).
 The arrays (a few per video, frame times only for variable-rate ones) are what forked workers
 share instead of copying Python objects (pytorch issue 13246). With ``index_dir`` they are kept
-as one ``.npz`` (:func:`recipes.core.index_cache.cached_index`, loaded without pickle), named by
+as one ``.npz`` (:func:`recipes.core.sources.index_cache.cached_index`, loaded without pickle), named by
 a digest of every file's path, size and modification time: the next build over the same files
 opens none of them, and one changed file builds the index again. A file that cannot be used is
 kept in the index as its reason, so a build from the cache names it again.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError
-from recipes.core.index_cache import cached_index
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.index_cache import cached_index
 from recipes.video.probe import VideoInfo, probe
 
 INDEX_KIND = "video"  # the cache file's prefix: <index_dir>/video-index-<digest>.npz

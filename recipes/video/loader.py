@@ -7,7 +7,7 @@ A video dataset draws a clip per item only when the preset trains: :func:`video_
 the DataLoader a copy of the dataset (its ``with_random_clips``, the sources of a ``MixedDataset``
 or ``Subset`` alike) that draws each item's clip from the sample's seed, ``(seed, epoch, index)``,
 as the images' augmentations are drawn; evaluating, the copy takes clip ``clip`` of the evenly
-spaced ones. The rest is :func:`recipes.core.loader.build_loader`: shuffled epochs split across
+spaced ones. The rest is :func:`recipes.core.loading.loader.build_loader`: shuffled epochs split across
 ranks, exact resume with ``stateful=True``, errors naming their clips, batches packed in workers.
 """
 
@@ -19,9 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.device_decode import with_decode
-from recipes.core.loader import build_loader
-from recipes.core.protocols import collate_of
+from recipes.core.pixels.device_decode import with_decode
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.protocols import collate_of
 from recipes.video.collate import LAYOUTS, VideoCollate
 
 
@@ -38,7 +38,7 @@ class DrawsClips(Protocol):
 
 def clips_drawn(dataset: Dataset, random: bool) -> Dataset:
     """``dataset`` drawing its clips at random or evenly spaced (through mixtures and subsets)."""
-    from recipes.core.mixing import MixedDataset  # here: a plain video dataset needs no mixture machinery
+    from recipes.core.loading.mixing import MixedDataset  # here: a plain video dataset needs no mixture machinery
 
     if isinstance(dataset, DrawsClips):
         return dataset.with_random_clips(random)
@@ -52,7 +52,7 @@ def clips_drawn(dataset: Dataset, random: bool) -> Dataset:
 
 def decode_of(dataset: Dataset, device: Any) -> str:
     """Where the loader decodes ``dataset`` (its sources must agree): ``"worker"`` or ``"device"``."""
-    from recipes.core.mixing import MixedDataset
+    from recipes.core.loading.mixing import MixedDataset
 
     if isinstance(dataset, DrawsClips):
         return dataset.decode_path(device)
@@ -87,14 +87,14 @@ def video_loader(
     Args:
         dataset: a ``VideoFolderDataset`` or ``VideoDataset``, or a ``MixedDataset`` / ``Subset`` of them.
         batch_size: clips per batch.
-        train, device, seed, stateful: see :func:`recipes.core.loader.build_loader`; ``stateful=True``
+        train, device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
         layout: ``"BTCHW"`` (``[B, T, 3, H, W]``, video transformers) or ``"BCTHW"``
             (``[B, 3, T, H, W]``, 3-D CNNs such as torchvision's ``r3d_18`` and ``mvit``).
         collate_fn: used as given (``layout`` is then the collate's to apply). Default: the collate
-            the dataset asks for (:class:`recipes.core.protocols.DefaultCollate`), else :class:`VideoCollate`.
+            the dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :class:`VideoCollate`.
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
-            :func:`recipes.core.loader.preset_kwargs`).
+            :func:`recipes.core.loading.loader.preset_kwargs`).
 
     ``VideoOptions(decode="device")`` datasets are iterated through ``DevicePrefetcher(loader,
     device)``, which decodes them (:mod:`recipes.video.device`); it normalises clips of either layout.

@@ -9,7 +9,7 @@ only, for the exact frame count and each frame's time. A stream whose frames all
 (``seek_mode="approximate"``), which spares a scan at every open. Others (a variable frame rate)
 keep their frame times, from which segments in seconds become frame numbers.
 
-Every problem is a :class:`recipes.core.errors.DataError` naming the file: an empty or truncated
+Every problem is a :class:`recipes.core.contracts.errors.DataError` naming the file: an empty or truncated
 file, one that is not a video or has no video stream, a codec FFmpeg cannot decode, a frame size
 or frame count in the header past :data:`MAX_FRAME_PIXELS` / :data:`MAX_FRAMES` (refused before
 the scan, which would allocate by the claimed count).
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from torchcodec.decoders import Demuxer, get_container_metadata
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 
 MAX_FRAME_PIXELS = 8192 * 8192  # above 8K UHD (7680 x 4320); a header past it is broken or hostile
 MAX_FRAMES = 2**24  # 77 hours at 60 fps

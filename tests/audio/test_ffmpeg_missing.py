@@ -42,7 +42,7 @@ def test_the_demo_skips_audio_without_ffmpeg_and_says_why(fixtures, monkeypatch,
 
 def test_generated_fixtures_without_ffmpeg_are_marked_and_not_cached(tmp_path, monkeypatch):
     def no_encoder(folder):
-        raise ImportError(decoding.FFMPEG_MISSING)  # what write_audio raises through fixtures_audio.encode
+        raise ImportError(decoding.FFMPEG_MISSING)  # what write_audio raises through recipes.audio.fixtures.encode
 
     monkeypatch.setattr(fixtures, "REGISTRY", [SimpleNamespace(name="audio", load=lambda piece: no_encoder)])
     first = fixtures._cached_fixtures(tmp_path)

@@ -17,7 +17,7 @@ from torchvision.datasets import DatasetFolder
 
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset
 from recipes.audio.decoding import DURATION_TOLERANCE
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from tests.harness import with_skip_warnings
 
 HOSTILE = ("truncated.flac", "empty.wav", "not_audio.mp3", "bad_rate.wav", "bad_channels.wav", "unsupported.wav")
@@ -187,5 +187,5 @@ def test_an_empty_root_or_class_folder_says_how_to_fix_it(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="allow_empty=True"):
         AudioFolderDataset(tmp_path)
-    with pytest.raises(ValueError, match="clip_seconds must be > 0"):
+    with pytest.raises(ValueError, match="clip_seconds must be a finite number > 0"):
         AudioFolderDataset(tmp_path, clip_seconds=0, allow_empty=True)

@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 from torchcodec.decoders import AudioDecoder
 
 from recipes.audio import SpeechDataset, audio_loader
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from tests.harness import with_skip_warnings
 
 
@@ -116,10 +116,11 @@ def test_missing_transcripts_bad_clips_and_long_clips_are_named(speech, tmp_path
     manifest = tmp_path / "m.jsonl"
     rows = [{"audio": "clips/s0.flac"}, {"audio": "clips/nothing.wav", "text": "x"},
             {"audio": "clips/s2.mp3", "text": "y"}]
+    rows.append({"audio": "clips/s1.wav", "text": "kept"})
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     dataset, messages = with_skip_warnings(
         lambda: SpeechDataset(manifest, audio_root=speech, max_seconds=1.0, on_error="skip"))
-    assert len(dataset) == 0 and len(messages) == 3
+    assert len(dataset) == 1 and len(messages) == 3
     assert "m.jsonl line 1: the transcript 'text' is missing" in messages[0]
     assert "m.jsonl line 2 (clips/nothing.wav): cannot read audio" in messages[1]
     assert "m.jsonl line 3 (clips/s2.mp3): 1.58 s is over max_seconds=1" in messages[2]

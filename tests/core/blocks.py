@@ -1,4 +1,5 @@
-"""Runs the python blocks of the README and of docs/*.md as written, from the repository root."""
+"""Runs the python blocks of the README and of docs/*.md as written, from a folder other than the
+repository root: they find the fixtures with ``recipes.fixtures.fixtures_dir()``, as a user's script does."""
 
 import json
 import os
@@ -47,13 +48,15 @@ for number, block in enumerate(blocks):
 
 
 def run_blocks(pages: dict[str, list[str]], out: Path) -> list[str]:
-    """Run every block of ``pages`` (a page's name -> its blocks) from the repository root, each in a
-    fresh forked process with warnings as errors; one message per block that failed or warned."""
+    """Run every block of ``pages`` (a page's name -> its blocks) from an empty folder in ``out``, each in
+    a fresh forked process with warnings as errors; one message per block that failed or warned."""
     named = [(page, number, block) for page, blocks in pages.items() for number, block in enumerate(blocks)]
     blocks = [block for _, _, block in named]
+    elsewhere = out / "elsewhere"  # not the repository root: a relative "fixtures/..." fails here
+    elsewhere.mkdir()
     runner = subprocess.run(
         [sys.executable, "-W", "error", *_suite_ignores(), "-c", FORKING_RUNNER, json.dumps(blocks), str(out)],
-        cwd=ROOT, check=False,
+        cwd=elsewhere, check=False,
         capture_output=True, text=True, timeout=300 * len(blocks), env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert runner.returncode == 0, runner.stderr[-3000:]

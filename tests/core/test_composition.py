@@ -1,4 +1,4 @@
-"""One composition (recipes.core.loader.build_loader): a preset written as docs/adding-a-domain.md
+"""One composition (recipes.core.loading.loader.build_loader): a preset written as docs/adding-a-domain.md
 shows, a few lines that pick a plan and a collate, gets every piece of a loader without naming it:
 errors that name the sample, seeded augmentation, a mixture's draws, batches split across ranks,
 batches packed in workers. The domain presets are written that way and name none of the pieces."""
@@ -21,10 +21,11 @@ import torch.multiprocessing as mp
 from torch.utils.data import Dataset, IterableDataset, Subset
 
 import recipes
+from recipes.domains import REGISTRY
 from recipes.core import ByLength, MixedDataset, build_loader, loader_kwargs
-from recipes.core.errors import SampleError
-from recipes.core.protocols import collate_of
-from recipes.core.seeding import sample_seeds, seeded
+from recipes.core.contracts.errors import SampleError
+from recipes.core.contracts.protocols import UsualCollate, chosen_collate, collate_of
+from recipes.core.sampling.seeding import sample_seeds, seeded
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 
@@ -131,6 +132,92 @@ def test_a_dataset_asks_for_its_collate_through_a_subset_and_a_mixture():
         collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6, noise=True)], [1, 1]))
 
 
+def test_the_collate_given_is_used_as_given_and_the_one_asked_for_is_the_default():
+    usual = UsualCollate(lambda dataset: RowsCollate(noise=len(dataset) > 5))
+    asks = build_loader(AsksForItsCollate(4), usual, batch_size=2, train=False, device="cpu", num_workers=0)
+    assert asks.collate_fn.collate_fn.collate_fn == RowsCollate(noise=False)  # NamedCollate(packed(...))
+    plain = build_loader(Rows(6), usual, batch_size=2, train=False, device="cpu", num_workers=0)
+    assert plain.collate_fn.collate_fn.collate_fn == RowsCollate(noise=True)  # the usual one, built for the rows
+    given = build_loader(AsksForItsCollate(4), RowsCollate(), batch_size=2, train=False, device="cpu", num_workers=0)
+    assert given.collate_fn.collate_fn.collate_fn == RowsCollate(noise=True)  # as given, over the asked one
+    assert chosen_collate(Rows(2), None) is torch.utils.data.default_collate
+
+
+class CountsItsChecks(Rows):
+    """Rows whose ``read_paths`` hook counts its reads: only check_hooks reads it while a loader is built."""
+
+    checks = 0
+
+    @property
+    def read_paths(self):
+        type(self).checks += 1
+        return lambda: ["rows.csv"]
+
+
+def test_a_loader_build_checks_the_hooks_once():
+    mixed = MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6)], [1, 1])
+    CountsItsChecks.checks = 0
+    build_loader(CountsItsChecks(6), RowsCollate(), batch_size=2, train=True, device="cpu", num_workers=0)
+    assert CountsItsChecks.checks == 1
+    for collate in (None, UsualCollate.of(RowsCollate())):  # the asked-for collate is read after the one check
+        CountsItsChecks.checks = 0
+        build_loader(CountsItsChecks(6), collate, batch_size=2, plan=ByLength(np.arange(6)), train=True, device="cpu",
+                     num_workers=0)
+        assert CountsItsChecks.checks == 1
+    assert build_loader(mixed, None, batch_size=2, train=True, device="cpu", num_workers=0) is not None
+
+
+def test_a_mixture_given_a_plan_that_draws_its_own_epochs_is_refused_naming_both():
+    mixed = MixedDataset([Rows(6), Rows(10, start=3)], weights=[3, 1], samples_per_epoch=16)
+    plan = ByLength(mixed.lengths, draws=lambda seed, epoch: np.arange(16))
+    with pytest.raises(ValueError, match=r"MixedDataset draws its own epochs .* plan ByLength\(.*drawn\) was given draws="):
+        build_loader(mixed, RowsCollate(), batch_size=4, plan=plan, train=True, device="cpu", num_workers=0)
+    build_loader(Rows(16), RowsCollate(), batch_size=4, plan=ByLength(np.arange(16) % 7, draws=plan.draws),
+                 train=True, device="cpu", num_workers=0)  # a plain dataset: the plan's draws are the only ones
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A collate a test can recognise: how many items, and which marks it."""
+
+    mark: str
+
+    def __call__(self, batch: list) -> dict:
+        return {"mark": self.mark, "items": len(batch)}
+
+
+class Asking(Dataset):
+    """A domain's dataset that asks for a collate of its own (DefaultCollate); anything else is the dataset's."""
+
+    def __init__(self, dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        return self.dataset[index]
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["dataset"], name)
+
+    def default_collate_fn(self) -> Counted:
+        return Counted("asked")
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda entry: entry.nickname)
+def test_every_preset_uses_the_collate_given_and_by_default_the_one_the_dataset_asks_for(entry, fixtures):
+    try:
+        dataset, _ = entry.load("demo")(fixtures)
+    except ImportError as error:  # a library the domain needs at run time is missing (FFmpeg's)
+        pytest.skip(str(error))
+    preset = entry.load("loader")
+    options = {"train": False, "device": "cpu", "num_workers": 0}
+    assert next(iter(preset(dataset, 2, collate_fn=Counted("given"), **options))) == {"mark": "given", "items": 2}
+    assert next(iter(preset(Asking(dataset), 2, **options))) == {"mark": "asked", "items": 2}
+    assert next(iter(preset(Asking(dataset), 2, collate_fn=Counted("given"), **options)))["mark"] == "given"
+
+
 class ShardsForOneWorker(IterableDataset):
     """A stream whose workers each read whole shards, enough for one worker (ShardLimited)."""
 
@@ -142,7 +229,7 @@ class ShardsForOneWorker(IterableDataset):
 
 
 def test_a_stream_of_whole_shards_gets_no_more_workers_than_it_can_feed(monkeypatch):
-    monkeypatch.setattr("recipes.core.loader.usable_cpus", lambda: 16)  # a machine where the preset starts 8
+    monkeypatch.setattr("recipes.core.loading.loader.usable_cpus", lambda: 16)  # a machine where the preset starts 8
     assert loader_kwargs("cpu", train=True)["num_workers"] == 8
     assert rows_loader_for(ShardsForOneWorker()).num_workers == 1
     assert rows_loader_for(ShardsForOneWorker(), num_workers=2).num_workers == 2  # what the caller asks for wins
@@ -203,7 +290,7 @@ def test_every_domain_preset_calls_the_one_composition_and_names_none_of_its_pie
                 calls = {node.func.id for node in ast.walk(function) if isinstance(node, ast.Call)
                          and isinstance(node.func, ast.Name)}
                 composed.append((function.name, "build_loader" in calls))
-    assert not found, f"compose the loader with recipes.core.loader.build_loader instead: {found}"
+    assert not found, f"compose the loader with recipes.core.loading.loader.build_loader instead: {found}"
     assert len(composed) >= 6 and all(calls for _, calls in composed), composed
 
 

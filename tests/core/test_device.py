@@ -7,7 +7,7 @@ import torch
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
 
 Pair = namedtuple("Pair", "image label")
 
@@ -80,7 +80,7 @@ def test_normalize_converts_five_dimensional_uint8_batches_in_their_memory_order
 
 
 class _Encoded:
-    """A batch field that decodes itself where the batch goes (recipes.core.protocols.DecodesOnDevice)."""
+    """A batch field that decodes itself where the batch goes (recipes.core.contracts.protocols.DecodesOnDevice)."""
 
     def __init__(self, value):
         self.value = value

@@ -13,6 +13,8 @@ from tests.core.blocks import python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
+# a Sphinx role as the site would show it unread: ":class:<code>Name</code>"
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):[`<]")
 TEST_COUNT_SLACK = 0.15  # how far the quoted test count may drift from the collected one before it is stale
 
 
@@ -22,6 +24,8 @@ def _pages() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
+    import importlib
+
     pytest.importorskip("mkdocs", reason='the docs extra: pip install -e ".[docs]"')
     # --strict: a warning fails the build (a broken link or anchor, a page left out of the nav,
     # a docstring griffe cannot read, an API name that does not exist)
@@ -32,12 +36,58 @@ def test_the_site_builds_strictly(tmp_path):
     built = {path.parent.relative_to(tmp_path / "site").as_posix() for path in (tmp_path / "site").rglob("index.html")}
     for page in _pages():
         assert (page.removesuffix(".md").removesuffix("index").rstrip("/") or ".") in built, page
+    # the docstrings' Sphinx roles are links or code on the site (docs/sphinx_roles.py), never raw markup
+    for path in (tmp_path / "site").rglob("*.html"):
+        raw = RAW_ROLE.findall(path.read_text(encoding="utf-8"))
+        assert not raw, f"{path.relative_to(tmp_path / 'site')}: {raw[:5]}"
+    reference = {name: (tmp_path / "site" / "reference" / name / "index.html").read_text(encoding="utf-8")
+                 for name in ("core", *DOMAINS)}
+    # a role in a domain's docstring reaches the core's page: `:class:`DataError`` from an imported name
+    assert any('href="../core/#recipes.core.contracts.errors.DataError"' in page for page in reference.values())
+    for name in DOMAINS:  # each public class and function is documented on its page, so a role can link it
+        module = importlib.import_module(f"recipes.{name}")
+        for public in module.__all__:
+            if callable(getattr(module, public)):
+                assert re.search(rf'id="recipes\.{name}(\.\w+)*\.{public}"', reference[name]), (name, public)
+
+
+def test_sphinx_roles_become_cross_references_resolved_where_the_docstring_stands(tmp_path):
+    griffe = pytest.importorskip("griffe", reason='the docs extra: pip install -e ".[docs]"')
+    package = tmp_path / "papers"
+    package.mkdir()
+    sources = {
+        "__init__.py": ['"""Its :class:`Thing`."""', "from papers.report import report",
+                        "from papers.things import Thing"],
+        # griffe puts the module at papers.report, Python the function
+        "report.py": ["def report():", '    """A report."""'],
+        "other.py": ["class Stray:", '    """Imported nowhere."""'],
+        "things.py": ['"""Things: :func:`report`, :class:`torch.Tensor`,',
+                      ':meth:`~papers.things.Thing.size`, :func:`!f`."""',
+                      "class Thing:",
+                      '    """A thing; :meth:`size`, :class:`Stray`, :py:meth:`its length <__len__>`."""',
+                      "    def size(self):",
+                      '        """:meth:`__len__`"""'],
+    }
+    for name, lines in sources.items():
+        (package / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    extensions = griffe.load_extensions(f"{DOCS / 'sphinx_roles.py'}:SphinxRoles")
+    loaded = griffe.load("papers", search_paths=[tmp_path], extensions=extensions)
+
+    def ref(identifier: str, title: str) -> str:
+        return f'<autoref identifier="{identifier}" optional>`{title}`</autoref>'
+
+    assert loaded.docstring.value == f"Its {ref('papers.things.Thing', 'Thing')}."
+    assert loaded["things"].docstring.value == (  # ~ keeps the last name, ! only the code
+        f"Things: {ref('papers.report.report', 'report')}, {ref('torch.Tensor', 'torch.Tensor')},\n"
+        f"{ref('papers.things.Thing.size', 'size')}, `f`.")
+    assert loaded["things.Thing"].docstring.value == (  # a name not imported: the package's only one
+        f"A thing; {ref('papers.things.Thing.size', 'size')}, {ref('papers.other.Stray', 'Stray')}, "
+        f"{ref('__len__', 'its length')}.")
+    assert loaded["things.Thing.size"].docstring.value == ref("__len__", "__len__")
 
 
 @pytest.mark.slow
 def test_every_docs_example_runs_without_a_warning(tmp_path):
-    if not (ROOT / "fixtures").is_dir():
-        pytest.skip("the examples use the repository's fixtures/")
     pages = {page: python_blocks(DOCS / page) for page in _pages()}
     assert sum(map(len, pages.values())) >= len(DOMAINS)  # each domain's guide has at least one
     failures = run_blocks({page: blocks for page, blocks in pages.items() if blocks}, tmp_path)
@@ -61,7 +111,7 @@ def test_the_core_reference_lists_every_public_name_under_its_module():
 
     reference = (DOCS / "reference" / "core.md").read_text(encoding="utf-8")
     listed = {}  # name -> the module its ::: block documents
-    for module, members in re.findall(r"^::: (recipes\.core\.\w+)\n(.*?)(?=^::: |\Z)", reference, flags=re.S | re.M):
+    for module, members in re.findall(r"^::: (recipes\.core\.[\w.]+)\n(.*?)(?=^::: |\Z)", reference, flags=re.S | re.M):
         for name in re.findall(r"^\s+- (\w+)$", members, flags=re.M):
             listed[name] = module
     assert sorted(listed) == sorted(recipes.core.__all__)

@@ -76,3 +76,61 @@ def test_help_reads_the_registry_without_importing_a_domain_or_torch():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             cwd=PACKAGE.parent)
     assert result.stdout.strip() == "[]"
+
+
+ROOT = PACKAGE.parent
+
+
+def _in_order(text: str, items: list[str]) -> bool:
+    """Does ``text`` hold every one of ``items``, in this order?"""
+    places = [text.find(item) for item in items]
+    return -1 not in places and places == sorted(places)
+
+
+def test_every_list_of_domains_on_the_front_pages_follows_the_registry():
+    work = f"{', '.join(DOMAINS[:-1])} and {DOMAINS[-1]} work"  # "vision, ..., multimodal and audio work"
+    for page in ("pyproject.toml", "mkdocs.yml", "docs/index.md", "README.md"):
+        assert work in (ROOT / page).read_text(encoding="utf-8"), page
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert _in_order(index, [f"[{name}]({name}.md)" for name in DOMAINS])  # one guide per domain
+    assert _in_order(index, [f"[recipes.{name}](reference/{name}.md)" for name in DOMAINS])  # the API reference
+    assert f"pytest -k {DOMAINS[0]}        # or {', '.join(DOMAINS[1:])}\n" in index  # one domain's tests
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
+    assert _in_order(nav, [f": {name}.md\n" for name in DOMAINS])
+    assert _in_order(nav, [f"- recipes.{name}: reference/{name}.md\n" for name in DOMAINS])
+
+
+def test_the_command_line_branches_on_no_domain_name():
+    import ast
+
+    sources = [*sorted((PACKAGE / "cli").glob("*.py")), PACKAGE / "__main__.py"]
+    found = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                named = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and c.value in DOMAINS]
+                found += [f"{path.relative_to(PACKAGE)}:{node.lineno} compares with {name!r}" for name in named]
+    assert not found, f"the CLI finds a domain's pieces through recipes/domains.py: {found}"
+
+
+def test_the_option_help_names_the_domains_that_read_each_option(capsys):
+    from recipes.__main__ import main
+    from recipes.domains import readers
+
+    helps = {}
+    for command in ("bench", "show", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    for text in helps.values():
+        assert f"tokenizer.json ({readers('tokenizer')})" in text
+    assert "audio" in readers("tokenizer")
+    assert "--train" not in helps["bench"].split("--clip-seconds S")[-1].split("--max-length N")[0]  # bench has none
+    assert all(f"{entry.name} {entry.shows}" in helps["show"] for entry in REGISTRY)
+
+
+def test_an_entry_without_a_check_or_a_picture_is_told_so_by_name():
+    bare = Domain(**ENTRY)
+    assert bare.check is None and bare.show is None
+    with pytest.raises(LookupError, match=r"the 'sounds' entry names no check \(check\(options"):
+        bare.load("check")

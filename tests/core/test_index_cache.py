@@ -1,8 +1,10 @@
-"""recipes.core.index_cache: an index is built once per identity, read back equal, rebuilt when damaged."""
+"""recipes.core.sources.index_cache: an index is built once per identity, read back equal, rebuilt when damaged."""
 
 import numpy as np
+import pytest
 
-from recipes.core.index_cache import cached_index, file_identities
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.sources.index_cache import cached_index, file_identities
 
 
 def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(tmp_path):
@@ -23,3 +25,10 @@ def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(t
     data.write_bytes(b"abcd")  # another size: another index
     cached_index(tmp_path / "cache", "lines", file_identities([data]), build)
     assert len(built) == 3 and len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_an_empty_folder_name_is_refused_for_every_cache_not_read_as_the_current_directory():
+    with pytest.raises(ValueError, match="index_dir='' names no folder"):
+        cached_index("", "lines", [], lambda: {})
+    with pytest.raises(ValueError, match="cache_dir=' ' names no folder"):
+        DiskCache(" ")

@@ -13,8 +13,8 @@ import json
 import pytest
 import torch
 
-from recipes.core.loader import build_loader
-from recipes.core.streams import ResumableStream
+from recipes.core.loading.loader import build_loader
+from recipes.core.sources.streams import ResumableStream
 from tests.core.toy import NoisyRange, collate
 
 DELETE = object()
@@ -155,6 +155,8 @@ MAP_DAMAGE = [
     ("multi", ("_snapshot", "_main_snapshot", "_sampler_iter_state"), {"samples_yielded": 3}, r"_sampler_iter_state'\] = .* is not None"),
     ("multi", ("belongs_to", "batch_size"), 8, r"saved with batch_size=8, this loader has 4"),
     ("multi", ("belongs_to",), "x", r"belongs_to = 'x' is not a dict"),
+    ("single", ("belongs_to",), DELETE, r"no belongs_to, though its sampler state is of a version that always"),
+    ("multi", ("belongs_to",), DELETE, r"no belongs_to, though its sampler state is of a version that always"),
 ]
 
 
@@ -235,7 +237,7 @@ def test_each_damaged_field_of_a_stream_loaders_state_is_refused_when_loaded(pat
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_resumable_loader_with_torchdatas_own_sampler_still_resumes(workers):
-    from recipes.core.loader import ResumableLoader
+    from recipes.core.loading.loader import ResumableLoader
 
     def make():
         generator = torch.Generator().manual_seed(0)

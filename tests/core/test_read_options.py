@@ -8,11 +8,11 @@ import warnings
 import pytest
 
 from recipes.core import ReadOptions, StreamOrder
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.read_options import read_options_or_default
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.read_options import read_options_or_default
 
 
-@pytest.mark.parametrize("field", ["cache_limit_bytes", "max_row_group_bytes", "max_line_chars"])
+@pytest.mark.parametrize("field", ["cache_limit_bytes", "max_row_group_bytes", "max_line_chars", "vocab_size"])
 @pytest.mark.parametrize("value", [0, -1, 1.5, True])
 def test_a_size_bound_must_be_a_positive_int(field, value):
     with pytest.raises(ValueError, match=rf"ReadOptions.{field} must be a positive int"):
@@ -20,7 +20,7 @@ def test_a_size_bound_must_be_a_positive_int(field, value):
 
 
 def test_a_truncation_must_be_one_the_tokens_module_knows():
-    from recipes.core.truncation import TRUNCATIONS
+    from recipes.core.tokens.truncation import TRUNCATIONS
 
     assert ReadOptions(truncation="slice").truncation == "slice"
     with pytest.raises(ValueError, match=re.escape(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got 'cut'")):
@@ -46,13 +46,13 @@ def test_options_are_frozen_and_a_field_a_reader_ignores_is_refused():
 
 
 class Reader:
-    @moved_keywords("Reader", groups={"read_options": (ReadOptions, {"strict": "strict_decode"})},
-                    mode=("from_other", "_init_other", ("other",)))
-    def __init__(self, path: str, *, read_options: ReadOptions | None = None) -> None:
-        self.path, self.options, self.mode = path, read_options, "plain"
-
     def _init_other(self, path: str, *, other: int, read_options: ReadOptions | None = None) -> None:
         self.path, self.options, self.mode = path, read_options, f"other {other}"
+
+    @moved_keywords("Reader", groups={"read_options": (ReadOptions, {"strict": "strict_decode"})},
+                    mode=("from_other", _init_other, ("other",)))
+    def __init__(self, path: str, *, read_options: ReadOptions | None = None) -> None:
+        self.path, self.options, self.mode = path, read_options, "plain"
 
 
 def test_an_old_keyword_goes_to_its_group_or_its_mode_with_one_warning_at_the_caller():
@@ -75,3 +75,5 @@ def test_an_old_keyword_goes_to_its_group_or_its_mode_with_one_warning_at_the_ca
         Reader("c", strict=True, read_options=ReadOptions())
     with pytest.raises(TypeError, match="unexpected keyword argument 'unknown'"):
         Reader("d", unknown=1)
+    with pytest.raises(TypeError, match="takes the initialiser itself, not its name '_init_other'"):
+        moved_keywords("Reader", mode=("from_other", "_init_other", ("other",)))  # called by no string

@@ -1,5 +1,5 @@
-"""The README's code blocks run as written, from the repository root, on the fixtures; so do the copy
-commands of docs/copying.md, and its table of what each copy imports matches what they print."""
+"""The README's code blocks run as written, from a folder other than the repository root, on the fixtures;
+so do the copy commands of docs/copying.md, and its table of what each copy imports matches what they print."""
 
 import os
 import re
@@ -25,10 +25,15 @@ def test_readme_has_an_example_for_each_recipe_folder():
         assert any(f"from recipes.{package} import" in block for block in blocks), package
 
 
+def test_examples_find_the_fixtures_with_fixtures_dir_not_the_working_folder():
+    # a path relative to the clone's root fails from any other folder, and in a pip-installed copy
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in python_blocks(path):
+            assert not re.search(r"""["']fixtures/""", block), f"{path.name}: use recipes.fixtures.fixtures_dir()"
+
+
 @pytest.mark.slow
 def test_every_readme_example_runs_without_a_warning(tmp_path):
-    if not (ROOT / "fixtures").is_dir():
-        pytest.skip("the examples use the repository's fixtures/")
     failures = run_blocks({"README.md": _blocks()}, tmp_path)
     assert not failures, "\n\n".join(failures)
 
@@ -50,11 +55,29 @@ def test_every_install_line_installs_this_project_or_a_named_dependency():
     assert project["name"] != "recipes"
 
 
+def test_the_test_extra_caps_boto3_where_the_installed_aiobotocore_caps_botocore():
+    # the cap spares pip's resolver a search through every newer boto3 (pyproject.toml says why); once
+    # aiobotocore moves, the cap moves with it, or pip installs an older aiobotocore to meet it
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    pytest.importorskip("aiobotocore", reason='the test extra: pip install -e ".[test]"')
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    (boto3,) = [Requirement(line) for line in extra["test"] if Requirement(line).name == "boto3"]
+    (botocore,) = [Requirement(line) for line in metadata.requires("aiobotocore")
+                   if Requirement(line).name == "botocore"]
+    caps = [{spec.version for spec in requirement.specifier if spec.operator == "<"}
+            for requirement in (boto3, botocore)]
+    assert caps[0] == caps[1], (str(boto3), str(botocore))
+
+
 def _needs_table(text: str) -> dict[str, dict[str, str]]:
     """docs/copying.md's table of what each copy imports: folder -> {package: "module, module"}."""
     section = text
     rows = re.findall(r"^\| `(\w+)/` \| (.*) \|$", section, flags=re.M)
-    return {folder: dict(re.findall(r"`([\w.]+)`: ([\w, ]+)", needs)) for folder, needs in rows}
+    return {folder: dict(re.findall(r"`([\w.]+)`: ([\w., ]+)", needs)) for folder, needs in rows}
 
 
 @pytest.mark.slow

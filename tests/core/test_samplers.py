@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from recipes.core.plans import ByGroup, ByLength, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.sampling.plans import ByGroup, ByLength, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
 from tests.harness import mutated_state, mutation_cases
 
 
@@ -178,14 +178,18 @@ def test_state_at_the_end_of_an_epoch_points_at_the_next_epoch():
     "make, message",
     [
         (lambda: GroupedBatchSampler(5, None, seed=0), "give batch_size, or a TokenBudget"),
-        (lambda: GroupedBatchSampler(5, 0, seed=0), ">= 1"),
-        (lambda: TokenBudget([1] * 5, 0), ">= 1"),
+        (lambda: GroupedBatchSampler(5, 0, seed=0), r"batch_size must be an int in \[1, \.\.\.\]"),
+        (lambda: GroupedBatchSampler(5, float("nan"), seed=0), r"batch_size must be an int in \[1, \.\.\.\]"),
+        (lambda: TokenBudget([1] * 5, 0), r"max_tokens must be an int in \[1, \.\.\.\]"),
+        (lambda: TokenBudget([1] * 5, float("inf")), r"max_tokens must be an int in \[1, \.\.\.\]"),
         (lambda: GroupedBatchSampler(5, 2, seed=0, plan=ByGroup([0] * 4)), "one entry per sample"),
         (lambda: GroupedBatchSampler(5, None, seed=0, plan=TokenBudget([1] * 4, 9)), "one entry per sample"),
         (lambda: ByLength([1] * 5, noise=-0.1), ">= 0"),
+        (lambda: ByLength([1] * 5, jitter=float("inf")), "jitter must be a finite number >= 0"),
         (lambda: GroupedBatchSampler(5, 2, seed=0, rank=2, world_size=2), "outside"),
     ],
-    ids=["no-size", "zero-size", "zero-budget", "short-groups", "short-lengths", "negative-noise", "bad-rank"],
+    ids=["no-size", "zero-size", "nan-size", "zero-budget", "infinite-budget", "short-groups", "short-lengths",
+         "negative-noise", "infinite-jitter", "bad-rank"],
 )
 def test_bad_arguments_raise_clear_errors(make, message):
     with pytest.raises(ValueError, match=message):
@@ -195,7 +199,7 @@ def test_bad_arguments_raise_clear_errors(make, message):
 def test_one_sample_seed_equals_the_vectorised_seeds():
     import random
 
-    from recipes.core.seeding import sample_seed, sample_seeds
+    from recipes.core.sampling.seeding import sample_seed, sample_seeds
 
     rng = random.Random(0)
     cases = [(rng.getrandbits(64), rng.getrandbits(20), rng.getrandbits(64)) for _ in range(500)] + [(0, 0, 0)]

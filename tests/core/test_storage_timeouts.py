@@ -2,9 +2,9 @@
 a loader's workers do not outlive a killed training process.
 
 A local socket server accepts connections and never answers (tests.servers.SilentServer): with
-the default timeouts a read of it is a DataError after 6 attempts of at most 30 s each (checked
-by arithmetic: a real run takes two minutes), and with a short read timeout in storage_options
-the test sees the same error in about a second.
+the default timeouts and retry deadline a read of it is a DataError within three minutes in all
+(checked by arithmetic: a real run takes two), and with a short read timeout and deadline in
+storage_options the test sees the same error in about a second.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ import aiohttp
 import psutil
 import pytest
 
-from recipes.core import storage, timeouts
-from recipes.core.errors import DataError
-from recipes.core.storage import open_stream, retries_made
+from recipes.core.sources import storage
+
+from recipes.core.sources import timeouts
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.storage import open_stream, retries_made
 from tests.servers import FaultyHTTPServer, SilentServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +34,16 @@ SHORT = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(sock_read=0.5)}}
 
 
 def test_the_default_timeouts_make_a_silent_server_an_error_within_three_minutes():
-    attempts = storage.RETRIES + 1
     backoffs = sum(storage.BACKOFF_S * 2**fault for fault in range(storage.RETRIES))
-    worst = attempts * (timeouts.CONNECT_TIMEOUT_S + timeouts.READ_TIMEOUT_S) + backoffs
+    # an attempt makes two requests at most (fsspec's HTTP: a HEAD for the size, then a GET)
+    attempt = 2 * (timeouts.CONNECT_TIMEOUT_S + timeouts.READ_TIMEOUT_S)
+    worst = timeouts.RETRY_DEADLINE_S + attempt + backoffs  # the deadline, and one attempt it did not foresee
     assert worst < 180, f"{worst:.0f} s"
+    assert (storage.RETRIES + 1) * attempt > 180  # what the retries alone would allow: the deadline is needed
+    assert timeouts.retry_deadline(None) == timeouts.RETRY_DEADLINE_S and timeouts.retry_deadline({"retry_deadline": 9}) == 9
+    assert "retry_deadline" not in timeouts.with_timeouts("https://host/a.tar", {"retry_deadline": 9})  # not fsspec's
+    with pytest.raises(ValueError, match=r"storage_options\['retry_deadline'\] must be a number of seconds above 0"):
+        timeouts.retry_deadline({"retry_deadline": 0})
     options = timeouts.with_timeouts("https://host/a.tar", {"client_kwargs": {"trust_env": True}})
     chosen = options["client_kwargs"]["timeout"]
     assert options["client_kwargs"]["trust_env"] is True  # the caller's other options stay
@@ -58,6 +66,21 @@ def test_a_server_that_never_answers_is_a_data_error_naming_the_url_the_timeout_
     assert f"no byte from {server.url('shard-0.tar')} in 0.5 s, 3 attempts at byte 0" in message, message
     assert "hunter2" not in message and "s3cr3t" not in message and refused.value.__cause__ is None
     assert server.accepted == 3 and took < 10
+
+
+@pytest.mark.parametrize("size", [None, 4096], ids=["size-unknown", "size-known"])
+def test_a_silent_server_is_an_error_within_the_retry_deadline_whatever_the_retries_left(size):
+    with SilentServer() as server:
+        url = server.url("shard-0.tar")
+        started = time.monotonic()
+        with pytest.raises(DataError, match=r"no byte from .* in 0.5 s, \d attempts at byte 0, \d\.\d s in all") as refused:
+            with open_stream(url, storage_options={**SHORT, "retry_deadline": 1.2}, retries=20, backoff=0.01,
+                             size=size) as file:
+                file.read()
+        took = time.monotonic() - started
+    assert "retry_deadline" in str(refused.value)  # the option to raise for a slow server
+    # 0.5 s an attempt: a third would pass the 1.2 s deadline, so two are made, not the 21 the retries allow
+    assert server.accepted == 2 and took < 1.2 + 0.5 + 0.5, (server.accepted, took)
 
 
 def test_a_read_that_gets_no_byte_is_retried_and_each_retry_is_logged_and_counted(tmp_path, caplog):

@@ -8,10 +8,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError
-from recipes.core.padding import pad_batch
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_id_of
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError
+from recipes.core.tokens.padding import pad_batch
+from recipes.core.tokens.encoding import encode_texts, load_tokenizer, pad_id_of
 from recipes.text.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from tests.special_tokens import truncated
 
@@ -125,3 +125,20 @@ def test_string_array_round_trips_unicode_and_undecodable_names():
     assert list(pickle.loads(pickle.dumps(table))) == names
     with pytest.raises(IndexError):
         table[4]
+
+
+def test_a_bounded_token_array_never_serves_an_id_past_its_bound(monkeypatch):
+    from recipes.core.contracts import arrays
+
+    ids = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 99, 1, 2], dtype=np.uint16)  # 99 is sample 2's
+    offsets = np.array([0, 3, 6, 12])
+    monkeypatch.setattr(arrays, "ID_BLOCK", 4)  # three blocks of 4 ids
+    monkeypatch.setattr(arrays, "WHOLE_CHECK_BLOCKS", 1)  # checked a block at a time, as read
+    tokens = arrays.TokenArray(ids, offsets).bounded(50, "ids.npy")
+    assert tokens[0].tolist() == [1, 2, 3] and tokens[1].tolist() == [4, 5, 6]  # blocks 0 and 1: fine
+    with pytest.raises(DataError, match=r"ids.npy: sample 2 holds token id 99, outside the vocabulary of 50 ids"):
+        tokens[2]
+    monkeypatch.setattr(arrays, "WHOLE_CHECK_BLOCKS", 256)  # a small array: all checked at its first item
+    with pytest.raises(DataError, match=r"sample 2 holds token id 99, .* \(asked for sample 0\)"):
+        arrays.TokenArray(ids, offsets).bounded(50, "ids.npy")[0]
+    assert arrays.TokenArray(ids, offsets).bounded(100, "ids.npy")[2].tolist() == [7, 8, 9, 99, 1, 2]

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.detection import coco_files
 from recipes.detection.coco_files import read_instances
 
@@ -166,7 +166,7 @@ def test_a_segment_pycocotools_would_mis_draw_is_refused_by_name(segment, reason
 def test_compressed_runs_read_back_what_pycocotools_wrote():
     from pycocotools import mask as coco_mask
 
-    from recipes.fixtures import rle_counts
+    from recipes.detection.fixtures import rle_counts
 
     rng = np.random.default_rng(0)
     for _ in range(100):

@@ -21,9 +21,9 @@ from torchvision.transforms import v2
 
 import recipes.multimodal.tar_shards as tar_shards
 from recipes.core import DevicePrefetcher
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.core.hostile import (
     BAD_IMAGES,
     assert_one_warning_each,
@@ -121,6 +121,15 @@ def test_raise_names_the_manifest_line_and_the_problem(folder, tokenizer, number
     with pytest.raises(DataError, match=pattern):
         dataset = ImageTextDataset(manifest, tokenizer)  # bad rows fail here, bad images below
         dataset[1]
+
+
+def test_a_manifest_whose_every_row_was_skipped_is_an_error_saying_how_many_and_why(folder, tokenizer):
+    bad = [raw for raw, reason in LINES if reason in ("no 'caption' or 'captions' key", "empty caption")]
+    manifest = write_manifest(folder, bad)
+    with pytest.warns(SkippedSampleWarning), pytest.raises(DataError) as caught:
+        ImageTextDataset(manifest, tokenizer, on_error="skip")
+    assert f"{manifest}: every row was skipped (2 read, on_error='skip'); the first: " in str(caught.value)
+    assert "m.jsonl line 1: no 'caption' or 'captions' key" in str(caught.value)
 
 
 def test_an_invalid_utf8_csv_row_is_named_not_the_whole_file(folder, tokenizer):
@@ -230,7 +239,7 @@ def test_a_bomb_is_refused_by_both_datasets_before_its_pixels_are_allocated(fold
     manifest = write_manifest(folder, [row("images/bomb.png")])
     shard = write_shard(folder / "bomb.tar", [hostile_members(folder / "images")["003"]])
     setup = (
-        "from recipes.core.errors import DataError\n"
+        "from recipes.core.contracts.errors import DataError\n"
         "from recipes.multimodal import ImageTextDataset, ImageTextShards\n"
         f"tokenizer = {str(fixtures / 'text' / 'tokenizer.json')!r}\n"
         f"pairs = ImageTextDataset({str(manifest)!r}, tokenizer)\n"

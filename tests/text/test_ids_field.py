@@ -12,10 +12,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, pack_collate, streaming_loader, text_loader
-from recipes.core.read_options import ReadOptions
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import assert_same_batches, check_resume, with_skip_warnings
 from tests.special_tokens import bert_style, t5_style, truncated
 
@@ -145,7 +145,7 @@ def _bad_ids(tmp_path, column):
     [
         ([[1, 2], [3], [4, 5], [6], [7, -1, 2]], {}, r"row 4 \(row group 1\): id -1 at position 1 .*out of range"),
         ([[1, 2], [3], [4, 5], [6, 800]], {}, r"row 3 \(row group 1\): id 800 at position 1 .*vocab_size 800"),
-        ([[1, 2], [3, 60], [4]], {"vocab_size": 50}, r"row 1 \(row group 0\): id 60 .*vocab_size 50"),
+        ([[1, 2], [3, 60], [4]], {"read_options": ReadOptions(vocab_size=50)}, r"row 1 \(row group 0\): id 60 .*vocab_size 50"),
         ([[1, 2], [3], [4], [5], None], {}, r"row 4 \(row group 1\): column 'input_ids' is null"),
         ([[1, 2], [], [4]], {}, r"row 1 \(row group 0\): column 'input_ids' holds no ids"),
         ([[1, 2], [3, None], [4]], {}, r"row 1 \(row group 0\): the id at position 1 of column 'input_ids' is null"),
@@ -226,11 +226,16 @@ def test_what_ids_field_cannot_do_is_refused_by_name(tmp_path, fixtures, tokeniz
             reader.from_ids(fixtures / "text" / "labeled.jsonl", tokenizer, ids_field="input_ids")
         with pytest.raises(ValueError, match=r"needs a tokenizer .*from_ids\(\.\.\.\)"):
             reader(path)
-        with pytest.raises(ValueError, match="vocab_size must be a positive integer"):
-            reader.from_ids(path, ids_field="input_ids", vocab_size=0)
-        with pytest.warns(DeprecationWarning, match=r"vocab_size=\.\.\.\) is deprecated: use .*from_ids"):
-            with pytest.raises(ValueError, match="vocab_size bounds the stored ids of ids_field"):
-                reader(path, tokenizer, vocab_size=800)
+        with pytest.raises(ValueError, match="ReadOptions.vocab_size must be a positive int or None, got 0"):
+            reader.from_ids(path, ids_field="input_ids", read_options=ReadOptions(vocab_size=0))
+        with pytest.warns(DeprecationWarning, match=r"from_ids\(vocab_size=\.\.\.\) is deprecated: pass read_options="
+                          r"ReadOptions\(vocab_size=\.\.\.\)"):
+            assert reader.from_ids(path, tokenizer, ids_field="input_ids", vocab_size=900) is not None  # still works
+        with pytest.warns(DeprecationWarning, match=r"\(vocab_size=\.\.\.\) is deprecated: pass read_options="):
+            with pytest.raises(ValueError, match="does not read read_options.vocab_size"):
+                reader(path, tokenizer, vocab_size=800)  # the bound of stored ids: text has none
+        with pytest.raises(TypeError, match="unexpected keyword argument 'text_field'"):
+            reader.from_ids(path, ids_field="input_ids", text_field="text")  # from_ids lists what it takes
     with pytest.warns(DeprecationWarning, match=r"ids_field=\.\.\.\) is deprecated: use TokenizedTextDataset.from_ids"):
         with pytest.raises(ValueError, match="cache_dir stores the ids of tokenised text.*drop cache_dir"):
             TokenizedTextDataset(path, tokenizer, ids_field="input_ids", cache_dir=tmp_path / "cache")

@@ -12,10 +12,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.mixing import MixedDataset
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.loading.mixing import MixedDataset
 from recipes.text import InstructionDataset, instruction_collate, pack_collate, text_loader
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 from tests.harness import resume_suite
 
 
@@ -140,8 +140,9 @@ def test_truncation_cuts_the_end_keeps_closing_specials_and_does_not_learn_them_
         InstructionDataset(path, tok, max_length=3)
     with pytest.raises(DataError, match=r"p.jsonl line 1: \d+ tokens, over max_length=8 \(overlong='refuse'\)"):
         InstructionDataset(path, tok, max_length=8, overlong="refuse")
+    two = _jsonl(tmp_path / "two.jsonl", [pair, {"prompt": "a", "completion": " b"}])
     with pytest.warns(SkippedSampleWarning, match="overlong='refuse'"):
-        assert len(InstructionDataset(path, tok, max_length=8, overlong="refuse", on_error="skip")) == 0
+        assert len(InstructionDataset(two, tok, max_length=8, overlong="refuse", on_error="skip")) == 1
 
 
 def test_chat_truncation_cuts_from_the_end(chat, tok):
@@ -252,7 +253,7 @@ def written(chat, tok, tmp_path_factory, quiet_datasets):
 @pytest.mark.parametrize("file", ["labels.parquet", "masks.parquet"])
 def test_pre_tokenised_ids_with_labels_or_a_mask_give_the_tokenised_items(written, file):
     dataset, folder = written
-    stored = InstructionDataset(folder / file, None, ids_field="input_ids")
+    stored = InstructionDataset.from_ids(folder / file)
     assert len(stored) == len(dataset) and stored.lengths.tolist() == dataset.lengths.tolist()
     for index in range(len(dataset)):
         assert torch.equal(stored[index]["input_ids"], dataset[index]["input_ids"])
@@ -260,23 +261,31 @@ def test_pre_tokenised_ids_with_labels_or_a_mask_give_the_tokenised_items(writte
     assert stored.describe(3).endswith("row 3")
 
 
+def test_ids_field_moved_to_from_ids_and_gives_the_same_items(written):
+    _, folder = written
+    with pytest.warns(DeprecationWarning, match=r"use InstructionDataset.from_ids\(\.\.\., ids_field=\.\.\.\)"):
+        old = InstructionDataset(folder / "labels.parquet", None, ids_field="input_ids")
+    new = InstructionDataset.from_ids(folder / "labels.parquet")
+    assert len(old) == len(new) and all(torch.equal(old[i]["labels"], new[i]["labels"]) for i in range(len(new)))
+
+
 def test_pre_tokenised_rows_are_checked_and_cut(written, tok, tmp_path, quiet_datasets):
     import datasets
 
     dataset, folder = written
     with pytest.warns(SkippedSampleWarning, match="the answer lies wholly past max_length=40"):
-        cut = InstructionDataset(folder / "labels.parquet", tok, ids_field="input_ids", max_length=40, on_error="skip")
+        cut = InstructionDataset.from_ids(folder / "labels.parquet", tok, max_length=40, on_error="skip")
     assert all(len(cut[i]["input_ids"]) <= 40 for i in range(len(cut))) and cut.pad_id == tok.token_to_id("<pad>")
     first = dataset[0]
     bad = [{"input_ids": first["input_ids"].tolist(), "labels": [7] * len(first["input_ids"])},
            {"input_ids": [5, 6], "labels": [-100]}]
     datasets.Dataset.from_list(bad).to_parquet(str(tmp_path / "bad.parquet"))
     with pytest.raises(DataError, match="bad.parquet row 0 .*label 7 at position 0 is neither -100 nor its id"):
-        InstructionDataset(tmp_path / "bad.parquet", None, ids_field="input_ids")
+        InstructionDataset.from_ids(tmp_path / "bad.parquet")
     datasets.Dataset.from_list([{"input_ids": [5, 6]}]).to_parquet(str(tmp_path / "bare.parquet"))
     with pytest.raises(DataError, match="no labels column .*completion_only=False"):
-        InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids")
-    assert InstructionDataset(tmp_path / "bare.parquet", None, ids_field="input_ids", completion_only=False)[0][
+        InstructionDataset.from_ids(tmp_path / "bare.parquet")
+    assert InstructionDataset.from_ids(tmp_path / "bare.parquet", completion_only=False)[0][
         "labels"].tolist() == [5, 6]
 
 
@@ -295,7 +304,7 @@ def test_tokenize_instructions_writes_what_the_dataset_reads_back(chat, tok, tmp
     assert out.column_names == ["messages", "input_ids", "labels"]
     assert out.schema.field("labels").type == pa.list_(pa.int32())
     pq.write_table(out, tmp_path / "tokens.parquet")
-    stored = InstructionDataset(tmp_path / "tokens.parquet", None, ids_field="input_ids")
+    stored = InstructionDataset.from_ids(tmp_path / "tokens.parquet")
     direct = InstructionDataset(chat / "chat.jsonl", tok, template=template, max_length=96)
     assert len(stored) == len(direct) == len(rows)
     for index in range(len(rows)):

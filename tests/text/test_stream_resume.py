@@ -6,7 +6,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import STOPS, assert_same_batches, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 
@@ -83,9 +83,11 @@ def test_another_worker_count_resumes_from_the_end_of_a_pass_and_refuses_mid_pas
         _make(paths, tokenizer, 0).load_state_dict(middle)
 
 
-STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "source"]
-# valid: a seed may be any integer, an epoch any large one; a state without a source is one 0.1.0 saved
-ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("source", "missing")}
+STREAM_FIELDS = ["seed", "epoch", "slots", "position", "position.0", "position.1", "position.2", "source", "turns"]
+# valid: a seed may be any integer, an epoch any large one; a state without a source is one 0.1.0 saved, and
+# one without turns one saved before passes turned
+ANY_SEED_OR_EPOCH = {("seed", "negative"), ("seed", "too-large"), ("epoch", "too-large"), ("source", "missing"),
+                     ("turns", "missing")}
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_collate
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.special_tokens import truncated
 
 
@@ -72,9 +72,33 @@ def test_two_loader_workers_read_every_line_once(files, tok, buffer):
     assert first["input_ids"].shape == first["attention_mask"].shape and first["lengths"].tolist() == first["attention_mask"].sum(1).tolist()
 
 
+def _trained_on(fixtures, tok, buffer, epoch):
+    """The lines (byte offsets) of labeled.jsonl one training epoch gives 2 ranks x 2 workers in batches of 8:
+    each worker drops its last partial batch, and every rank stops at the step the shortest one ends at
+    (EqualSteps, as a process group's streaming_loader does)."""
+    steps = []
+    for rank in range(2):
+        order = StreamOrder(shuffle_buffer=buffer, seed=0, rank=rank, world_size=2)
+        stream = StreamingTextDataset(fixtures / "text" / "labeled.jsonl", tok, order=order)
+        stream.set_epoch(epoch)
+        loader = streaming_loader(stream, 8, device="cpu", seed=0, num_workers=2, persistent_workers=False)
+        steps.append([batch["index"].tolist() for batch in loader])
+    common = min(map(len, steps))
+    return {offset for batches in steps for batch in batches[:common] for offset in batch}
+
+
+@pytest.mark.parametrize("buffer", [0, 16], ids=["in-order", "buffered"])
+def test_every_line_is_trained_on_within_two_epochs_in_file_order_too(fixtures, tok, buffer):
+    lines = len(_expected([fixtures / "text" / "labeled.jsonl"]))
+    first, second = (_trained_on(fixtures, tok, buffer, epoch) for epoch in (0, 1))
+    assert lines == 120 and len(first) == len(second) == 96  # 4 readers of 30 lines keep 3 batches of 8 each
+    assert first != second and len(first | second) == lines  # what one epoch drops, the next one reads
+
+
 def test_stream_batches_equal_text_collate_of_the_same_items(files, tok):
     stream = StreamingTextDataset(files, tok, order=StreamOrder(seed=0))
     items = list(stream)[:8]
+    stream.set_epoch(0)  # the same pass again: the next epoch starts its share elsewhere
     ours = next(iter(streaming_loader(stream, 8, device="cpu", num_workers=0)))
     reference = text_collate(items, pad_id=stream.pad_id)
     assert ours.keys() == reference.keys() and all(torch.equal(ours[k], reference[k]) for k in ours)
@@ -155,3 +179,25 @@ def test_skip_mode_warns_line_by_line_where_a_reader_sees_only_one_of_two_schema
     assert second == [] and len(caught) == 40  # reader 1's share: "body" lines only, each warned
     items = sorted(first + second, key=lambda item: item["index"])
     assert [item["input_ids"].tolist() for item in items] == [tok.encode(f"new line {i}").ids for i in range(40)]
+
+
+def test_every_keyword_the_docs_give_the_stream_is_one_it_takes():
+    import dataclasses
+    import inspect
+    import re
+
+    from torch.utils.data import DataLoader
+
+    from recipes.core.contracts.read_options import ReadOptions
+
+    def named(function):
+        return set(inspect.signature(function).parameters)
+
+    taken = (named(StreamingTextDataset.__init__) | named(StreamingTextDataset.from_ids) | named(streaming_loader)
+             | named(DataLoader.__init__) | {field.name for kind in (ReadOptions, StreamOrder)
+                                               for field in dataclasses.fields(kind)})
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    wrong = [(page.name, keyword) for page in sorted(docs.rglob("*.md"))
+             for part in re.split(r"\n\s*\n|\n- ", page.read_text(encoding="utf-8")) if "StreamingTextDataset" in part
+             for keyword in re.findall(r"`(\w+)=", part) if keyword not in taken]
+    assert wrong == []  # e.g. trainers.md once gave it cache_dir=, which raises TypeError

@@ -10,9 +10,9 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.read_options import ReadOptions
-from recipes.text import TokenizedTextDataset, pack_collate
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.text import TokenizedTextDataset, pack_collate, text_loader
 from recipes.text.token_cache import DamagedCacheWarning
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
@@ -192,8 +192,10 @@ def test_skip_mode_still_warns_lines_without_a_field_others_have_in_line_order(t
     assert dataset.line_numbers.tolist() == [3, 5]
     assert [message.split(": ", 2)[1].rsplit(" ", 1)[1] for message in warned] == ["1", "2", "4"]
     (tmp_path / "broken.jsonl").write_text('{"body": "a"}\nnot json\n', encoding="utf-8")  # not only a field
-    dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "broken.jsonl", tok, on_error="skip"))
-    assert len(dataset) == 0 and len(warned) == 2
+    with pytest.warns(SkippedSampleWarning) as warned, pytest.raises(  # nothing left: an error, not an empty dataset
+            DataError, match=r"broken.jsonl: every row was skipped \(2 read, on_error='skip'\); the first: .*line 1: no 'text'"):
+        TokenizedTextDataset(tmp_path / "broken.jsonl", tok, on_error="skip")
+    assert len(warned) == 2
     many = "".join('{"body": "x"}\n' for _ in range(1500)) + '{"text": "late"}\n'  # a whole file decides
     (tmp_path / "many.jsonl").write_text(many, encoding="utf-8")
     dataset, warned = with_skip_warnings(lambda: TokenizedTextDataset(tmp_path / "many.jsonl", tok, on_error="skip"))
@@ -304,6 +306,36 @@ def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, f
         again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True), **options)
     assert _items(again) == _items(fresh)
     assert sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir()) == ["ids.npy", "json", "labels.npy", "lines.npy", "offsets.npy"]
+
+
+def test_an_id_written_over_in_place_is_never_served_by_the_default_open(tmp_path, fixtures, tok):
+    path = fixtures / "text" / "labeled.jsonl"
+    TokenizedTextDataset(path, tok, cache_dir=tmp_path)
+    (ids,) = tmp_path.glob("*.ids.npy")
+    stored = np.load(ids, mmap_mode="r")
+    start = TokenizedTextDataset(path, tok).tokens.offsets[27]
+    with open(ids, "r+b") as file:  # 8 bytes of 0xff, the file's size, dtype and shape unchanged
+        file.seek(stored.offset + int(start) * stored.itemsize)
+        file.write(b"\xff" * 8)
+    del stored
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opened = TokenizedTextDataset(path, tok, cache_dir=tmp_path)  # the default open: no bytes re-read
+    bad = rf"{ids.name}: sample 27 holds token id 65535, outside the vocabulary of {tok.get_vocab_size()} ids"
+    with pytest.raises(DataError, match=bad):
+        opened[27]
+    with pytest.raises(DataError, match=bad):
+        opened[3]  # the block it lies in is refused whole
+    with pytest.raises(DataError, match=bad):
+        next(iter(text_loader(opened, 8, train=False, device="cpu", num_workers=1)))  # and in a worker
+    with pytest.warns(DamagedCacheWarning):  # full verification stays opt-in, and rebuilds
+        healed = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True))
+    assert healed[27]["input_ids"].max() < tok.get_vocab_size()
+
+
+def test_an_empty_cache_dir_is_refused_not_the_current_directory(fixtures, tok):
+    with pytest.raises(ValueError, match="cache_dir='' names no folder"):
+        TokenizedTextDataset(fixtures / "text" / "corpus.txt", tok, cache_dir="")
 
 
 def test_a_cached_dataset_pickles_as_its_cache_path_not_its_tokens(tmp_path, fixtures, tok):

@@ -11,7 +11,7 @@ import torch
 from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.video import VideoFolderDataset, VideoOptions, decode_clip, probe
 from recipes.video.decoding import DECODER_BYTES_PER_PIXEL, DECODER_OVERHEAD, DECODERS, DecoderCache
 from recipes.video.fixtures import FOLDER_CLIPS

@@ -11,7 +11,7 @@ from torchvision.datasets import DatasetFolder
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from recipes.core.errors import DataError, SampleError
+from recipes.core.contracts.errors import DataError, SampleError
 from recipes.video import VIDEO_EXTENSIONS, VideoFolderDataset, VideoOptions
 from recipes.video.fixtures import FOLDER_CLIPS
 from tests.harness import with_skip_warnings

@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import Subset
 
 from recipes.core import DevicePrefetcher, MixedDataset
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD
 from recipes.video import VideoCollate, VideoFolderDataset, eval_transform, train_transform, video_collate, video_loader
 from tests.harness import assert_same_batches, resume_suite
 

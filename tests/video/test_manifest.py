@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.video import KINETICS_TRIMMED, VideoDataset, VideoFolderDataset, probe
 from tests.harness import assert_same_batches, with_skip_warnings
 

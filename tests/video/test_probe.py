@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from torchcodec.decoders import VideoDecoder
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.video import probe
 from recipes.video.fixtures import FOLDER_CLIPS, HEIGHT, WIDTH
 
