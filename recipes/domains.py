@@ -1,7 +1,7 @@
 """The domains, registered in one place: the CLI, the demo, the fixtures and the tests read this.
 
     from recipes.domains import DOMAINS, domain
-    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio")
+    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio", "video")
     domain("text").load("loader") # recipes.text.text_loader, imported now
 
 An entry names its domain's pieces as ``"module:attribute"``, imported only when one is asked
