@@ -110,8 +110,10 @@ def _is_package(module: str) -> bool:
     try:
         spec = importlib.util.find_spec(module)
     except ModuleNotFoundError:
-        return "." not in module.removeprefix("recipes.")  # not installed here: its top-level packages are
-    return spec is not None and spec.submodule_search_locations is not None
+        spec = None
+    if spec is None:  # not installed here: of its modules, the top-level ones are packages
+        return "." not in module.removeprefix("recipes.")
+    return spec.submodule_search_locations is not None
 
 
 def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
@@ -121,7 +123,8 @@ def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
     needs: dict[str, set[str]] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [f"{node.module}.{alias.name}" for alias in node.names] if _is_package(node.module) else [node.module]
+            names_listed = node.module.count(".") == 1 or _is_package(node.module)  # recipes.<x>, or a package
+            modules = [f"{node.module}.{alias.name}" for alias in node.names] if names_listed else [node.module]
         elif isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         else:
