@@ -211,3 +211,11 @@ def _optional_tokenizer(options: Any) -> Any:
         return load_tokenizer(options.tokenizer_path())
     except ValueError:
         return None  # lengths are then counted in words
+
+
+def check_footage(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the videos the CLI's ``options`` name: every file indexed and decoded at
+    its first, middle and last frame, and a summary (``recipes.video.check.check_videos``)."""
+    from recipes.video.check import check_videos  # here: TorchCodec's video decoder loads only for video
+
+    return check_videos(options.path, Report("video", str(options.path)))

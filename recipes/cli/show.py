@@ -245,6 +245,17 @@ def show_clips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence
     return render_audio(batch, dataset, indices), notes
 
 
+def show_strips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                train: bool) -> tuple[Image.Image, list[str]]:
+    """Each clip as a strip of its frames (``recipes.video.show.strips``) over its label, file and frame numbers."""
+    from recipes.video.show import strips  # here: TorchCodec's video decoder loads only for video
+
+    notes = ["each clip: up to 8 of its frames, evenly spaced, as the batch holds them"]
+    if train:
+        notes.append("a random clip of each video, one crop and flip for all its frames")
+    return captioned_grid(*strips(batch, dataset)), notes
+
+
 def title_lines(name: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
     """What the picture of domain ``name`` shows (mode, batch size, samples drawn), then what was left
     out and why; ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""

@@ -189,6 +189,8 @@ NOT_LOADED = {
     "text": ["pycocotools", "fsspec", "recipes.core.pixels.images", "recipes.vision", "recipes.detection"],
     "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
     "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.pixels.images", "recipes.text", "recipes.vision"],
+    "video": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.sources.streams", "recipes.core.loading.mixing",
+              "recipes.text", "recipes.vision"],
 }
 
 

@@ -203,6 +203,19 @@ class ChecksStates(Protocol):
     def detached(self) -> Any: ...
 
 
+@runtime_checkable
+class DecodesOnDevice(Protocol):
+    """``decode_on(device) -> Tensor``: a field of a raw batch that still holds encoded data, and
+    what it decodes to on ``device`` (a domain's ``decode="device"`` batch: clips to decode there).
+
+    Called by :class:`recipes.core.device.DevicePrefetcher` on every such leaf of a batch before it
+    moves and normalises the batch. Not a dataset's hook (a batch's). Without it the prefetcher
+    hands the field on as it came, still encoded.
+    """
+
+    def decode_on(self, device: Any) -> Any: ...
+
+
 HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
          RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 

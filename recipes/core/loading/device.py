@@ -13,22 +13,25 @@ With ``decode="device"`` loaders, the raw batch holds encoded JPEGs and per-samp
 parameters (:mod:`recipes.core.pixels.device_decode`); the prefetcher decodes and augments them on its
 device first (:mod:`recipes.core.pixels.device_augment`), on the side stream, then goes on as above.
 
-What counts as an image: a ``tv_tensors.Image`` of dtype uint8, or a plain uint8 tensor shaped
-``[B, C, H, W]`` with C = len(mean). Masks (``tv_tensors.Mask``), token ids and labels are moved
-but not converted.
+What counts as an image: a ``tv_tensors.Image`` or ``tv_tensors.Video`` (``[..., C, H, W]``) of
+dtype uint8, or a plain uint8 tensor ``[B, C, H, W]`` or ``[B, C, T, H, W]``, with C = len(mean);
+its memory order is kept. A batch field that decodes itself (:class:`recipes.core.contracts.protocols.DecodesOnDevice`)
+is decoded first. Masks (``tv_tensors.Mask``), token ids and labels are moved but not converted.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 from torchvision import tv_tensors
 
+from recipes.core.contracts.nested import map_leaves, map_tensors, tensors_in
+from recipes.core.contracts.protocols import DecodesOnDevice
 from recipes.core.pixels.device_augment import decode_encoded
-from recipes.core.contracts.nested import map_tensors, tensors_in
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -69,58 +72,70 @@ def _normalize_image(tensor: torch.Tensor, mean: tuple, std: tuple, dtype: torch
     if not _is_image(tensor, len(mean)):
         return tensor
     plain = tensor.as_subclass(torch.Tensor)
-    nhwc = plain.ndim == 4 and not plain.is_contiguous() and plain.is_contiguous(memory_format=torch.channels_last)
-    # the cast, into new memory in the same layout (contiguous CHW when it is neither)
-    out = plain.to(dtype, memory_format=torch.channels_last if nhwc else torch.contiguous_format, copy=True)
+    channel = plain.ndim - 3 if isinstance(tensor, (tv_tensors.Image, tv_tensors.Video)) else 1
+    # the cast, into new memory in the same layout (C order when the tensor is not dense)
+    out = plain.to(dtype, memory_format=torch.preserve_format, copy=True)
     scale, shift = _affine(mean, std, dtype, plain.device)
-    if nhwc:
-        _multiply_add_rows(out, scale, shift)
-    elif plain.device.type == "cpu":
-        _multiply_add_planes(out, mean, std)
-    else:
-        torch.addcmul(shift, out, scale, out=out)  # one fused kernel, in place
-    return tv_tensors.wrap(out, like=tensor) if isinstance(tensor, tv_tensors.Image) else out
+    order = sorted(range(out.ndim), key=out.stride, reverse=True)
+    if plain.device.type != "cpu":
+        shape = [-1 if dim == channel else 1 for dim in range(out.ndim)]
+        torch.addcmul(shift.view(shape), out, scale.view(shape), out=out)  # one fused kernel, in place
+    elif out.is_contiguous():
+        _multiply_add_planes(out, channel, mean, std)
+    elif order[-1] == channel and out.permute(order).is_contiguous():
+        _multiply_add_rows(out.permute(order), scale, shift)
+    else:  # another dense layout: a broadcast, slower on CPU but right
+        shape = [-1 if dim == channel else 1 for dim in range(out.ndim)]
+        torch.addcmul(shift.view(shape), out, scale.view(shape), out=out)
+    return tv_tensors.wrap(out, like=tensor) if isinstance(tensor, (tv_tensors.Image, tv_tensors.Video)) else out
 
 
 @functools.lru_cache(maxsize=16)
 def _affine(mean: tuple[float, ...], std: tuple[float, ...], dtype: torch.dtype, device: torch.device):
-    """(x/255 - m)/s == x * (1/(255 s)) + (-m/s): one multiply-add after the cast; cached so a
-    CUDA batch does not wait on two tiny host-to-device copies."""
-    scale = torch.tensor([1 / (255 * s) for s in std], dtype=dtype, device=device).view(-1, 1, 1)
-    shift = torch.tensor([-m / s for m, s in zip(mean, std)], dtype=dtype, device=device).view(-1, 1, 1)
+    """(x/255 - m)/s == x * (1/(255 s)) + (-m/s): one multiply-add after the cast; [C] each, cached
+    so a CUDA batch does not wait on two tiny host-to-device copies."""
+    scale = torch.tensor([1 / (255 * s) for s in std], dtype=dtype, device=device)
+    shift = torch.tensor([-m / s for m, s in zip(mean, std)], dtype=dtype, device=device)
     return scale, shift
 
 
-def _multiply_add_rows(out: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> None:
-    """``out = out * scale + shift`` per channel, in place, on a channels-last [B,C,H,W] batch.
+def _multiply_add_rows(inner: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> None:
+    """``inner = inner * scale + shift`` per channel, in place, where ``inner`` is a contiguous view
+    with the channels last (an NHWC image batch, a clip batch of channels-last frames).
 
-    A [C,1,1] broadcast over NHWC memory runs ~3x slower on CPU than over NCHW (its innermost
+    A [C,1,1] broadcast over such memory runs ~3x slower on CPU than over NCHW (its innermost
     loop is C long). Viewed as rows of W*C values, the per-channel constants repeat W times along
     each row, and the multiply-add vectorises as well as in NCHW.
     """
-    n, c, h, w = out.shape
-    rows = out.permute(0, 2, 3, 1).view(n * h, w * c)  # a view of the NHWC memory
-    torch.addcmul(shift.view(-1).repeat(w), rows, scale.view(-1).repeat(w), out=rows)
+    width = inner.shape[-2]
+    rows = inner.view(-1, width * inner.shape[-1])
+    torch.addcmul(shift.repeat(width), rows, scale.repeat(width), out=rows)
 
 
-def _multiply_add_planes(out: torch.Tensor, mean: tuple, std: tuple) -> None:
-    """CPU, NCHW: ``out = (out / 255 - mean) / std`` in place, a multiply and an add per plane.
+def _multiply_add_planes(out: torch.Tensor, channel: int, mean: tuple, std: tuple) -> None:
+    """CPU, C order: ``out = (out / 255 - mean) / std`` in place, a multiply and an add per plane.
 
     On CPU a multiply-add that broadcasts [C,1,1] constants over NCHW runs ~3x slower than
     these plain scalar passes over contiguous planes, and the main process's time is taken
     from the workers.
     """
-    planes = out.view(-1, out.shape[-3], out.shape[-2] * out.shape[-1])
-    for channel, (m, s) in enumerate(zip(mean, std)):
-        planes[:, channel].mul_(1 / (255 * s)).add_(-m / s)
+    planes = out.view(-1, out.shape[channel], math.prod(out.shape[channel + 1 :]))
+    for index, (m, s) in enumerate(zip(mean, std)):
+        planes[:, index].mul_(1 / (255 * s)).add_(-m / s)
 
 
 def _is_image(tensor: torch.Tensor, channels: int) -> bool:
     if tensor.dtype != torch.uint8 or isinstance(tensor, tv_tensors.Mask):
         return False
-    if isinstance(tensor, tv_tensors.Image):
-        return tensor.shape[-3] == channels
-    return tensor.ndim == 4 and tensor.shape[1] == channels
+    if isinstance(tensor, (tv_tensors.Image, tv_tensors.Video)):
+        return tensor.ndim >= 3 and tensor.shape[-3] == channels
+    return tensor.ndim in (4, 5) and tensor.shape[1] == channels
+
+
+def decode_leaves(batch: Any, device: torch.device) -> Any:
+    """``batch`` with every field that decodes itself (:class:`recipes.core.contracts.protocols.DecodesOnDevice`)
+    replaced by what it decodes to on ``device``."""
+    return map_leaves(batch, lambda leaf: leaf.decode_on(device) if isinstance(leaf, DecodesOnDevice) else leaf)
 
 
 def _with_threads(threads: int, function: Any, *args: Any) -> Any:
@@ -185,6 +200,7 @@ class DevicePrefetcher:
 
     def _prepare(self, batch: Any) -> Any:
         batch = decode_encoded(batch, self.device)  # decode="device": decode, crop, resize, flip here
+        batch = decode_leaves(batch, self.device)  # fields that decode themselves (a domain's clips)
         batch = to_device(batch, self.device)
         return normalize_images(batch, self.mean, self.std, self.dtype) if self.normalize else batch
 
