@@ -50,7 +50,7 @@ sys.path.insert(1, str(REPO))
 from recipes.audio import SpeechDataset, audio_loader, speech_index  # noqa: E402
 from recipes.audio.fixtures import _speech  # noqa: E402
 from recipes.core import DevicePrefetcher, ReadOptions  # noqa: E402
-from recipes.core.loader import RecipeLoader  # noqa: E402
+from recipes.core.loading.loader import RecipeLoader  # noqa: E402
 
 RATE = 16000
 FORMATS = ("wav", "flac")
@@ -247,8 +247,8 @@ def pickled(loader, number: int, batches: int = 8) -> tuple[float, float]:
     batches packed as ``packed_in_workers`` packs them in a worker."""
     from multiprocessing.reduction import ForkingPickler
 
-    from recipes.core.nested import tensors_in
-    from recipes.core.packing import PackedBatch
+    from recipes.core.contracts.nested import tensors_in
+    from recipes.core.workers.packing import PackedBatch
 
     inner = getattr(loader, "loader", loader)  # a DevicePrefetcher's loader: the batches that cross
     ours = isinstance(inner, RecipeLoader)

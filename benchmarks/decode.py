@@ -1,4 +1,4 @@
-"""Image decoding: recipes.core.images.decode_image (TorchCodec) vs torchvision's and PIL's decoders.
+"""Image decoding: recipes.core.pixels.images.decode_image (TorchCodec) vs torchvision's and PIL's decoders.
 
     python benchmarks/decode.py            # 60 JPEGs + 16 PNGs, 5 rounds (~10 s)
     python benchmarks/decode.py --quick    # smoke run: 20 JPEGs + 6 PNGs, 2 rounds
@@ -47,7 +47,7 @@ from torchvision.io import decode_image as torchvision_decode_image
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
-from recipes.core.images import decode_image
+from recipes.core.pixels.images import decode_image
 
 # torchvision 0.29 deprecates its decoders in favour of TorchCodec and warns on every call; it
 # is the peer measured here, so its warning (and only its) is silenced.

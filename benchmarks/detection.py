@@ -16,7 +16,7 @@ alternating rounds (medians reported):
    Goal <= 0.3.
 4. worker transfer: a pass of ``detection_loader``'s loader with 2 workers over the first 2k
    images (batches of 32), its batches packed into one shared buffer per dtype
-   (``recipes.core.packing``) vs the same loader sending each tensor on its own; the main
+   (``recipes.core.workers.packing``) vs the same loader sending each tensor on its own; the main
    process alone for scale. Goal: packing clearly faster, or it goes.
 """
 
@@ -162,7 +162,7 @@ def memory_child(side: str, root: Path, ann_file: Path) -> None:
     """Run in a fresh process: one full pass, 2 persistent forked workers, print their USS.
 
     Both datasets go through the same loader (detection_loader in order, which also freezes
-    the objects workers inherit: recipes.core.loader.freeze_inherited_objects), so only the
+    the objects workers inherit: recipes.core.loading.loader.freeze_inherited_objects), so only the
     dataset differs.
     """
     import psutil
@@ -199,9 +199,9 @@ def bench_memory(root: Path, ann_file: Path, rounds: int) -> None:
 def bench_transfer(root: Path, ann_file: Path, rounds: int, count: int = 2_000) -> None:
     from torch.utils.data import Subset
 
-    from recipes.core.loader import RecipeLoader, build_loader, preset_kwargs
-    from recipes.core.samplers import SeededBatchSampler
-    from recipes.core.seeding import SeededDataset
+    from recipes.core.loading.loader import RecipeLoader, build_loader, preset_kwargs
+    from recipes.core.sampling.samplers import SeededBatchSampler
+    from recipes.core.sampling.seeding import SeededDataset
     from recipes.detection import detection_collate
 
     dataset = ours(root, ann_file)

@@ -7,7 +7,7 @@ Every row reads the same photo-like ~500 px JPEGs, RandomResizedCrop(224) + flip
 - ceiling: a training step (random init, channels_last, bf16 autocast, SGD) on a batch already on
   the device, for ResNet-50 and ResNet-18: what a feed is held against;
 - decode limit: TorchCodec's batched decode (nvJPEG) of files in memory, alone, then with
-  decode="device"'s batch crop, resize and flip (recipes.core.device_augment): no loader;
+  decode="device"'s batch crop, resize and flip (recipes.core.pixels.device_augment): no loader;
 - loader only: torchvision ImageFolder + v2 and decode="worker" with every usable core,
   decode="device" with 2 and 4 workers, batches normalised on the device and nothing else;
 - feeds: the loaders feeding the ResNet-50 step, and the recipes paths feeding ResNet-18; data-wait
@@ -43,14 +43,14 @@ from torchvision.datasets import ImageFolder  # noqa: E402
 from torchvision.transforms import v2  # noqa: E402
 
 from benchmarks.vision import cpu_seconds, photo  # noqa: E402
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher  # noqa: E402
-from recipes.core.device_augment import augment_images  # noqa: E402
-from recipes.core.device_decode import ImagePlan  # noqa: E402
-from recipes.core.images import decode_jpegs  # noqa: E402
-from recipes.core.loader import usable_cpus  # noqa: E402
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher  # noqa: E402
+from recipes.core.pixels.device_augment import augment_images  # noqa: E402
+from recipes.core.pixels.device_decode import ImagePlan  # noqa: E402
+from recipes.core.pixels.images import decode_jpegs  # noqa: E402
+from recipes.core.loading.loader import usable_cpus  # noqa: E402
 from recipes.vision import ImageFolderDataset, train_transform, vision_loader  # noqa: E402
 
-PREFETCH = 4  # the presets' prefetch_factor on an accelerator (recipes.core.loader), and the peer's
+PREFETCH = 4  # the presets' prefetch_factor on an accelerator (recipes.core.loading.loader), and the peer's
 
 
 def write_photos(root: str, indices: range) -> list[str]:

@@ -39,7 +39,7 @@ from torchvision.transforms import v2
 if __package__ in (None, ""):  # run as a script from a checkout: make the repo's recipes importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recipes.core.device import DevicePrefetcher
+from recipes.core.loading.device import DevicePrefetcher
 from recipes.fixtures import fixtures_dir
 from recipes.text.fixtures import WORDS
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, ImageTextShards, multimodal_loader, write_shards

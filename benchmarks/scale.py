@@ -42,7 +42,7 @@ KEY = 0x5EED
 def measure_permutation(n: int, repeats: int = 7) -> dict:
     import numpy as np
 
-    from recipes.core.permutation import Permutation
+    from recipes.core.sampling.permutation import Permutation
 
     positions = np.arange(BATCH)
 

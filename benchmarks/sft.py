@@ -39,8 +39,8 @@ import numpy as np
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # recipes and benchmarks.text from this checkout
 
 from benchmarks.text import kept, waste  # the text benchmark's measures, on these lengths
-from recipes.core.plans import ByLength
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.sampling.plans import ByLength
+from recipes.core.sampling.samplers import GroupedBatchSampler
 from recipes.fixtures import fixtures_dir
 from recipes.text import InstructionCollate, InstructionDataset, text_loader
 
@@ -70,7 +70,7 @@ def train_tokenizer(rows: list[dict], folder: Path) -> Path:
     words into letters and make tokenising, common to both sides, most of the time measured."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from recipes.text.fixtures_chat import SPECIALS
+    from recipes.text.chat.fixtures_chat import SPECIALS
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -85,14 +85,14 @@ if __package__ in (None, ""):  # run as a script from a checkout: make the repo'
 
 from vision import cpu_seconds, photo  # benchmarks/vision.py (this script's folder): JPEGs, CPU time
 
-from recipes.core.disk_cache import DiskCache
-from recipes.core.streams import reader_slot
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.sources.streams import reader_slot
 from recipes.fixtures import fixtures_dir
 from recipes.text.fixtures import WORDS
 from recipes.multimodal import ImageTextShards, expand_shards, multimodal_loader, write_shards
 from recipes.multimodal.tar_shards import read_samples
 from recipes.vision import train_transform
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 
 # torchvision 0.29 deprecates its decoders for TorchCodec and warns on every call: it is the
 # peers' decoder here (litdata's own JPEG serializer calls it), so that warning is silenced, and

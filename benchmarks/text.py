@@ -26,7 +26,7 @@ JSONL / TXT file. Three figures; timed pairs run side by side in alternating rou
    3b: with ``max_length=512`` against the tokenizer's own truncating ``encode_batch``
    (``enable_truncation(512)``), for the fixture tokenizer and a BERT-sized vocabulary. Goal >= 0.9x.
 4. Hand-over: a ``text_loader`` pass with 2 workers, batches of 32, its batches leaving the
-   workers packed into one shared buffer (``recipes.core.packing``, the preset) against the
+   workers packed into one shared buffer (``recipes.core.workers.packing``, the preset) against the
    plain collate, which hands each of the batch's five tensors over on its own (no goal).
 5. Cached: ``TokenizedTextDataset(file, cache_dir=...)`` opened from its token cache (the paragraphs
    x8), then every item read once, in each round from a fresh open: the default open serves the
@@ -53,10 +53,10 @@ import torch
 # Run from a checkout without `pip install -e .`: make the repository's recipes importable.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from recipes.core.loader import RecipeLoader, preset_kwargs
-from recipes.core.plans import ByLength
-from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
-from recipes.core.seeding import SeededDataset
+from recipes.core.loading.loader import RecipeLoader, preset_kwargs
+from recipes.core.sampling.plans import ByLength
+from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.sampling.seeding import SeededDataset
 from recipes.fixtures import fixtures_dir
 from recipes.text import TextCollate, TokenizedTextDataset, text_collate, text_loader
 
@@ -281,7 +281,7 @@ def main() -> None:
 
 
 def hand_over(dataset: TokenizedTextDataset, rounds: int) -> None:
-    # text_loader's composition (recipes.core.loader.build_loader) written out, without packing
+    # text_loader's composition (recipes.core.loading.loader.build_loader) written out, without packing
     kwargs = preset_kwargs("cpu", train=True, seed=0, num_workers=2)
     shuffle, drop_last = kwargs.pop("shuffle"), kwargs.pop("drop_last")
     sampler = SeededBatchSampler(len(dataset), 32, shuffle=shuffle, drop_last=drop_last, seed=0,

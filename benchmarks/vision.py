@@ -52,8 +52,8 @@ from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher
-from recipes.core.images import read_image
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher
+from recipes.core.pixels.images import read_image
 from recipes.vision import ImageFolderDataset, RandomResizedCrop, eval_transform, train_transform, vision_loader
 
 BATCH, WORKERS, SIZE = 32, 2, 224
@@ -273,7 +273,7 @@ def _detail(image: torch.Tensor) -> float:
 
 def draft_study(directory: Path) -> None:
     """When does reduced-scale JPEG decoding pay, and what does it change in the output?"""
-    from recipes.core.images import decode_image
+    from recipes.core.pixels.images import decode_image
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(1)

@@ -27,8 +27,8 @@ from torch.utils.data import Dataset
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # recipes from this checkout
 
-from recipes.core import watchdog
-from recipes.core.loader import build_loader
+from recipes.core.workers import watchdog
+from recipes.core.loading.loader import build_loader
 
 
 class Small(Dataset):

@@ -1,7 +1,7 @@
 """A griffe extension (mkdocs.yml, mkdocstrings' ``extensions``): the docstrings' Sphinx roles become links.
 
 The package's docstrings cross-reference with reST roles (``:class:`Name```, ``:func:`name```,
-``:mod:`recipes.core.storage```, ``:meth:``, ``:attr:``, ``:data:``, ``:exc:``), which mkdocstrings'
+``:mod:`recipes.core.sources.storage```, ``:meth:``, ``:attr:``, ``:data:``, ``:exc:``), which mkdocstrings'
 Google-style rendering prints as written. Once griffe has loaded the package, this rewrites each role
 into an autorefs cross-reference, its target resolved in the scope where the docstring stands (an
 imported name leads to where it is defined, a method's ``:meth:`state_dict``` to its class's), so the

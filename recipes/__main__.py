@@ -40,7 +40,7 @@ PATHS = _paths_help()
 def _local_path(value: str) -> Path:
     """A PATH argument: a local path; a URL is refused here, named without its credentials."""
     if "://" in value:
-        from recipes.core.storage import shown
+        from recipes.core.sources.storage import shown
 
         raise argparse.ArgumentTypeError(f"{shown(value)} is a URL; the command line reads local files only")
     return Path(value)
@@ -250,7 +250,7 @@ def _run(argv: Sequence[str] | None) -> int:
     missing = options.missing()
     if missing:  # one line, before any work: the same in every domain and command
         parser.exit(2, f"recipes {args.command}: error: {missing}\n")
-    from recipes.core.errors import DataError, SampleError
+    from recipes.core.contracts.errors import DataError, SampleError
 
     if args.command == "bench":
         from recipes.cli import bench as command

@@ -1,12 +1,12 @@
 """The domains, registered in one place: the CLI, the demo, the fixtures and the tests read this.
 
     from recipes.domains import DOMAINS, domain
-    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio")
+    DOMAINS                       # ("vision", "text", "detection", "multimodal", "audio", "video")
     domain("text").load("loader") # recipes.text.text_loader, imported now
 
 An entry names its domain's pieces as ``"module:attribute"``, imported only when one is asked
 for, so ``recipes --help`` imports no domain and no torch. The core never reads this file: it
-learns what a dataset needs from its hooks (``recipes.core.protocols``). Adding a domain means
+learns what a dataset needs from its hooks (``recipes.core.contracts.protocols``). Adding a domain means
 its folder, one entry here, its fixture writer and its tests: docs/adding-a-domain.md.
 """
 
@@ -153,6 +153,16 @@ REGISTRY = (
         shows="each clip's waveform over its log-mel spectrogram, named by its file, with its class or its "
               "transcript",
         reads=("tokenizer", "max_length", "text_field", "max_seconds", "clip_seconds"),
+    ),
+    Domain(
+        "video", "footage",
+        "a video folder: PATH/<class>/**/<video>, or a manifest:\n"
+        ".csv / .jsonl / .parquet rows of video + label; videos relative to its folder",
+        loader="recipes.video:video_loader", demo="recipes.video.demo:build",
+        opens="recipes.video.demo:open_path", fixtures="recipes.video.fixtures:write_video",
+        check="recipes.cli.check_data:check_footage", show="recipes.cli.show:show_strips",
+        shows="each clip as a strip of its frames, with its label, its file and the frame numbers shown",
+        reads=("size",),
     ),
 )
 DOMAINS = tuple(entry.name for entry in REGISTRY)

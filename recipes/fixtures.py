@@ -34,11 +34,11 @@ PACKAGE = Path(__file__).resolve().parent
 
 def generator_files() -> tuple[Path, ...]:
     """What the cache key hashes: the root's generator modules, the registry, and each domain's
-    fixture writer with its sibling ``fixtures*.py`` modules (a writer may keep its data in one)."""
+    fixture writer with the ``fixtures*.py`` modules of its folder (a writer may keep its data in one)."""
     root = [PACKAGE / name for name in ("fixtures.py", "fixtures_files.py", "fixtures_hostile.py", "domains.py")]
     writers = [PACKAGE.joinpath(*entry.fixtures.partition(":")[0].split(".")[1:]).with_suffix(".py")
                for entry in REGISTRY]
-    return (*root, *sorted({sibling for writer in writers for sibling in writer.parent.glob("fixtures*.py")}))
+    return (*root, *sorted({sibling for writer in writers for sibling in writer.parent.rglob("fixtures*.py")}))
 
 
 GENERATOR_FILES = generator_files()

@@ -54,7 +54,7 @@ def fixtures() -> Path:
 def quick_retries(monkeypatch):
     """Transient faults are still retried, without the real backoff's seconds (0.1 s doubling with
     each fault in a row: ~3 s for one read that keeps failing). Forked workers inherit it."""
-    from recipes.core import storage
+    from recipes.core.sources import storage
 
     for function in vars(storage).values():
         if "backoff" in (getattr(function, "__kwdefaults__", None) or {}):

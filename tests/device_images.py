@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from recipes.core.device_decode import EncodedBatch, ImageParams
-from recipes.core.images import decode_image
+from recipes.core.pixels.device_decode import EncodedBatch, ImageParams
+from recipes.core.pixels.images import decode_image
 
 # decode="device" on the CPU against decode="worker": the same decodes, resized in float32 by the
 # one and by torch's fixed-point uint8 kernel by the other

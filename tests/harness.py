@@ -457,7 +457,7 @@ def with_skip_warnings(make: Callable[[], Any]) -> tuple[Any, list[str]]:
     """``(make(), messages of the SkippedSampleWarnings it raised)``, every one recorded."""
     import warnings
 
-    from recipes.core.errors import SkippedSampleWarning
+    from recipes.core.contracts.errors import SkippedSampleWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

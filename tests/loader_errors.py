@@ -6,7 +6,7 @@
 An exception a test keeps in a local variable (``caught`` of ``pytest.raises``) holds its
 traceback, whose frames hold the test's frame (the frame itself, or as their caller): a reference
 cycle that keeps the test's locals, its loaders among them, until a garbage collection. torch's
-re-raise of a worker's error makes another (recipes/core/loader_errors.py). A DataLoader iterator
+re-raise of a worker's error makes another (recipes/core/workers/loader_errors.py). A DataLoader iterator
 freed by a collection stops its workers only after 5 s each: over a minute of idle waiting in the
 suite's error tests. The error returned here, and every error it chains to, has no traceback: the
 loader and its workers go when the test drops them, and the test still checks the error's type,

@@ -137,7 +137,7 @@ def run_hf(out: Path, config: dict[str, Any]) -> None:
 def _hf_job(out: Path, config: dict[str, Any]) -> None:
     import transformers
 
-    from recipes.core.hf_trainer import PresetTrainer
+    from recipes.core.loading.hf_trainer import PresetTrainer
 
     torch.manual_seed(0)
     if config["model"] == "classifier":

@@ -26,21 +26,21 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import audio_options, crop, decode, probe
-from recipes.core.arrays import StringArray
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.fixed_point import FixedPoint, fixed_to_float
-from recipes.core.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loader import build_loader
-from recipes.core.mixing import MixedDataset
-from recipes.core.padding import pad_batch
-from recipes.core.parameters import check_positive
-from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import UsualCollate, dataset_pad_id
-from recipes.core.states import sampled_digest
-from recipes.core.storage import shown
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
+from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.loading.loader import build_loader
+from recipes.core.loading.mixing import MixedDataset
+from recipes.core.tokens.padding import pad_batch
+from recipes.core.contracts.parameters import check_positive
+from recipes.core.sampling.plans import ByLength, TokenBudget
+from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import shown
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
-MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.plans sort ints)
+MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.sampling.plans sort ints)
 
 
 class AudioFolderDataset(Dataset):
@@ -67,7 +67,7 @@ class AudioFolderDataset(Dataset):
     file headers, capped at ``clip_seconds``.
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (fixed_point_view)
 
     def __init__(
@@ -137,7 +137,7 @@ class AudioFolderDataset(Dataset):
         return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "classes": self.classes, "sample_rate": self.sample_rate,
                 "num_channels": self.num_channels}
 
@@ -174,7 +174,7 @@ class AudioFolderDataset(Dataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")
@@ -199,9 +199,9 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     Returns:
         ``audio`` ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the right, T
         the longest clip rounded up to ``pad_to_multiple_of``: int16 marked
-        :class:`recipes.core.device.FixedPoint` where every clip is (16-bit PCM at the target rate,
+        :class:`recipes.core.loading.device.FixedPoint` where every clip is (16-bit PCM at the target rate,
         decoded as stored: half float32's bytes to hand over; ``DevicePrefetcher`` or
-        :func:`recipes.core.device.fixed_to_float` gives the float batch, exactly), float32
+        :func:`recipes.core.loading.device.fixed_to_float` gives the float batch, exactly), float32
         otherwise or with ``float_audio=True`` (a trainer that moves batches itself); ``audio_lengths`` int64
         [B]; ``attention_mask`` bool [B, T] (True = real sample); ``labels`` int64 [B] with labels;
         ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
@@ -268,7 +268,7 @@ class AudioCollate:
 def fixed_point_view(dataset: Any) -> Any:
     """What :func:`audio_loader` reads: a shallow copy of ``dataset`` (a mixture's sources each) with
     ``fixed_point = True``, so that 16-bit PCM at the target rate reaches the collate as its int16
-    samples (:class:`recipes.core.device.FixedPoint`) and crosses from the workers at half float32's
+    samples (:class:`recipes.core.loading.device.FixedPoint`) and crosses from the workers at half float32's
     bytes; ``dataset[i]`` stays float32. A dataset without ``fixed_point`` is returned as it is."""
     if isinstance(dataset, MixedDataset):
         view = copy.copy(dataset)
@@ -282,7 +282,7 @@ def fixed_point_view(dataset: Any) -> Any:
 
 
 def audio_collate_for(dataset: Any) -> AudioCollate:
-    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`), else 0."""
+    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
     return AudioCollate(pad_id=dataset_pad_id(dataset, 0))
 
 
@@ -301,29 +301,29 @@ def audio_loader(
     """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
 
     Training batches hold clips of similar duration: every epoch the clips are sorted by
-    duration with a little fresh jitter (:class:`recipes.core.plans.ByLength`), cut into
+    duration with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`), cut into
     batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
     Where every clip of a batch is 16-bit PCM at the target rate (WAV, FLAC), its ``audio`` is their
-    int16 samples, a :class:`recipes.core.device.FixedPoint` (:func:`fixed_point_view`): half the bytes
+    int16 samples, a :class:`recipes.core.loading.device.FixedPoint` (:func:`fixed_point_view`): half the bytes
     from the workers, made the same float32 batch by ``DevicePrefetcher`` on the device (on the CPU,
-    in the main process), by :func:`recipes.core.device.fixed_to_float`, or read as it is by :class:`LogMel`.
+    in the main process), by :func:`recipes.core.loading.device.fixed_to_float`, or read as it is by :class:`LogMel`.
 
     Args:
         dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
-            is batched by ``batch_size`` as it comes (:func:`recipes.core.loader.stream_loader`).
+            is batched by ``batch_size`` as it comes (:func:`recipes.core.loading.loader.stream_loader`).
         batch_size: clips per batch; with ``max_seconds`` an upper bound, or None.
         max_seconds: a budget per batch, ``len(batch) * longest <= max_seconds`` (the audio
             ``max_tokens``: what the padded batch holds); a single longer clip is its own batch.
         train: shuffled, duration-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loader.build_loader`; ``stateful=True``
+        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
         collate_fn: used as given. Default: the collate the dataset asks for
-            (:class:`recipes.core.protocols.DefaultCollate`), else :class:`AudioCollate` with its pad id
-            (:class:`recipes.core.protocols.PadsIds`; 0 if none).
+            (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :class:`AudioCollate` with its pad id
+            (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
-            :func:`recipes.core.loader.preset_kwargs`).
+            :func:`recipes.core.loading.loader.preset_kwargs`).
     """
     collate = UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself

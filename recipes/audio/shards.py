@@ -7,14 +7,14 @@
 A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
 ``.ogg``, ``.opus``) and its transcript, ``000042.txt`` or ``000042.json`` with ``"text"``.
 Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, grouped into samples by
-:func:`recipes.core.tar_samples.read_samples`: one sequential stream from the byte where a pass
+:func:`recipes.core.sources.tar_samples.read_samples`: one sequential stream from the byte where a pass
 resumes, never extracted to disk; member names that climb out are refused, links passed over,
 members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
 one extension or a key that comes back after other samples refused. Each epoch the samples of the
 shards (in an order shuffled by ``(seed, epoch)`` with a ``shuffle_buffer``) are cut into ``world_size
-x num_workers`` runs equal by count (:mod:`recipes.core.shard_index`: one walk of the headers at
+x num_workers`` runs equal by count (:mod:`recipes.core.sources.shard_index`: one walk of the headers at
 construction, on rank 0); a state holds each reader's shard and byte offset
-(:class:`recipes.core.streams.ResumableStream`), never data. Build it after ``init_process_group``.
+(:class:`recipes.core.sources.streams.ResumableStream`), never data. Build it after ``init_process_group``.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from typing import Any
 import torch
 
 from recipes.audio.decoding import audio_options, decode
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.shard_index import ShardEpochs, ShardIndex
-from recipes.core.storage import basename, shown
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.streams import ResumableStream
-from recipes.core.tar_samples import expand_shards, read_samples
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
+from recipes.core.sources.storage import basename, shown
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.streams import ResumableStream
+from recipes.core.sources.tar_samples import expand_shards, read_samples
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
 # A member is read whole into memory, whatever its header claims: 256 MiB is 10 minutes of 48 kHz
@@ -48,7 +48,7 @@ class AudioShards(ResumableStream):
 
     Args:
         urls: the shards: a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob
-            (:func:`recipes.core.tar_samples.expand_shards`).
+            (:func:`recipes.core.sources.tar_samples.expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
@@ -57,7 +57,7 @@ class AudioShards(ResumableStream):
         on_error: ``"raise"`` a DataError naming the shard and member, or ``"skip"`` the sample
             (a shard that cannot be read: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards; never shown.
-        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling ``seed`` shared by all
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
@@ -83,14 +83,14 @@ class AudioShards(ResumableStream):
         order = order_or_default(order, "AudioShards")
         shuffle_buffer, seed = order.shuffle_buffer, order.seed
         self.storage_options = storage_options
-        # listed and indexed once per job: on rank 0, sent to the others (recipes.core.shard_index)
+        # listed and indexed once per job: on rank 0, sent to the others (recipes.core.sources.shard_index)
         self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
                                                 order.world_size)
         self.shuffle_buffer = shuffle_buffer
         self.on_error = check_on_error(on_error)
         self.encoder, self.pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens import TruncatingEncoder, find_pad_id, load_tokenizer
+            from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
@@ -99,7 +99,7 @@ class AudioShards(ResumableStream):
         self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self.pad_id}
 

@@ -39,15 +39,15 @@ from recipes.audio.decoding import (
 )
 from recipes.audio.speech_index import NO_FILE, HeaderIndex, read_headers
 from recipes.audio.speech_rows import Rows, manifest_rows, table_rows
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, SkippedRows, check_on_error, skip_or_raise
-from recipes.core.index_cache import file_identities
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parameters import check_count
-from recipes.core.paths import UnderRoot, check_relative
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, shown
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
+from recipes.core.sources.index_cache import file_identities
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.parameters import check_count
+from recipes.core.sources.paths import UnderRoot, check_relative
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, shown
 
 SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
 MOVED_TO_READ_OPTIONS = {"num_channels": "num_channels"}  # still works, with a DeprecationWarning
@@ -76,14 +76,14 @@ class SpeechDataset(Dataset):
             UTF-8 or not a string, a clip that cannot be read or that decodes to another length
             than its row says; named by file and line (or row).
         audio_root: the folder paths are relative to (default: the manifest's folder).
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its ``durations``
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its ``durations``
             (``"headers"`` or ``"manifest"``: see the module docstring; docs/audio.md says when each
             fits), ``index_dir`` (each clip's header kept for the next build of the same manifest,
             read again for a clip whose size or modification time changed) and ``num_channels``
             (1, the default, mixes to mono, the mean of the channels; None keeps each file's).
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     @moved_keywords("SpeechDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
@@ -138,7 +138,7 @@ class SpeechDataset(Dataset):
         self._keep(index, kept)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
+            from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), list(self.texts))  # read once
@@ -304,7 +304,7 @@ class SpeechDataset(Dataset):
         return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self._pad_id}
 

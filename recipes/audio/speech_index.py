@@ -7,7 +7,7 @@ A header read is a file open and a few reads: from the page cache tens of micros
 libsndfile, on network storage a round trip. A large manifest whose headers wait on storage reads
 them from threads (libsndfile releases the GIL while it reads), with a progress bar once a build
 takes more than a few seconds. With ``ReadOptions(index_dir=...)`` the rows, their clips' resolved paths and headers are kept in
-one ``.npz`` (:mod:`recipes.core.index_cache`, named by the manifest's path, size and modification
+one ``.npz`` (:mod:`recipes.core.sources.index_cache`, named by the manifest's path, size and modification
 time and the fields read), and the next build of the same manifest reads no header but those of
 clips whose size or modification time changed, or that could not be read before.
 """
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from recipes.audio.decoding import AudioInfo, probe
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError
-from recipes.core.index_cache import load_index, save_index
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.index_cache import load_index, save_index
 
 THREADS_FROM = 256  # fewer headers than this are read in the calling thread: a pool costs more to start
 CHUNK = 64  # headers a thread reads per task: a task per header would cost more than a WAV header read

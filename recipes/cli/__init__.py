@@ -5,7 +5,7 @@ One module per command, each with a ``run(args)`` that the argparse entry point 
 
 - ``demo``: every domain's recipe on the bundled fixtures: size, one batch, one epoch's time.
 - ``bench``: sweep DataLoader settings on your own data through the recipe's loader
-  (:func:`recipes.core.tuning.tune_loader`) and print the recommended ``loader_kwargs``.
+  (:func:`recipes.core.loading.tuning.tune_loader`) and print the recommended ``loader_kwargs``.
 - ``check``: validate a dataset without training on it (``check_files`` decodes every image
   in worker processes; ``check_coco`` reads COCO annotations, ``check_data`` text rows and
   caption manifests; ``check_cache`` re-hashes a cache folder, ``recipes check cache DIR``).

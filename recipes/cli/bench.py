@@ -4,7 +4,7 @@
 
 It builds the domain's training dataset from PATH and hands
 ``functools.partial(<domain>_loader, dataset, batch_size, train=True, device=..., seed=0)`` to
-:func:`recipes.core.tuning.tune_loader`, which runs it with every setting of ``num_workers``
+:func:`recipes.core.loading.tuning.tune_loader`, which runs it with every setting of ``num_workers``
 (0 up to the usable CPUs), ``prefetch_factor`` and, on CUDA, ``pin_memory``. Each row of the
 table is one setting: batches/s and samples/s after the first batch, the data-wait fraction
 (the share of time spent in ``next(loader)`` while a training step of ``--step-ms`` is
@@ -23,8 +23,8 @@ from typing import Any
 import torch
 
 from recipes.cli.datasets import DataOptions, loader_function, open_dataset, quiet_tokenizers_in_workers
-from recipes.core.loader import resolve_device, usable_cpus
-from recipes.core.tuning import Trial, tune_loader
+from recipes.core.loading.loader import resolve_device, usable_cpus
+from recipes.core.loading.tuning import Trial, tune_loader
 
 COLUMNS = ("workers", "prefetch", "pin", "batches/s", "samples/s", "data-wait", "startup s")
 

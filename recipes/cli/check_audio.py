@@ -32,10 +32,10 @@ from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
 from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.read_options import ReadOptions
-from recipes.core.storage import shown
-from recipes.core.tar_samples import expand_shards, read_samples
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sources.storage import shown
+from recipes.core.sources.tar_samples import expand_shards, read_samples
 
 SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what AudioShards reads
 INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start

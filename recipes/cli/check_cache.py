@@ -4,7 +4,7 @@
 
 The loaders trust an entry whose sizes (and, for shards, modification time) are as recorded,
 which costs nothing at each open; bytes changed behind an unchanged size and time need a full
-read. This reads every shard copy of :class:`recipes.core.disk_cache.DiskCache` against its
+read. This reads every shard copy of :class:`recipes.core.sources.disk_cache.DiskCache` against its
 CRC-32 and every token cache entry of :mod:`recipes.text.token_cache` against its record, and
 deletes what differs, with the temporary files of writers that died: the next run fetches or
 rebuilds those from their source. Each removal is a problem of the report (exit status 1).
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from recipes.cli.report import Report
-from recipes.core.disk_cache import DiskCache
+from recipes.core.sources.disk_cache import DiskCache
 from recipes.text.token_cache import scrub_caches
 
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
-from recipes.core.errors import DataError
-from recipes.core.paths import resolve_under
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.paths import resolve_under
 from recipes.detection.coco_checks import ColumnChecks, Problem, entry_problems, wrong_fields
 from recipes.detection.coco_files import columns_of, parse_json
 

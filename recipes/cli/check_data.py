@@ -23,8 +23,8 @@ import numpy as np
 from recipes.cli.check_coco import BOX_TOLERANCE, check_coco  # noqa: F401  (re-exported: importable from here too)
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, collect_skipped, counts, spread
-from recipes.core.errors import DataError
-from recipes.core.paths import resolve_under
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.paths import resolve_under
 
 COMMON_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
@@ -58,7 +58,7 @@ def truncation(lengths: np.ndarray, max_lengths: Sequence[int]) -> list[dict[str
 
 def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_length: int | None, *, default: Sequence[int]) -> None:
     if tokenizer is not None:
-        from recipes.core.tokens import encode_texts
+        from recipes.core.tokens.encoding import encode_texts
 
         lengths, unit = encode_texts(tokenizer, texts).lengths, "tokens"  # no max_length: the full lengths
     else:
@@ -80,7 +80,7 @@ def _lengths_section(report: Report, texts: list[str], tokenizer: Any, max_lengt
 def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_field: str | None = None,
                max_length: int | None = None) -> Report:
     """A .txt / .jsonl / .csv / .parquet file: every row UTF-8 with its fields, lengths and truncation."""
-    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
+    from recipes.core.sources.parquet_files import columns_of, is_parquet, parquet_entries
     from recipes.text.corpus_files import TEXT_FORMATS, check_format, read_rows
     from recipes.text.parquet_corpus import parquet_rows
 
@@ -174,7 +174,7 @@ def check_captions(path: Path, tokenizer: Any, *, image_root: Path | None = None
 def _caption_rows(path: Path, image_field: str, caption_field: str, report: Report) -> list[tuple[str, str, bytes | None, list[str]]]:
     """``(line or row, image name, image bytes or None, captions)`` for each usable row, read by the
     dataset's own reader with ``on_error="skip"``."""
-    from recipes.core.parquet_files import columns_of, is_parquet, parquet_entries
+    from recipes.core.sources.parquet_files import columns_of, is_parquet, parquet_entries
     from recipes.multimodal.caption_files import read_caption_manifest
     from recipes.multimodal.parquet_captions import caption_rows
 
@@ -205,9 +205,17 @@ def check_manifest(options: Any, *, workers: int | None = None, progress: bool =
 
 
 def _optional_tokenizer(options: Any) -> Any:
-    from recipes.core.tokens import load_tokenizer
+    from recipes.core.tokens.encoding import load_tokenizer
 
     try:
         return load_tokenizer(options.tokenizer_path())
     except ValueError:
         return None  # lengths are then counted in words
+
+
+def check_footage(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
+    """``recipes check`` of the videos the CLI's ``options`` name: every file indexed and decoded at
+    its first, middle and last frame, and a summary (``recipes.video.check.check_videos``)."""
+    from recipes.video.check import check_videos  # here: TorchCodec's video decoder loads only for video
+
+    return check_videos(options.path, Report("video", str(options.path)))

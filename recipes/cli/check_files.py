@@ -4,7 +4,7 @@
     report = check_image_folder(Path("data/train"), workers=2)
 
 Each image is read once: PIL parses the header (format, mode, size; a decompression bomb is
-refused there, before any pixel is allocated), then :func:`recipes.core.images.decode_image`
+refused there, before any pixel is allocated), then :func:`recipes.core.pixels.images.decode_image`
 decodes it exactly as the loaders will, so a file that passes here loads in training, with
 ``strict=True``: a JPEG libjpeg reports as corrupt (it would load with grey or smeared blocks) is
 named with libjpeg's reason, as the loaders' ``ReadOptions(strict_decode=True)`` would refuse it. The files
@@ -25,9 +25,9 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.cli.report import Report, counts
 from recipes.cli.worker_pool import map_in_workers
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.errors import DataError
-from recipes.core.images import decode_image, open_image
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.contracts.errors import DataError
+from recipes.core.pixels.images import decode_image, open_image
 
 INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
 

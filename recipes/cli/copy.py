@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import io
 import re
 import tokenize
@@ -104,14 +105,26 @@ def _rewrite_docstrings(lines: list[str], tree: ast.Module, domain: str, skip: s
                 lines[row - 1] = example.sub(rf"\1 {domain}", lines[row - 1])
 
 
+def _is_package(module: str) -> bool:
+    """Whether ``module`` is a package (what is imported from it may be a module), not a module."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:  # not installed here: of its modules, the top-level ones are packages
+        return "." not in module.removeprefix("recipes.")
+    return spec.submodule_search_locations is not None
+
+
 def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
-    """The modules of the installed package that ``source`` imports, outside its own domain:
-    ``{"recipes.core": {"errors", ...}}``; a name imported from a package itself is listed as is."""
+    """The modules of the installed package that ``source`` imports, outside its own domain, by their
+    path in it: ``{"recipes.core": {"contracts.errors", ...}}``; a name imported from a package itself
+    is listed as is."""
     needs: dict[str, set[str]] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module] if "." in node.module.removeprefix("recipes.") else \
-                [f"{node.module}.{alias.name}" for alias in node.names]
+            names_listed = node.module.count(".") == 1 or _is_package(node.module)  # recipes.<x>, or a package
+            modules = [f"{node.module}.{alias.name}" for alias in node.names] if names_listed else [node.module]
         elif isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         else:
@@ -119,7 +132,7 @@ def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
         for module in modules:
             parts = module.split(".")
             if parts[0] == "recipes" and len(parts) >= 3 and parts[1] != domain:
-                needs.setdefault(f"recipes.{parts[1]}", set()).add(parts[2])
+                needs.setdefault(f"recipes.{parts[1]}", set()).add(".".join(parts[2:]))
     return needs
 
 

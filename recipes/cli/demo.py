@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from recipes.core.nested import leaves, samples_in
+from recipes.core.contracts.nested import leaves, samples_in
 from recipes.domains import DOMAINS, domain
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 
 MAX_PER_KIND = 20  # problems of one kind printed; a broken export repeats one problem thousands of times
 KIND_PARTICULARS = re.compile(  # quoted names, [lists], paths, hex bytes, numbers, nan / inf

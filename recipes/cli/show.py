@@ -37,7 +37,7 @@ from recipes.cli.datasets import DataOptions, make_loader, open_dataset
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
-from recipes.core.nested import samples_in
+from recipes.core.contracts.nested import samples_in
 from recipes.domains import domain
 
 PADDING = 2  # pixels between grid tiles (make_grid's padding)
@@ -211,7 +211,7 @@ def show_classes(batch: Any, dataset: Any, options: DataOptions, indices: Sequen
 def show_tokens(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                 train: bool) -> tuple[Image.Image, list[str]]:
     """A line per sample: its tokens as the tokenizer's decoder gives them, its padding grey."""
-    from recipes.core.tokens import load_tokenizer
+    from recipes.core.tokens.encoding import load_tokenizer
 
     return render_tokens(batch, load_tokenizer(options.tokenizer_path())), []
 
@@ -227,7 +227,7 @@ def show_boxes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence
 def show_captions(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                   train: bool) -> tuple[Image.Image, list[str]]:
     """Each image over the caption its token ids decode to."""
-    from recipes.core.tokens import load_tokenizer
+    from recipes.core.tokens.encoding import load_tokenizer
 
     names = sample_names(dataset, [int(i) for i in batch["index"]])
     which = "one drawn at random" if train else "the first"
@@ -243,6 +243,17 @@ def show_clips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence
         window = "a random" if train else "the centre"
         notes.append(f"each clip is {window} {dataset.clip_seconds:g} s window of the file named under it")
     return render_audio(batch, dataset, indices), notes
+
+
+def show_strips(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
+                train: bool) -> tuple[Image.Image, list[str]]:
+    """Each clip as a strip of its frames (``recipes.video.show.strips``) over its label, file and frame numbers."""
+    from recipes.video.show import strips  # here: TorchCodec's video decoder loads only for video
+
+    notes = ["each clip: up to 8 of its frames, evenly spaced, as the batch holds them"]
+    if train:
+        notes.append("a random clip of each video, one crop and flip for all its frames")
+    return captioned_grid(*strips(batch, dataset)), notes
 
 
 def title_lines(name: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:

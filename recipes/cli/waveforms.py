@@ -21,7 +21,7 @@ from PIL import Image, ImageDraw
 
 from recipes.audio import LogMel
 from recipes.cli.drawing import LINE_HEIGHT, fit, text_band, wrap
-from recipes.core.fixed_point import fixed_to_float
+from recipes.core.contracts.fixed_point import fixed_to_float
 
 WIDTH = 1000  # px: the padded batch length
 WAVE_HEIGHT = 80  # px for the waveform, +-1 full scale

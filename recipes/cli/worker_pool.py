@@ -15,7 +15,7 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from recipes.core.loader import usable_cpus
+from recipes.core.loading.loader import usable_cpus
 
 Result = TypeVar("Result")
 CHUNKS_PER_WORKER = 16  # few enough round trips, small enough chunks for an even finish

@@ -1,27 +1,24 @@
-"""What the domains share; it imports no domain and names none. Each module reads alone.
+"""What the domains share; it imports no domain and names none. Its names are this package's face:
+``from recipes.core import build_loader`` whatever room defines it. The rooms, each importing only
+the rooms listed before it:
 
-- Loading: ``loader`` (:func:`loader_kwargs`, :func:`preset_kwargs`, :class:`ResumableLoader`),
-  ``samplers`` (:class:`GroupedBatchSampler`: epochs, ranks, resume), ``plans`` (how batches
-  form: :class:`ByGroup`, :class:`ByLength`, :class:`TokenBudget`), ``seeding`` (per-sample
-  seeds, :class:`SeededDataset`), ``streams`` (self-sharding IterableDatasets), ``mixing``
-  (:class:`MixedDataset`, :class:`MixedStream`), ``states`` and ``loader_states`` (what a saved
-  state belongs to, every field checked at load), ``orphans`` (workers end with their parent), ``watchdog``
-  (a stall names its samples), ``parameters`` (checked when built), ``distributed``, ``tuning`` (``recipes bench``).
-- Hooks: ``protocols``, what the core reads from a dataset (:class:`Described`, :class:`Mixable`,
-  :class:`DrawsEpochs`, ...), each a ``typing.Protocol``, and :func:`check_hooks`.
-- Batches: ``batching``, ``nested``, ``packing`` (worker batches in one buffer per dtype),
-  ``device`` (:class:`DevicePrefetcher`), ``fixed_point`` (integer samples made float there),
-  ``device_decode`` and ``device_augment`` (``decode="device"``).
-- Data: ``images`` and ``image_headers`` (bomb-safe decoding to uint8 CHW RGB), ``tokens``
-  (tokenizers, encoding), ``padding`` (ids into batches), ``truncation`` (cuts keeping special tokens), ``arrays``
-  (per-sample tables workers share), ``class_folders`` (ImageFolder's walk), ``storage``, ``urls`` and
-  ``retries`` (local paths and fsspec URLs, secrets never shown, retries logged), ``timeouts`` (a silent
-  server is an error), ``disk_cache``, ``tar_stream``, ``parquet_files`` and ``blob_file`` (reading),
-  ``errors`` and ``paths`` (the bad-input policy, safe paths), ``read_options`` and ``stream_order``.
+- ``contracts``: what every room reads: the hooks a dataset offers (``protocols``), the bad-input
+  policy (``errors``), checked states and parameters, ``ReadOptions``, per-sample tables, collate
+  helpers, ``FixedPoint`` (integer samples a batch ships, made float on the device).
+- ``workers``: what runs in and around loader workers: the stall ``watchdog``, errors that keep their
+  context, workers that end with their parent, batches packed in one buffer a dtype.
+- ``sampling``: which sample, when and on which rank: seeds, shuffles, epoch plans and draws, the
+  batch sampler, ranks and ``StreamOrder``.
+- ``sources``: where samples come from: local paths and fsspec URLs (secrets never shown, retries,
+  deadlines), caches, Parquet, tar archives, class folders, self-sharding streams and shard indexes.
+- ``pixels``: images: bomb-safe decoding to uint8 CHW RGB, headers, ``decode="device"``'s two sides.
+- ``tokens``: tokenizers and encoding, truncation that keeps special tokens, padding ids into batches.
+- ``loading``: the loaders themselves: presets and their one composition (``loader``), states,
+  mixtures, ``DevicePrefetcher``, trainers' launchers and ``tune_loader``.
 
-Names are loaded on first use (``from recipes.core import MixedDataset`` imports ``mixing``
-then), so a domain that needs no tokenizer, Parquet or object storage never imports them.
-A domain's own parsers, indexes and caches live in its folder, not here.
+Names are loaded on first use (``from recipes.core import MixedDataset`` imports its module then), so
+a domain that needs no tokenizer, Parquet or object storage never imports them. A domain's own
+parsers, indexes and caches live in its folder, not here.
 """
 
 from __future__ import annotations
@@ -31,83 +28,83 @@ from typing import Any
 
 # public name -> the module of recipes.core that defines it
 _HOMES = {
-    "IMAGENET_MEAN": "device",
-    "IMAGENET_STD": "device",
-    "DevicePrefetcher": "device",
-    "FixedPoint": "fixed_point",
-    "fixed_to_float": "fixed_point",
-    "normalize_images": "device",
-    "to_device": "device",
-    "StringArray": "arrays",
-    "TokenArray": "arrays",
-    "distributed_rank_and_size": "distributed",
-    "resolve_rank": "distributed",
-    "shared_seed": "distributed",
-    "DataError": "errors",
-    "SampleError": "errors",
-    "SkippedSampleWarning": "errors",
-    "check_on_error": "errors",
-    "drop_skipped": "errors",
-    "skip_or_raise": "errors",
-    "MAX_PIXELS": "images",
-    "decode_image": "images",
-    "image_size": "images",
-    "read_image": "images",
-    "RecipeLoader": "loader",
-    "ResumableLoader": "loader",
-    "build_loader": "loader",
-    "loader_kwargs": "loader",
-    "preset_kwargs": "loader",
-    "stream_loader": "loader",
-    "resolve_device": "loader",
-    "usable_cpus": "loader",
-    "LoaderStallWarning": "watchdog",
-    "LoaderTimeoutError": "watchdog",
-    "MixedDataset": "mixing",
-    "MixedStream": "mixing",
-    "check_relative": "paths",
-    "resolve_under": "paths",
-    "GroupedBatchSampler": "samplers",
-    "SeededBatchSampler": "samplers",
-    "Plan": "plans",
-    "Shuffle": "plans",
-    "ByGroup": "plans",
-    "ByLength": "plans",
-    "TokenBudget": "plans",
-    "draws_of": "plans",
-    "ReadOptions": "read_options",
-    "StreamOrder": "stream_order",
-    "SeededDataset": "seeding",
-    "sample_seeds": "seeding",
-    "seeded": "seeding",
-    "encode_texts": "tokens",
-    "load_tokenizer": "tokens",
-    "pad_batch": "padding",
-    "pad_id_of": "tokens",
-    "Trial": "tuning",
-    "tune_loader": "tuning",
-    "DefaultCollate": "protocols",
-    "Described": "protocols",
-    "DeviceDecodable": "protocols",
-    "DrawsEpochs": "protocols",
-    "Mixable": "protocols",
-    "NeedsPersistentWorkers": "protocols",
-    "PerSampleFields": "protocols",
-    "RankPlaced": "protocols",
-    "Resumable": "protocols",
-    "NamesItsData": "protocols",
-    "ReadsPaths": "protocols",
-    "ChecksStates": "protocols",
-    "ShardLimited": "protocols",
-    "PadsIds": "protocols",
-    "KnowsAspectRatios": "protocols",
-    "SetsDraftSize": "protocols",
-    "DrawsCropBoxes": "protocols",
-    "UsualCollate": "protocols",
-    "check_hooks": "protocols",
-    "chosen_collate": "protocols",
-    "collate_of": "protocols",
-    "dataset_pad_id": "protocols",
+    "IMAGENET_MEAN": "loading.device",
+    "IMAGENET_STD": "loading.device",
+    "DevicePrefetcher": "loading.device",
+    "FixedPoint": "contracts.fixed_point",
+    "fixed_to_float": "contracts.fixed_point",
+    "normalize_images": "loading.device",
+    "to_device": "loading.device",
+    "StringArray": "contracts.arrays",
+    "TokenArray": "contracts.arrays",
+    "distributed_rank_and_size": "sampling.distributed",
+    "resolve_rank": "sampling.distributed",
+    "shared_seed": "sampling.distributed",
+    "DataError": "contracts.errors",
+    "SampleError": "contracts.errors",
+    "SkippedSampleWarning": "contracts.errors",
+    "check_on_error": "contracts.errors",
+    "drop_skipped": "contracts.errors",
+    "skip_or_raise": "contracts.errors",
+    "MAX_PIXELS": "pixels.images",
+    "decode_image": "pixels.images",
+    "image_size": "pixels.images",
+    "read_image": "pixels.images",
+    "RecipeLoader": "loading.loader",
+    "ResumableLoader": "loading.loader",
+    "build_loader": "loading.loader",
+    "loader_kwargs": "loading.loader",
+    "preset_kwargs": "loading.loader",
+    "stream_loader": "loading.loader",
+    "resolve_device": "loading.loader",
+    "usable_cpus": "loading.loader",
+    "LoaderStallWarning": "workers.watchdog",
+    "LoaderTimeoutError": "workers.watchdog",
+    "MixedDataset": "loading.mixing",
+    "MixedStream": "loading.mixing",
+    "check_relative": "sources.paths",
+    "resolve_under": "sources.paths",
+    "GroupedBatchSampler": "sampling.samplers",
+    "SeededBatchSampler": "sampling.samplers",
+    "Plan": "sampling.plans",
+    "Shuffle": "sampling.plans",
+    "ByGroup": "sampling.plans",
+    "ByLength": "sampling.plans",
+    "TokenBudget": "sampling.plans",
+    "draws_of": "sampling.plans",
+    "ReadOptions": "contracts.read_options",
+    "StreamOrder": "sampling.stream_order",
+    "SeededDataset": "sampling.seeding",
+    "sample_seeds": "sampling.seeding",
+    "seeded": "sampling.seeding",
+    "encode_texts": "tokens.encoding",
+    "load_tokenizer": "tokens.encoding",
+    "pad_batch": "tokens.padding",
+    "pad_id_of": "tokens.encoding",
+    "Trial": "loading.tuning",
+    "tune_loader": "loading.tuning",
+    "DefaultCollate": "contracts.protocols",
+    "Described": "contracts.protocols",
+    "DeviceDecodable": "contracts.protocols",
+    "DrawsEpochs": "contracts.protocols",
+    "Mixable": "contracts.protocols",
+    "NeedsPersistentWorkers": "contracts.protocols",
+    "PerSampleFields": "contracts.protocols",
+    "RankPlaced": "contracts.protocols",
+    "Resumable": "contracts.protocols",
+    "NamesItsData": "contracts.protocols",
+    "ReadsPaths": "contracts.protocols",
+    "ChecksStates": "contracts.protocols",
+    "ShardLimited": "contracts.protocols",
+    "PadsIds": "contracts.protocols",
+    "KnowsAspectRatios": "contracts.protocols",
+    "SetsDraftSize": "contracts.protocols",
+    "DrawsCropBoxes": "contracts.protocols",
+    "UsualCollate": "contracts.protocols",
+    "check_hooks": "contracts.protocols",
+    "chosen_collate": "contracts.protocols",
+    "collate_of": "contracts.protocols",
+    "dataset_pad_id": "contracts.protocols",
 }
 __all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 

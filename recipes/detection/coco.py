@@ -34,13 +34,13 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from recipes.core.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
-from recipes.core.images import image_size, read_image
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.paths import resolve_under
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, is_url, shown
+from recipes.core.contracts.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
+from recipes.core.pixels.images import image_size, read_image
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.paths import resolve_under
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, is_url, shown
 from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
@@ -59,7 +59,7 @@ class CocoDataset(Dataset):
             targets.
         transforms: a ``torchvision.transforms.v2`` callable on ``(image, target)``; flips and
             crops then move the boxes (and masks) with the pixels. An exception it raises is a
-            :class:`recipes.core.errors.SampleError` naming the index, image id and file (a bug,
+            :class:`recipes.core.contracts.errors.SampleError` naming the index, image id and file (a bug,
             not bad data: ``on_error="skip"`` does not drop it).
         masks: add ``masks`` decoded with pycocotools from polygons or RLE.
         include_crowd: keep ``iscrowd=1`` regions in the targets (they are always kept for
@@ -72,7 +72,7 @@ class CocoDataset(Dataset):
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
             instead of COCO ids, for models built with ``num_classes=K + 1``.
         storage_options: passed to fsspec when ``ann_file`` is a URL; never shown.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_annotations`` (raise on boxes with a non-positive or non-finite width or
             height instead of dropping them with one :class:`DegenerateBoxWarning`) and
             ``strict_decode`` (raise or skip, per ``on_error``, an image libjpeg reports as corrupt).
@@ -130,10 +130,10 @@ class CocoDataset(Dataset):
         """Width / height of every image, from the annotation file (no image is opened)."""
         return self.index.widths / self.index.heights
 
-    per_sample_fields = ("aspect_ratios",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("aspect_ratios",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "detection_collate", "label_to_category": self.label_to_category}
 
     def ground_truth(self) -> dict[str, list[dict[str, Any]]]:

@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from recipes.core.errors import DataError
-from recipes.core.storage import read_bytes, shown
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.storage import read_bytes, shown
 from recipes.detection.coco_checks import SECTIONS, entry_fields, entry_problems, key_problems, top_problems
 
 try:
@@ -85,7 +85,7 @@ def read_instances(
         path: the instances JSON (``images``, ``annotations``, ``categories``), a local path or
             an fsspec URL.
         masks: also return each annotation's ``segmentation`` as raw JSON bytes.
-        storage_options: passed to fsspec for a URL (see :mod:`recipes.core.storage`).
+        storage_options: passed to fsspec for a URL (see :mod:`recipes.core.sources.storage`).
 
     Returns:
         ``image_ids`` int64 [I], ``widths`` / ``heights`` float64 [I], ``file_names`` list[str];

@@ -16,7 +16,7 @@ group only (portrait vs landscape by default), read from the annotation file's s
 padding a batch needs stays small; as in torchvision's detection reference, but no sample is
 repeated to fill a group's last batch. A worker's batch holds five tensors per image, so
 :func:`detection_loader` sends it to the main process packed into one shared buffer per dtype
-(:mod:`recipes.core.packing`): one transfer per tensor would hold the main process back.
+(:mod:`recipes.core.workers.packing`): one transfer per tensor would hold the main process back.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.errors import drop_skipped
-from recipes.core.loader import build_loader
-from recipes.core.plans import ByGroup, Shuffle
-from recipes.core.protocols import KnowsAspectRatios, UsualCollate
+from recipes.core.contracts.errors import drop_skipped
+from recipes.core.loading.loader import build_loader
+from recipes.core.sampling.plans import ByGroup, Shuffle
+from recipes.core.contracts.protocols import KnowsAspectRatios, UsualCollate
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -147,15 +147,15 @@ def detection_loader(
         train: shuffle within aspect-ratio groups and drop each group's incomplete last batch;
             ranks of a process group get equal batch counts. False: dataset order, every
             image once across ranks.
-        device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
+        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
         collate_fn: used as given; :class:`PaddedDetectionCollate` pads. Default: the collate the dataset
-            asks for (:class:`recipes.core.protocols.DefaultCollate`), else :func:`detection_collate`.
-            Its batches leave worker processes packed (:func:`recipes.core.packing.packed_in_workers`).
+            asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :func:`detection_collate`.
+            Its batches leave worker processes packed (:func:`recipes.core.workers.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision
             reference's bins.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...;
-            :func:`recipes.core.loader.preset_kwargs`).
+            :func:`recipes.core.loading.loader.preset_kwargs`).
     """
     if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
         groups = aspect_ratio_groups(_aspect_ratios(dataset))

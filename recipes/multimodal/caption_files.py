@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.paths import check_relative
-from recipes.core.storage import is_url, read_bytes, shown, suffix
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.sources.paths import check_relative
+from recipes.core.sources.storage import is_url, read_bytes, shown, suffix
 from recipes.text.corpus_files import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
@@ -149,7 +149,7 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
 
 
 def check_image_name(name: Any, where: str) -> str:
-    """A manifest's image name, checked lexically (:func:`recipes.core.paths.check_relative`) and as UTF-8."""
+    """A manifest's image name, checked lexically (:func:`recipes.core.sources.paths.check_relative`) and as UTF-8."""
     name = check_relative(name, source=where)
     if not is_unicode(name):
         raise DataError(f"{where}: image name {name!r} is not valid UTF-8 text")

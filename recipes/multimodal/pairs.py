@@ -12,12 +12,12 @@ or a ``captions`` list, or a COCO captions json. Image names resolve under ``ima
 defaults to the manifest's folder, and may not escape it. Parquet (Hub datasets, LAION metadata;
 :mod:`recipes.multimodal.parquet_captions`): the ``image_field`` column holds a path, the bytes or a
 Hugging Face ``Image`` struct, the ``caption_field`` column a caption or a list; embedded bytes
-are copied once into a memory-mapped file that the workers share (:mod:`recipes.core.blob_file`).
+are copied once into a memory-mapped file that the workers share (:mod:`recipes.core.sources.blob_file`).
 
 What the usual ``CsvDataset`` does per sample and this does once: every caption is tokenised at
 construction with ``encode_batch`` (Rust, all threads) into one flat token array plus per-image
 offsets, so workers hold two numpy buffers, not a list of strings per image (pytorch issue
-13246). Images stay uint8 from the decoder (:mod:`recipes.core.images`) through the collate and
+13246). Images stay uint8 from the decoder (:mod:`recipes.core.pixels.images`) through the collate and
 the pinned copy and become float once per batch on the device. The comparison with open_clip's
 ``CsvDataset`` (``benchmarks/multimodal.py``): benchmarks/README.md.
 """
@@ -35,10 +35,10 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.arrays import StringArray
-from recipes.core.batching import extra_columns
-from recipes.core.device_decode import ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import (
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.batching import extra_columns
+from recipes.core.pixels.device_decode import ImagePlan, encode_image, pack_images, with_decode
+from recipes.core.contracts.errors import (
     DataError,
     SkippedRows,
     UserCode,
@@ -47,18 +47,18 @@ from recipes.core.errors import (
     drop_skipped,
     skip_or_raise,
 )
-from recipes.core.images import decode_image, read_file
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parquet_files import entry_name, is_arrow_dataset, is_parquet
-from recipes.core.paths import resolve_under
-from recipes.core.protocols import UsualCollate, dataset_pad_id
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, is_url, parent, shown
-from recipes.core.padding import pad_batch
-from recipes.core.parameters import check_count
-from recipes.core.tokens import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
+from recipes.core.pixels.images import decode_image, read_file
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.parquet_files import entry_name, is_arrow_dataset, is_parquet
+from recipes.core.sources.paths import resolve_under
+from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, is_url, parent, shown
+from recipes.core.tokens.padding import pad_batch
+from recipes.core.contracts.parameters import check_count
+from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
 
@@ -86,7 +86,7 @@ class ImageTextDataset(Dataset):
         image_root: folder (or URL) the image names are relative to; default: the manifest's.
         transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
             it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``). An
-            exception it raises is a :class:`recipes.core.errors.SampleError` naming the index,
+            exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the index,
             manifest line and image (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included (CLIP's context is
             77); None keeps all.
@@ -104,7 +104,7 @@ class ImageTextDataset(Dataset):
             content, so that later runs map that copy (else each construction, in every rank,
             copies them into a temporary file of its own). Ranks that build a cold cache at the
             same moment each write; the last one published stays.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_decode`` (with ``decode="device"`` every image is then decoded, and checked,
             in the worker), ``max_row_group_bytes`` and ``truncation``.
 
@@ -226,7 +226,7 @@ class ImageTextDataset(Dataset):
         return len(self.caption_tokens) if self.captions == "all" else len(self.images)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     def where(self, row: int) -> str:
@@ -295,7 +295,7 @@ class ImageTextDataset(Dataset):
 
 
 def caption_pad_id(tokenizer: Tokenizer) -> int:
-    """The tokenizer's pad id (:func:`recipes.core.tokens.find_pad_id`), or 0 where it has none, as
+    """The tokenizer's pad id (:func:`recipes.core.tokens.encoding.find_pad_id`), or 0 where it has none, as
     CLIP's BPE has not: captions are always padded, and padded positions are masked out."""
     found = find_pad_id(tokenizer)
     return 0 if found is None else found
@@ -309,7 +309,7 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         and resized ones are; ``.contiguous()`` gives NCHW memory), ``input_ids`` int64 [B,T] (right-padded with
         ``pad_id``), ``attention_mask`` int64 [B,T], ``lengths`` int64 [B], and ``index`` int64
         [B] (or ``key``, a list of str, for items from :class:`ImageTextShards`); any other key of the
-        items batched as :func:`recipes.core.batching.extra_columns` does.
+        items batched as :func:`recipes.core.contracts.batching.extra_columns` does.
 
     Raises:
         ValueError: images of different sizes, or not uint8; the message says which transform fixes it.
@@ -344,7 +344,7 @@ class MultimodalCollate:
 
 
 def multimodal_collate_for(dataset: Any) -> MultimodalCollate:
-    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.protocols.dataset_pad_id`), else 0."""
+    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
     return MultimodalCollate(pad_id=dataset_pad_id(dataset, 0))
 
 
@@ -369,14 +369,14 @@ def multimodal_loader(
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). ``collate_fn`` is used as given;
-    by default the collate the dataset asks for (:class:`recipes.core.protocols.DefaultCollate`),
-    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.protocols.PadsIds`; 0 if none).
+    by default the collate the dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`),
+    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
 
     ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):
     workers ship each JPEG's bytes and its crop and flip drawn from the sample's seed;
     ``DevicePrefetcher`` decodes and augments the batch on its device, and on the CPU gives the
     batches of ``decode="worker"``; files it cannot take (PNG, CMYK, progressive, EXIF-turned) are
-    decoded in the worker, in the same batch (recipes.core.device_decode). Iterate it through the
+    decoded in the worker, in the same batch (recipes.core.pixels.device_decode). Iterate it through the
     prefetcher: the raw batches hold encoded bytes.
     """
     collate = UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn

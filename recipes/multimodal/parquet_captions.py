@@ -13,7 +13,7 @@ The caption column holds a string or a list of strings. With the default ``capti
 ("caption") a file without that column but with a ``captions`` column uses that one, as a
 JSONL manifest row may. A bad row is a :class:`DataError` naming the file and row, or is dropped
 with a warning under ``on_error="skip"``. Embedded bytes are copied into a memory-mapped
-:class:`recipes.core.blob_file.BlobFile`; names and caption ids go into flat numpy arrays.
+:class:`recipes.core.sources.blob_file.BlobFile`; names and caption ids go into flat numpy arrays.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.arrays import StringArray, TokenArray, concat_strings, concat_tokens
-from recipes.core.blob_file import BlobFile, BlobWriter, cached_blobs
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.parquet_files import (
+from recipes.core.contracts.arrays import StringArray, TokenArray, concat_strings, concat_tokens
+from recipes.core.sources.blob_file import BlobFile, BlobWriter, cached_blobs
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.sources.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     check_columns,
     columns_of,
@@ -40,7 +40,7 @@ from recipes.core.parquet_files import (
     parquet_entries,
     row_counts,
 )
-from recipes.core.tokens import TruncatingEncoder, encode_texts
+from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts
 from recipes.multimodal.caption_files import check_caption, check_image_name
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
@@ -142,7 +142,7 @@ def index_caption_parquet(
     With ``cache_dir``, the embedded bytes are kept there under a digest of the source's content
     and the options, and found again by the next construction with the same (another run, every
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
-    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own).
+    ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own).
     """
     entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
     if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk

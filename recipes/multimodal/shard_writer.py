@@ -23,10 +23,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.core.errors import DataError, skip_or_raise
-from recipes.core.images import open_image
-from recipes.core.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
-from recipes.core.paths import resolve_under
+from recipes.core.contracts.errors import DataError, skip_or_raise
+from recipes.core.pixels.images import open_image
+from recipes.core.sources.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
+from recipes.core.sources.paths import resolve_under
 from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
 from recipes.multimodal.parquet_captions import caption_rows
 from recipes.multimodal.tar_shards import EXTENSION_OF_FORMAT, caption_member
@@ -59,7 +59,7 @@ def write_shards(
         image_field, caption_field: the Parquet columns of the image and the caption(s).
         storage_options: passed to fsspec for a Parquet URL.
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
-            uncompressed (:data:`recipes.core.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            uncompressed (:data:`recipes.core.sources.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
             it for a trusted file written with larger row groups.
 
     Returns:

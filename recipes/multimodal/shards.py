@@ -10,13 +10,13 @@
 The format open_clip and LAION use when a dataset outgrows one machine (:mod:`recipes.multimodal.tar_shards`;
 :mod:`recipes.multimodal.shard_writer` writes it from a manifest). Shards are local paths or fsspec
 URLs (``s3://``, ``gs://``, ``https://``), each read as one sequential stream that survives transient
-faults (:mod:`recipes.core.storage`), members in order, never extracted to disk (unsafe names
+faults (:mod:`recipes.core.sources.storage`), members in order, never extracted to disk (unsafe names
 refused, links never followed, oversized members refused before they are read).
 
 Splitting: each epoch the shards' samples (shards in an order shuffled by ``(seed, epoch)`` with a
 ``shuffle_buffer``) are cut into ``world_size x num_workers`` runs equal by count
-(:mod:`recipes.core.shard_index`), so every sample is read once per epoch, more readers than shards
-work, and training ranks stopped at one step (:class:`recipes.core.distributed.EqualSteps`) leave
+(:mod:`recipes.core.sources.shard_index`), so every sample is read once per epoch, more readers than shards
+work, and training ranks stopped at one step (:class:`recipes.core.sampling.distributed.EqualSteps`) leave
 out fewer than ``world_size x num_workers x batch_size`` samples. Transforms and random captions
 are seeded by ``(seed, epoch, key)``, not by the reader. Each pass advances the epoch of the copy
 iterated; with non-persistent workers, call ``set_epoch(epoch)`` before each pass.
@@ -35,19 +35,19 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.disk_cache import DiskCache
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, UserCode, check_on_error, skip_or_raise
-from recipes.core.images import decode_image
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.seeding import sample_seed, seeded
-from recipes.core.shard_index import ShardEpochs, ShardIndex
-from recipes.core.storage import basename, filesystem, is_url, shown
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.streams import ResumableStream
-from recipes.core.tar_samples import expand_shards
-from recipes.core.tokens import TruncatingEncoder, load_tokenizer
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, UserCode, check_on_error, skip_or_raise
+from recipes.core.pixels.images import decode_image
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.sampling.seeding import sample_seed, seeded
+from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
+from recipes.core.sources.storage import basename, filesystem, is_url, shown
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.streams import ResumableStream
+from recipes.core.sources.tar_samples import expand_shards
+from recipes.core.tokens.encoding import TruncatingEncoder, load_tokenizer
 from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 
@@ -72,7 +72,7 @@ class ImageTextShards(ResumableStream):
             caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
             not changed.
         transform: applied to the uint8 image; must bring images to one size to batch them. An
-            exception it raises is a :class:`recipes.core.errors.SampleError` naming the shard and
+            exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the shard and
             member (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
@@ -80,13 +80,13 @@ class ImageTextShards(ResumableStream):
             sample (a bad shard: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
         cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
-            the shards' sample index (:mod:`recipes.core.shard_index`), so a second build reads none
-            (:class:`recipes.core.disk_cache.DiskCache`).
-        order: a :class:`recipes.core.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+            the shards' sample index (:mod:`recipes.core.sources.shard_index`), so a second build reads none
+            (:class:`recipes.core.sources.disk_cache.DiskCache`).
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling and augmentation
             ``seed`` shared by all ranks (None draws one), and a rank and world size to use
             instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound, least
             recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
             only its size and modification time; a copy that differs is fetched again).
@@ -136,7 +136,7 @@ class ImageTextShards(ResumableStream):
         return list(self.shards)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     def _max_taken(self, slots: int) -> int | None:

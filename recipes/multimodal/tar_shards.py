@@ -8,7 +8,7 @@
 A shard is a plain tar in which the files of one sample sit next to each other and share a key,
 ``000042.jpg`` + ``000042.txt`` (one caption) or ``000042.json`` (``{"caption": ...}`` or
 ``{"captions": [...]}``; a ``.txt`` wins when both are there). This is the format open_clip and
-LAION use; the grouping of members into samples is the core's (:mod:`recipes.core.tar_samples`),
+LAION use; the grouping of members into samples is the core's (:mod:`recipes.core.sources.tar_samples`),
 the rules for captions are here; the reader (:mod:`recipes.multimodal.shards`) and the writer
 (:mod:`recipes.multimodal.shard_writer`) both follow the rules here, so they cannot drift apart.
 """
@@ -19,10 +19,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from recipes.core import tar_samples
-from recipes.core.disk_cache import DiskCache
-from recipes.core.errors import DataError
-from recipes.core.tar_samples import split_key  # noqa: F401  (the member rule, importable from here too)
+from recipes.core.sources import tar_samples
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.tar_samples import split_key  # noqa: F401  (the member rule, importable from here too)
 from recipes.text.corpus_files import is_unicode
 
 # The member extensions read as the sample's image, in order of preference.
@@ -77,6 +77,6 @@ def read_samples(
     cache: DiskCache | None = None,
 ) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
     """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample of
-    ``shards`` (:func:`recipes.core.tar_samples.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
+    ``shards`` (:func:`recipes.core.sources.tar_samples.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
     return tar_samples.read_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
                                     on_error=on_error, cache=cache)

@@ -18,12 +18,12 @@ The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler a
 streams), so it can be copied into a project that has ``recipes`` installed.
 """
 
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 from recipes.text.collates import TextCollate, pack_collate, text_collate
-from recipes.text.instructions import InstructionCollate, InstructionDataset, instruction_collate
+from recipes.text.chat.instructions import InstructionCollate, InstructionDataset, instruction_collate
 from recipes.text.ray_tokenize import TokenizeBatch, TokenizeInstructions
 from recipes.text.streaming import StreamCollate, StreamingTextDataset, stream_collate, streaming_loader
-from recipes.text.template_budget import RenderBudget
+from recipes.text.chat.template_budget import RenderBudget
 from recipes.text.tokenized import TokenizedTextDataset, text_loader
 
 __all__ = [

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.read_options import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
-from recipes.core.storage import is_url, read_bytes, shown
-from recipes.core.storage import suffix as storage_suffix
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.contracts.read_options import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
+from recipes.core.sources.storage import is_url, read_bytes, shown
+from recipes.core.sources.storage import suffix as storage_suffix
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns
@@ -87,7 +87,7 @@ def read_rows(
         text_field, label_field: field names for .jsonl and .csv (a .txt file has no label).
         on_error: ``"raise"`` or ``"skip"`` (drop bad lines with a warning).
         data: the file's bytes if already read (e.g. to hash them for a cache key).
-        storage_options: passed to fsspec when ``path`` is a URL (see :mod:`recipes.core.storage`).
+        storage_options: passed to fsspec when ``path`` is a URL (see :mod:`recipes.core.sources.storage`).
         max_chars: refuse a text longer than this many characters (None: no limit). Datasets pass
             their ``max_line_chars`` when there is no ``max_length``: tokenising a text whole costs
             memory in proportion to it (about 100 bytes a character).

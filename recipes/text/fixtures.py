@@ -5,7 +5,7 @@
 
 Sentences draw from ``WORDS`` with Zipf-like weights (accented words among them); the tokenizer
 is trained single-threaded on every text written, so the same library versions give the same
-bytes. The instruction data is :mod:`recipes.text.fixtures_chat`'s; ``LAYOUT`` is what
+bytes. The instruction data is :mod:`recipes.text.chat.fixtures_chat`'s; ``LAYOUT`` is what
 ``fixtures/README.md`` says of them.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from recipes.fixtures_files import write, write_jsonl
-from recipes.text.fixtures_chat import chat_files
+from recipes.text.chat.fixtures_chat import chat_files
 
 LAYOUT = """\
     text/
@@ -27,7 +27,7 @@ LAYOUT = """\
       tokenizer.json   BPE, NFKC, Metaspace + Punctuation pre-tokenizer with the Metaspace decoder
                        (decode gives the text back), [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3,
                        "[CLS] $A [SEP]" template, no padding/truncation
-      chat/            instruction data (recipes/text/fixtures_chat.py)
+      chat/            instruction data (recipes/text/chat/fixtures_chat.py)
         chat.jsonl       36 {"messages"} conversations, 1-3 user/assistant turns, every 4th with a system turn
         pairs.jsonl      24 {"prompt", "completion"} strings; row 1 splits a word across the two
         pairs.csv        header prompt,completion; the first 12 pairs
@@ -86,7 +86,7 @@ def write_text(root: Path) -> str:
     write(root / "labeled.csv", buf.getvalue())
     texts = corpus + [r["text"] for r in labeled] + buf.getvalue().splitlines()[1:]
     write(root / "tokenizer.json", _train_tokenizer(texts))
-    for name, data in chat_files(WORDS, sentence).items():  # what they are: recipes/text/fixtures_chat.py
+    for name, data in chat_files(WORDS, sentence).items():  # what they are: recipes/text/chat/fixtures_chat.py
         write(root / "chat" / name, data)
     return LAYOUT
 

@@ -7,13 +7,13 @@
 
 A stream cut into equal *byte* ranges gives its readers unequal numbers of lines (long lines in one
 part, short in another), and a training loader on several ranks stops every rank when the first
-runs out (``recipes.core.distributed.EqualSteps``): the lines the others still held are never seen.
+runs out (``recipes.core.sampling.distributed.EqualSteps``): the lines the others still held are never seen.
 Cut by line count instead, every reader holds the same number of lines, give or take one. The
 index keeps each file's line count and the byte offset of every ``STRIDE``-th line (8 bytes per
 ``STRIDE`` lines); a share's first line is found from the nearest kept one, reading fewer than
 ``STRIDE`` lines. Blank lines count as lines (the stream passes over them). The build reads every
 file once, on rank 0: for a remote corpus, a download before the first step. :meth:`LineIndex.cached`
-keeps the index in a folder (``ReadOptions(index_dir=...)``; :mod:`recipes.core.index_cache`): a
+keeps the index in a folder (``ReadOptions(index_dir=...)``; :mod:`recipes.core.sources.index_cache`): a
 second build reads no file.
 """
 
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.index_cache import cached_index, file_identities
-from recipes.core.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
-from recipes.core.streams import turning_point
+from recipes.core.sources.index_cache import cached_index, file_identities
+from recipes.core.sources.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
+from recipes.core.sources.streams import turning_point
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
 CHUNK = 1 << 20
@@ -72,7 +72,7 @@ class LineIndex:
     def cached(cls, paths: list[Any], sizes: list[int], storage_options: dict[str, Any] | None = None,
                cache_dir: str | os.PathLike | None = None) -> LineIndex:
         """:meth:`build`, or with a ``cache_dir`` the index an earlier build of these files left
-        there (:mod:`recipes.core.index_cache`: the files are not read again)."""
+        there (:mod:`recipes.core.sources.index_cache`: the files are not read again)."""
 
         def build() -> dict[str, np.ndarray]:
             index = cls.build(paths, sizes, storage_options)
@@ -116,7 +116,7 @@ class LineIndex:
     def turn(self, slot: int, slots: int, epoch: int, paths: list[Any],
              storage_options: dict[str, Any] | None = None) -> int:
         """The global byte offset where reader ``slot`` starts reading its share in ``epoch``: the line
-        :func:`recipes.core.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
+        :func:`recipes.core.sources.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
         total = self.total
         line = turning_point(slot * total // slots, (slot + 1) * total // slots, epoch)
         return self.line_start(line, paths, storage_options)
@@ -183,7 +183,7 @@ class LineIndex:
 def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
     """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
     size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
-    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
+    else asked (:func:`recipes.core.sources.storage.stream_sizes`, a HEAD a URL).
 
     Raises:
         FileNotFoundError: a glob matches nothing, or a file is missing.

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.arrays import TokenArray, concat_tokens
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.parquet_files import (
+from recipes.core.contracts.arrays import TokenArray, concat_tokens
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.sources.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     check_columns,
     entry_name,
@@ -36,8 +36,8 @@ from recipes.core.parquet_files import (
     parquet_entries,
     row_counts,
 )
-from recipes.core.storage import shown
-from recipes.core.tokens import TruncatingEncoder, encode_texts
+from recipes.core.sources.storage import shown
+from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts
 from recipes.text.corpus_files import check_fields, integer_label
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
@@ -57,7 +57,7 @@ class ParquetCorpus:
 class ParquetSource:
     """A Parquet source resolved once (:func:`parquet_source`): its entries and the names it goes by."""
 
-    entries: list[Any]  # from recipes.core.parquet_files.parquet_entries
+    entries: list[Any]  # from recipes.core.sources.parquet_files.parquet_entries
     path: Any  # what the dataset shows as its path: the source as given, or the Dataset's description
     name: str  # what messages call it
     key_path: Any  # what names its token-cache entry: the first file, or "dataset.parquet" for a Dataset
@@ -159,9 +159,9 @@ def read_parquet_corpus(
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     max_chars: int | None = None,
 ) -> ParquetCorpus:
-    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet_files.parquet_entries`).
+    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.sources.parquet_files.parquet_entries`).
 
-    ``tokenizer`` may be a :class:`recipes.core.tokens.TruncatingEncoder` (then ``max_length`` is its own);
+    ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own);
     a text over ``max_chars`` characters is a DataError naming its row (None: no limit).
     """
     if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk

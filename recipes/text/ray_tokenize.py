@@ -14,7 +14,7 @@ batch. To build it once per worker, pass the class and Ray runs actors:
 {"max_length": 512}, compute=ray.data.ActorPoolStrategy(size=8))``; each actor reads the path.
 
 The ids are those of :class:`recipes.text.TokenizedTextDataset` for the same text and
-``max_length``: :func:`recipes.core.tokens.encode_texts` cuts the content and keeps the special
+``max_length``: :func:`recipes.core.tokens.encoding.encode_texts` cuts the content and keeps the special
 tokens, from a bounded prefix of a long text. A null, blank or non-string text raises the
 DataError the dataset raises for it, naming the row in its batch. The module needs pyarrow
 (``pip install ".[parquet]"``), not Ray: only the caller imports Ray.
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError
-from recipes.core.parameters import check_count
-from recipes.core.tokens import TruncatingEncoder, encode_texts, load_tokenizer
+from recipes.core.contracts.errors import DataError
+from recipes.core.contracts.parameters import check_count
+from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, load_tokenizer
 from recipes.text.corpus_files import is_unicode
 
 
@@ -50,7 +50,7 @@ class TokenizeBatch:
         text_field: the column of texts.
         ids_field: the column to add; a batch that has it already is refused.
         truncation: ``"tokenizer"`` (keep the special tokens) or ``"slice"``, as
-            :class:`recipes.core.tokens.TruncatingEncoder`.
+            :class:`recipes.core.tokens.encoding.TruncatingEncoder`.
     """
 
     def __init__(
@@ -177,7 +177,7 @@ class TokenizeInstructions:
         max_length: int | None = None,
         ids_field: str = "input_ids",
     ) -> None:
-        from recipes.text.chat_template import check_special_tokens, load_template
+        from recipes.text.chat.chat_template import check_special_tokens, load_template
 
         if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
             tokenizer = Tokenizer.from_str(tokenizer)
@@ -192,8 +192,8 @@ class TokenizeInstructions:
         """``batch`` (a ``pyarrow.Table``) with the ids and ``labels`` columns appended."""
         import pyarrow as pa
 
-        from recipes.text.instruction_labels import LabelEncoder, cut, render_sample
-        from recipes.text.instruction_rows import FIELDS, check_record
+        from recipes.text.chat.instruction_labels import LabelEncoder, cut, render_sample
+        from recipes.text.chat.instruction_rows import FIELDS, check_record
 
         if not isinstance(batch, pa.Table):
             raise TypeError(f"TokenizeInstructions takes a pyarrow.Table, got {type(batch).__name__}; pass "

@@ -12,7 +12,7 @@ Every DataLoader worker of every rank holds a copy of an IterableDataset; unless
 its own part, every line is seen ``workers x ranks`` times. Here the lines are cut into ``world_size
 x num_workers`` shares equal by count, each a byte range (:mod:`recipes.text.line_index`: one read of
 the files, on rank 0, at construction), and each (rank, worker) reads its own, nothing loaded whole. A training ``streaming_loader`` on several ranks stops them at one step
-(:class:`recipes.core.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
+(:class:`recipes.core.sampling.distributed.EqualSteps`), leaving out fewer than ``world_size x num_workers x
 batch_size`` lines an epoch, which the next reads (it starts each share in its middle). Build it
 after ``init_process_group``, on every rank.
 
@@ -38,24 +38,24 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parquet_files import (
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.parquet_files import (
     is_arrow_dataset,
     is_parquet,
     iter_rows,
     parquet_listing,
     read_footers,
 )
-from recipes.core.protocols import UsualCollate
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import check_int
-from recipes.core.stream_order import StreamOrder, order_or_default
-from recipes.core.storage import has_glob, is_url, shown, suffix
-from recipes.core.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
-from recipes.core.tokens import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
+from recipes.core.contracts.protocols import UsualCollate
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import check_int
+from recipes.core.sampling.stream_order import StreamOrder, order_or_default
+from recipes.core.sources.storage import has_glob, is_url, shown, suffix
+from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
+from recipes.core.tokens.encoding import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
 from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex
@@ -80,14 +80,14 @@ class StreamingTextDataset(ResumableStream):
 
     Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
     ``label_field`` (streaming cannot number string labels: they must be integers). ``state_dict()``
-    holds positions (:class:`recipes.core.streams.ResumableStream`): ``[block, offset, lines taken]``.
+    holds positions (:class:`recipes.core.sources.streams.ResumableStream`): ``[block, offset, lines taken]``.
     Each reader reads its share from the epoch's turning point on, then from its start up to it
-    (:func:`recipes.core.streams.turning_point`), so the lines one epoch drops the next one reads.
+    (:func:`recipes.core.sources.streams.turning_point`), so the lines one epoch drops the next one reads.
 
     Args:
         paths: a file, a glob (``*``, ``?``, ``[``) or a list of them, read in this order (a glob's
             files sorted by name): local paths or fsspec URLs
-            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.storage`); or Parquet
+            (``s3://``, ``gs://``, ``https://``; see :mod:`recipes.core.sources.storage`); or Parquet
             (files, a glob, a ``datasets.Dataset``).
         tokenizer: a ``tokenizers.Tokenizer`` or the path of a ``tokenizer.json``.
         text_field, label_field: JSON fields for .jsonl files, columns for Parquet.
@@ -97,10 +97,10 @@ class StreamingTextDataset(ResumableStream):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
-        order: a :class:`recipes.core.stream_order.StreamOrder`: the shuffle buffer, its seed
+        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: the shuffle buffer, its seed
             (``(seed, epoch, slot)``; None draws one shared by all ranks), and a rank and world
             size to use instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars`` (a longer text is a DataError naming its byte
             offset), ``max_row_group_bytes`` and ``index_dir``: where the line index of .txt and
             .jsonl files is kept, so the next build of the same files reads none of them
@@ -109,7 +109,7 @@ class StreamingTextDataset(ResumableStream):
     A Parquet column of token-id lists streams without a tokenizer: :meth:`from_ids`.
     """
 
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
 
     # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
     def _init_ids(
@@ -211,7 +211,7 @@ class StreamingTextDataset(ResumableStream):
                 if not is_url(path) and not path.is_file() and not has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
         # the encoder (copies made once) cuts a text and the stored ids of ids_field alike, through a
-        # batch-safe copy (recipes.core.tokens.batch_safe_tokenizer); the pad id is read from the
+        # batch-safe copy (recipes.core.tokens.encoding.batch_safe_tokenizer); the pad id is read from the
         # tokenizer as given, whose padding config that copy drops
         tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
         pad_id = pad_id if tokenizer is None else find_pad_id(tokenizer, pad_id)
@@ -250,7 +250,7 @@ class StreamingTextDataset(ResumableStream):
         return list(self.paths)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed stream must share with this one (recipes.core.mixing)."""
+        """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "stream_collate", "pad_id": self._pad_id}
 
     @property
@@ -392,12 +392,12 @@ def streaming_loader(
         dataset: the stream; it shards itself across the workers and ranks.
         batch_size: lines per batch (a worker's last batch may be short unless ``train``).
         train: drop each worker's last partial batch.
-        device, seed: see :func:`recipes.core.loader.loader_kwargs`.
+        device, seed: see :func:`recipes.core.loading.loader.loader_kwargs`.
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
         collate_fn: used as given (``pack_collate`` packs). Default: the collate the stream asks for
-            (:class:`recipes.core.protocols.DefaultCollate`: a mixture's sources' one), else
-            :class:`StreamCollate` with its pad id (:class:`recipes.core.protocols.PadsIds`).
+            (:class:`recipes.core.contracts.protocols.DefaultCollate`: a mixture's sources' one), else
+            :class:`StreamCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
     collate = UsualCollate(stream_collate_for) if collate_fn is None else collate_fn

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.arrays import TokenArray
-from recipes.core.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
-from recipes.core.errors import DataError
-from recipes.core.paths import cache_folder
-from recipes.core.storage import basename
+from recipes.core.contracts.arrays import TokenArray
+from recipes.core.sources.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.paths import cache_folder
+from recipes.core.sources.storage import basename
 
 CACHE_VERSION = 3  # part of the key: bump when the stored layout or the reading rules change
 NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints, floats (never objects)
@@ -102,7 +102,7 @@ def load_cache(
         verify: also check each file's CRC-32 against the record (reads every byte).
         require_columns, require_meta: names the caller needs; a record without one is damaged.
         vocab_size: the tokens are served checked against it, each block of ids the first time
-            (:meth:`recipes.core.arrays.TokenArray.bounded`): an id written over in place, which
+            (:meth:`recipes.core.contracts.arrays.TokenArray.bounded`): an id written over in place, which
             keeps the file's size, dtype and shape, is a DataError naming the file, never an item.
 
     Raises:

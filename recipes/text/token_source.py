@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
-from recipes.core.tokens import TruncatingEncoder, find_pad_id, load_tokenizer
-from recipes.core.truncation import check_truncation
+from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
+from recipes.core.tokens.truncation import check_truncation
 from recipes.text.parquet_ids import IdsColumn
 
 IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes", "vocab_size")  # what from_ids reads of its ReadOptions
@@ -58,7 +58,7 @@ def token_source(
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, a ``tokenizer.json`` path, or None (stored ids only).
-        max_length, truncation: the cut (:class:`recipes.core.tokens.TruncatingEncoder`).
+        max_length, truncation: the cut (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         ids_field, vocab_size, label_field, on_error: with ``ids_field``, the stored column's
             :class:`recipes.text.parquet_ids.IdsColumn`, which cuts with the encoder when there is one.

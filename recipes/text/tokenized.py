@@ -27,20 +27,20 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.arrays import TokenArray
-from recipes.core.errors import SkippedRows, check_on_error
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.parquet_files import PARQUET_SUFFIX, is_parquet
-from recipes.core.plans import ByLength, TokenBudget
-from recipes.core.protocols import UsualCollate
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens import encode_texts, require_pad_id
+from recipes.core.contracts.arrays import TokenArray
+from recipes.core.contracts.errors import SkippedRows, check_on_error
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.sources.parquet_files import PARQUET_SUFFIX, is_parquet
+from recipes.core.sampling.plans import ByLength, TokenBudget
+from recipes.core.contracts.protocols import UsualCollate
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import basename, is_url, read_bytes, shown
+from recipes.core.tokens.encoding import encode_texts, require_pad_id
 from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
-from recipes.text.instructions import InstructionDataset
+from recipes.text.chat.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
@@ -64,7 +64,7 @@ class TokenizedTextDataset(Dataset):
     truncation, ``enable_truncation(max_length)``: the text is cut and the special tokens of the
     post-processor are kept (a long text still ends in ``[SEP]``/``</s>``); the tokenizer you
     pass is not changed. A long line is tokenised from a bounded prefix, so memory follows
-    ``max_length``, not the line (:class:`recipes.core.tokens.TruncatingEncoder`).
+    ``max_length``, not the line (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
 
     Reading rules (:mod:`recipes.text.corpus_files`): blank lines are not samples;
     ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
@@ -93,7 +93,7 @@ class TokenizedTextDataset(Dataset):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars``, ``max_row_group_bytes`` and ``verify_cache`` (with
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
@@ -219,7 +219,7 @@ class TokenizedTextDataset(Dataset):
             tokenizer: None, or the tokenizer that made the ids.
             ids_field: the column of token-id lists.
             label_field, max_length, pad_id, on_error, storage_options: as the constructor's.
-            read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+            read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
                 ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
                 default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
         """
@@ -284,10 +284,10 @@ class TokenizedTextDataset(Dataset):
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
         return f"{self._name} {self._line_name} {self.line_numbers[index]}"
 
-    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.mixing)
+    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.loading.mixing)
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -320,7 +320,7 @@ def text_loader(
     """A DataLoader preset for :class:`TokenizedTextDataset`.
 
     Training batches hold samples of similar length: every epoch the samples are sorted by
-    length with a little fresh jitter (:class:`recipes.core.plans.ByLength`) and cut into
+    length with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`) and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
     epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
     Evaluation keeps the dataset order. Each rank of a process group gets the same number of
@@ -333,13 +333,13 @@ def text_loader(
         max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loader.build_loader`.
+        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
         collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
-            dataset asks for (:class:`recipes.core.protocols.DefaultCollate`:
+            dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`:
             :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
-            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.protocols.PadsIds`).
+            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
-            :func:`recipes.core.loader.preset_kwargs`).
+            :func:`recipes.core.loading.loader.preset_kwargs`).
     """
     collate = UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)

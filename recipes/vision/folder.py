@@ -36,10 +36,10 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
-from recipes.core.arrays import StringArray
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
-from recipes.core.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.errors import (
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.pixels.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
+from recipes.core.contracts.errors import (
     DataError,
     UserCode,
     check_on_error,
@@ -47,13 +47,13 @@ from recipes.core.errors import (
     drop_skipped,
     skip_or_raise,
 )
-from recipes.core.images import read_file, read_image
-from recipes.core.loader import build_loader
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.protocols import SetsDraftSize, UsualCollate
-from recipes.core.read_options import ReadOptions, read_options_or_default
-from recipes.core.states import sampled_digest
-from recipes.core.storage import shown
+from recipes.core.pixels.images import read_file, read_image
+from recipes.core.loading.loader import build_loader
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.protocols import SetsDraftSize, UsualCollate
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
+from recipes.core.contracts.states import sampled_digest
+from recipes.core.sources.storage import shown
 
 
 class ImageFolderDataset(Dataset):
@@ -62,7 +62,7 @@ class ImageFolderDataset(Dataset):
     Args:
         root: the folder holding one sub-folder per class (``~`` is expanded).
         transform: applied to the uint8 image, e.g. :func:`train_transform` / :func:`eval_transform`.
-            An exception it raises is a :class:`recipes.core.errors.SampleError` naming the index
+            An exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the index
             and file (a bug, not bad data: ``on_error="skip"`` does not drop it).
         extensions: file endings to include, case-insensitive; default ImageFolder's
             (``.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp``).
@@ -72,7 +72,7 @@ class ImageFolderDataset(Dataset):
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
             ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
-        read_options: a :class:`recipes.core.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_decode`` (raise or skip, per ``on_error``, a JPEG libjpeg reports as corrupt: a
             second, full decode where ``draft_size`` drafts; with ``decode="device"`` every image is
             then decoded, and checked, in the worker).
@@ -131,7 +131,7 @@ class ImageFolderDataset(Dataset):
         return f"{len(self)} images in {len(self.classes)} classes, names {classes}{files}"
 
     def batch_contract(self) -> dict[str, Any]:
-        """What a mixed dataset must share with this one (recipes.core.mixing)."""
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "image_collate", "classes": self.classes, "class_to_idx": self.class_to_idx}
 
     @property
@@ -215,7 +215,7 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder root {shown(root)!r} does not exist")  # a URL too: local folders only
     if not os.path.isdir(root):
@@ -275,7 +275,7 @@ def vision_loader(
     normalises the batch there, and on the CPU comes within a grey level of ``decode="worker"``.
     Files it cannot take (PNG, CMYK, progressive, EXIF-turned) are decoded in the worker, in the
     same batch. Iterate it through the prefetcher: the raw batches hold encoded bytes
-    (recipes.core.device_decode). Which to pick: a worker decodes ~460 images/s a core, so
+    (recipes.core.pixels.device_decode). Which to pick: a worker decodes ~460 images/s a core, so
     ``decode="worker"`` feeds a GPU that steps through N images/s with about N / 460 cores (an
     H200: ~11 for ResNet-50, ~28 for ResNet-18); with fewer cores a GPU, ``decode="device"`` and 2
     workers (docs/tuning.md, "Decoding on the GPU or in the workers").
@@ -285,9 +285,9 @@ def vision_loader(
     and each sample's augmentation is seeded by ``(seed, epoch, index)``, so ``seed`` reproduces
     batches whatever the worker count. ``stateful=True`` returns a ``StatefulDataLoader`` that
     resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
-    :func:`recipes.core.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
+    :func:`recipes.core.loading.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
     ``collate_fn`` is used as given; by default the collate the dataset asks for
-    (:class:`recipes.core.protocols.DefaultCollate`), else :func:`image_collate`.
+    (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :func:`image_collate`.
     """
     collate = UsualCollate.of(image_collate) if collate_fn is None else collate_fn
     return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device,

@@ -32,7 +32,7 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "RandomHorizontalFlip", "RandomResizedCrop", "eval_transform", "train_transform"]
 
@@ -64,7 +64,7 @@ class RandomResizedCrop(v2.RandomResizedCrop):
     def draw_box(self, height: int, width: int) -> dict[str, int]:
         """The crop box for a ``height x width`` image: ``top``, ``left``, ``height``, ``width`` (v2's rule).
 
-        Public so that ``decode="device"`` draws exactly the box this transform would (recipes.core.device_decode).
+        Public so that ``decode="device"`` draws exactly the box this transform would (recipes.core.pixels.device_decode).
         """
         area = height * width
         log_low, log_high = math.log(self.ratio[0]), math.log(self.ratio[1])

@@ -11,7 +11,7 @@ import pytest
 
 from recipes.audio import AudioFolderDataset, AudioShards, LogMel, ManifestDurationWarning, SpeechDataset, audio_loader
 from recipes.core import ReadOptions
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 
 BAD = [("sample_rate", 10**9), ("sample_rate", 0), ("sample_rate", math.nan), ("sample_rate", 16000.5),
        ("sample_rate", None), ("num_channels", 0), ("num_channels", -1), ("num_channels", 1000),

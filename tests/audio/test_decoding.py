@@ -16,7 +16,7 @@ from torchcodec.decoders import AudioDecoder
 
 from recipes.audio import decoding
 from recipes.audio.decoding import decode
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 
 RATE = 16000
 # (extension, soundfile subtype): what the fast path takes

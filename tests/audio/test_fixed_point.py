@@ -14,8 +14,8 @@ from torchcodec.decoders import AudioDecoder
 from recipes.audio import AudioCollate, AudioFolderDataset, LogMel, SpeechDataset, audio_loader, decode
 from recipes.audio import decoding
 from recipes.core import MixedDataset
-from recipes.core.device import DevicePrefetcher
-from recipes.core.fixed_point import FixedPoint, fixed_to_float
+from recipes.core.loading.device import DevicePrefetcher
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 
 RATE = 16000
 

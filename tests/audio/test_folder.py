@@ -17,7 +17,7 @@ from torchvision.datasets import DatasetFolder
 
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset
 from recipes.audio.decoding import DURATION_TOLERANCE
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from tests.harness import with_skip_warnings
 
 HOSTILE = ("truncated.flac", "empty.wav", "not_audio.mp3", "bad_rate.wav", "bad_channels.wav", "unsupported.wav")

@@ -11,7 +11,7 @@ from torchcodec.decoders import AudioDecoder
 
 from recipes.audio import decoding
 from recipes.audio.decoding import HEADER_CODECS, decode, probe
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 
 SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 # (format, subtype) -> the file ending libsndfile's writer takes for it

@@ -10,7 +10,7 @@ import torch
 
 from recipes.audio import AudioFolderDataset, audio_collate, audio_loader
 from recipes.core import MixedDataset
-from recipes.core.loader import SET_VITAL_WARNING
+from recipes.core.loading.loader import SET_VITAL_WARNING
 from tests.harness import assert_same_batches, resume_suite
 
 

@@ -12,9 +12,9 @@ import torch
 from torchcodec.decoders import AudioDecoder
 
 from recipes.audio import AudioShards, audio_loader
-from recipes.core.errors import DataError
-from recipes.core.loader import SET_VITAL_WARNING
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.errors import DataError
+from recipes.core.loading.loader import SET_VITAL_WARNING
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import STOPS, check_resume, with_skip_warnings
 from tests.servers import FaultyHTTPServer
 

@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 from torchcodec.decoders import AudioDecoder
 
 from recipes.audio import SpeechDataset, audio_loader
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from tests.harness import with_skip_warnings
 
 

@@ -14,7 +14,7 @@ import torch
 from recipes.audio import ManifestDurationWarning, SpeechDataset, audio_loader
 from recipes.audio import speech_index
 from recipes.core import ReadOptions
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from tests.harness import with_skip_warnings
 
 HERE = str(Path(__file__).resolve())

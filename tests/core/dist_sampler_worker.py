@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from recipes.core.loader import build_loader
-from recipes.core.plans import ByGroup, ByLength, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.loading.loader import build_loader
+from recipes.core.sampling.plans import ByGroup, ByLength, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler
 from tests.core.toy import IterableSeedProbe, NoisyRange, as_list, collate
 
 

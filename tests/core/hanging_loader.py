@@ -12,8 +12,8 @@ import sys
 import psutil
 from torch.utils.data import IterableDataset
 
-from recipes.core.loader import build_loader
-from recipes.core.storage import open_stream
+from recipes.core.loading.loader import build_loader
+from recipes.core.sources.storage import open_stream
 
 
 class HangingReads(IterableDataset):

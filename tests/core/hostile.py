@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from tests.loader_errors import loader_error
 
 REPO = Path(__file__).resolve().parents[2]

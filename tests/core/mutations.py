@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 
 
 def fuzz_settings(examples: int) -> settings:

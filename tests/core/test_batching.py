@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from recipes.core.batching import stack_images
+from recipes.core.contracts.batching import stack_images
 
 
 def _hwc_images(count, height=5, width=7):

@@ -1,10 +1,10 @@
-"""recipes/core/class_folders.py finds what torchvision's ImageFolder finds, in its order."""
+"""recipes/core/sources/class_folders.py finds what torchvision's ImageFolder finds, in its order."""
 
 import os
 
 from torchvision.datasets.folder import find_classes, make_dataset
 
-from recipes.core.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
 
 
 def _tree(root):

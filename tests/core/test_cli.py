@@ -137,7 +137,7 @@ def test_a_missing_tokenizer_is_one_line_and_exit_status_2(command, domain, rela
 
 def test_hints_name_the_flags_and_warnings_are_one_line_each(fixtures, tmp_path, capsys):
     from recipes.cli.terms import in_cli_terms
-    from recipes.core.errors import SkippedSampleWarning
+    from recipes.core.contracts.errors import SkippedSampleWarning
 
     assert in_cli_terms("pass text_field=... to name another, or pass on_error='skip' to drop the line") == (
         "pass --text-field NAME to name another, or pass --on-error skip to drop the line")

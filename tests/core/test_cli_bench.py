@@ -9,7 +9,7 @@ import pytest
 
 from recipes.__main__ import main
 from recipes.cli.bench import format_trials
-from recipes.core.tuning import Trial
+from recipes.core.loading.tuning import Trial
 from tests.photos import photo
 
 

@@ -15,10 +15,10 @@ from recipes.__main__ import main
 from recipes.cli.check import check
 from recipes.cli.check_files import inspect_images
 from recipes.cli.datasets import DataOptions
-from recipes.core.arrays import TokenArray
-from recipes.core.disk_cache import DiskCache
+from recipes.core.contracts.arrays import TokenArray
+from recipes.core.sources.disk_cache import DiskCache
 from recipes.text.token_cache import cache_prefix, load_cache, save_cache
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 from tests.servers import FaultyHTTPServer
 
@@ -401,7 +401,7 @@ BROKEN = ["duplicate-image-id", "duplicate-annotation-id", "duplicate-category-i
 
 
 def _dataset_error(root, path, parser, monkeypatch):
-    from recipes.core.errors import DataError
+    from recipes.core.contracts.errors import DataError
     from recipes.detection import CocoDataset, coco_files
 
     with monkeypatch.context() as patch:

@@ -1,4 +1,4 @@
-"""One composition (recipes.core.loader.build_loader): a preset written as docs/adding-a-domain.md
+"""One composition (recipes.core.loading.loader.build_loader): a preset written as docs/adding-a-domain.md
 shows, a few lines that pick a plan and a collate, gets every piece of a loader without naming it:
 errors that name the sample, seeded augmentation, a mixture's draws, batches split across ranks,
 batches packed in workers. The domain presets are written that way and name none of the pieces."""
@@ -23,9 +23,9 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 import recipes
 from recipes.domains import REGISTRY
 from recipes.core import ByLength, MixedDataset, build_loader, loader_kwargs
-from recipes.core.errors import SampleError
-from recipes.core.protocols import UsualCollate, chosen_collate, collate_of
-from recipes.core.seeding import sample_seeds, seeded
+from recipes.core.contracts.errors import SampleError
+from recipes.core.contracts.protocols import UsualCollate, chosen_collate, collate_of
+from recipes.core.sampling.seeding import sample_seeds, seeded
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 
@@ -229,7 +229,7 @@ class ShardsForOneWorker(IterableDataset):
 
 
 def test_a_stream_of_whole_shards_gets_no_more_workers_than_it_can_feed(monkeypatch):
-    monkeypatch.setattr("recipes.core.loader.usable_cpus", lambda: 16)  # a machine where the preset starts 8
+    monkeypatch.setattr("recipes.core.loading.loader.usable_cpus", lambda: 16)  # a machine where the preset starts 8
     assert loader_kwargs("cpu", train=True)["num_workers"] == 8
     assert rows_loader_for(ShardsForOneWorker()).num_workers == 1
     assert rows_loader_for(ShardsForOneWorker(), num_workers=2).num_workers == 2  # what the caller asks for wins
@@ -290,7 +290,7 @@ def test_every_domain_preset_calls_the_one_composition_and_names_none_of_its_pie
                 calls = {node.func.id for node in ast.walk(function) if isinstance(node, ast.Call)
                          and isinstance(node.func, ast.Name)}
                 composed.append((function.name, "build_loader" in calls))
-    assert not found, f"compose the loader with recipes.core.loader.build_loader instead: {found}"
+    assert not found, f"compose the loader with recipes.core.loading.loader.build_loader instead: {found}"
     assert len(composed) >= 6 and all(calls for _, calls in composed), composed
 
 

@@ -12,7 +12,7 @@ SOURCE = '''"""Use it as ``from recipes.detection import CocoDataset``."""
 from __future__ import annotations
 
 import recipes.detection.coco_index as index  # from recipes.detection.x import y stays in this comment
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.detection.coco_files import (
     read_instances,
 )
@@ -62,7 +62,7 @@ def test_an_import_the_copy_cannot_point_at_itself_is_refused_with_its_line(stat
 
 
 def test_what_the_copy_needs_lists_installed_modules_outside_its_domain():
-    assert installed_imports(SOURCE, "detection") == {"recipes.core": {"errors"}, "recipes.text": {"corpus_files"},
+    assert installed_imports(SOURCE, "detection") == {"recipes.core": {"contracts.errors"}, "recipes.text": {"corpus_files"},
                                                       "recipes.detectionary": {"other"}}
 
 
@@ -71,7 +71,7 @@ def test_copy_prints_files_lines_needs_and_refuses_to_overwrite(tmp_path, capsys
     assert main(["copy", "text", str(dest)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("text/ (") and out[0].endswith(f"lines) -> {dest / 'text'}"), out
-    assert out[1].startswith("it needs recipes.core: ") and "tokens" in out[1].split(": ")[1].split(", ")
+    assert out[1].startswith("it needs recipes.core: ") and "tokens.encoding" in out[1].split(": ")[1].split(", ")
     assert out[2] == "it needs recipes.fixtures_files: write, write_jsonl"  # its fixture writer's machinery
     assert out[3] == (f"import it with {dest} as the working directory or on sys.path: "
                       "from text import InstructionDataset, StreamingTextDataset, TokenizedTextDataset")

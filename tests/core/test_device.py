@@ -7,8 +7,8 @@ import torch
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
-from recipes.core.fixed_point import FixedPoint, fixed_to_float
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
 
 Pair = namedtuple("Pair", "image label")
 
@@ -62,6 +62,38 @@ def test_normalize_converts_images_only():
     assert out["pair"].image.dtype == torch.float32 and isinstance(out["pair"].image, tv_tensors.Image)
     assert out["targets"][0]["masks"].dtype == torch.uint8  # a Mask with 3 "channels" is not an image
     assert out["ids"].dtype == torch.int64
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_normalize_converts_five_dimensional_uint8_batches_in_their_memory_order(channels_last):
+    # a tv_tensors.Video [B, T, C, H, W] (channels at -3) and a plain [B, C, T, H, W] batch (channels at 1)
+    frames = torch.randint(0, 256, (2, 4, 5, 6, 3), dtype=torch.uint8)  # [B, T, H, W, C] memory
+    sequence = frames.permute(0, 1, 4, 2, 3) if channels_last else frames.permute(0, 1, 4, 2, 3).contiguous()
+    reference = v2.Normalize(IMAGENET_MEAN, IMAGENET_STD)(v2.ToDtype(torch.float32, scale=True)(sequence))
+    out = normalize_images(tv_tensors.Video(sequence))
+    assert isinstance(out, tv_tensors.Video) and out.stride() == sequence.stride()
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), reference, rtol=1e-5, atol=1e-5)
+    planar = sequence.permute(0, 2, 1, 3, 4)
+    out = normalize_images(planar)
+    assert type(out) is torch.Tensor and out.stride() == planar.stride()
+    torch.testing.assert_close(out, reference.permute(0, 2, 1, 3, 4), rtol=1e-5, atol=1e-5)
+    assert normalize_images(torch.zeros(2, 4, 3, 5, 6, dtype=torch.uint8)).dtype == torch.uint8  # T=4 at 1: no image
+
+
+class _Encoded:
+    """A batch field that decodes itself where the batch goes (recipes.core.contracts.protocols.DecodesOnDevice)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def decode_on(self, device):
+        return torch.full((1, 3, 2, 2), self.value, dtype=torch.uint8, device=device)
+
+
+def test_the_prefetcher_decodes_a_field_that_decodes_itself_before_it_normalises():
+    batch = next(iter(DevicePrefetcher([{"pixels": _Encoded(255), "ids": torch.arange(2)}], "cpu",
+                                       mean=(0, 0, 0), std=(1, 1, 1))))
+    assert batch["pixels"].dtype == torch.float32 and (batch["pixels"] == 1).all() and batch["ids"].tolist() == [0, 1]
 
 
 def test_normalize_can_produce_bfloat16():
@@ -145,14 +177,14 @@ def test_fixed_point_becomes_the_exact_float_it_stands_for_and_plain_integers_st
     assert isinstance(batch["samples"][0], FixedPoint)  # torch keeps the class through its operations
 
 
-def test_cpu_prefetcher_makes_fixed_point_float32_whatever_the_image_dtype_and_can_leave_it():
+def test_cpu_prefetcher_makes_fixed_point_float32_in_new_memory_whatever_the_image_dtype():
     samples = torch.tensor([[-32768, 16384, 0]], dtype=torch.int16).as_subclass(FixedPoint)
     loader = [{"samples": samples, "images": torch.zeros(1, 3, 2, 2, dtype=torch.uint8)}]
     (batch,) = DevicePrefetcher(loader, "cpu", dtype=torch.bfloat16)
-    assert batch["samples"].dtype == torch.float32 and batch["samples"].tolist() == [[-1.0, 0.5, 0.0]]
-    assert batch["images"].dtype == torch.bfloat16
-    (kept,) = DevicePrefetcher(loader, "cpu", normalize=False)
-    assert isinstance(kept["samples"], FixedPoint) and kept["samples"].dtype == torch.int16
+    assert type(batch["samples"]) is torch.Tensor and batch["samples"].dtype == torch.float32
+    assert batch["samples"].tolist() == [[-1.0, 0.5, 0.0]] and batch["images"].dtype == torch.bfloat16
+    assert samples.tolist() == [[-32768, 16384, 0]]  # the raw batch is never written
+    assert fixed_to_float(torch.tensor([0.5]).as_subclass(FixedPoint)).tolist() == [0.5]  # floats kept as they are
 
 
 @pytest.mark.gpu

@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms import v2
 
-from recipes.core.device import DevicePrefetcher
-from recipes.core.device_augment import augment_images, decode_batch, pad_images, resize_weights, scatter_images, weight_table
-from recipes.core.device_decode import (
+from recipes.core.loading.device import DevicePrefetcher
+from recipes.core.pixels.device_augment import augment_images, decode_batch, pad_images, resize_weights, scatter_images, weight_table
+from recipes.core.pixels.device_decode import (
     DeviceDecodeDataset,
     EncodedBatch,
     EncodedImage,
@@ -26,9 +26,9 @@ from recipes.core.device_decode import (
     pack_images,
     resized_size,
 )
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.image_headers import device_decodable
-from recipes.core.images import decode_image, read_file
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.pixels.image_headers import device_decodable
+from recipes.core.pixels.images import decode_image, read_file
 from recipes.vision.transforms import resize_uint8
 from tests.device_images import assert_near_worker, distance_to_reference, grey_levels, reference
 from tests.photos import photo
@@ -213,7 +213,7 @@ def test_a_file_no_decoder_takes_raises_naming_it_or_is_dropped_from_every_field
 
 
 def test_a_skipped_sample_leaves_the_labels_too(monkeypatch):
-    from recipes.core import device_augment
+    from recipes.core.pixels import device_augment
 
     params = (0, 0, 40, 60, 8, 8, 0, 0, 8, 8, 0)
     items = [EncodedImage(_jpeg(seed=s), params, f"{s}.jpg", "skip") for s in range(3)]
@@ -287,7 +287,7 @@ def test_any_dataset_with_the_protocol_routes_its_own_plans():
     # the worker side names no mixture: a mixture is one more dataset with the protocol
     tree = ast.parse(inspect.getsource(inspect.getmodule(DeviceDecodeDataset)))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert "recipes.core.mixing" not in imported and "MixedDataset" not in ast.unparse(tree)
+    assert "recipes.core.loading.mixing" not in imported and "MixedDataset" not in ast.unparse(tree)
 
 
 def test_datasets_without_the_protocol_are_refused_with_the_reason():

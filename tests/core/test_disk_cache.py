@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.core.disk_cache import DiskCache
+from recipes.core.sources.disk_cache import DiskCache
 from tests.servers import FaultyHTTPServer
 
 
@@ -102,7 +102,7 @@ def test_revalidate_fetches_an_object_rewritten_in_place(folder):
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = """
 import sys, time
-from recipes.core.disk_cache import DiskCache
+from recipes.core.sources.disk_cache import DiskCache
 reader = DiskCache(sys.argv[1], limit_bytes=int(sys.argv[3])).open(sys.argv[2])
 reader.read(4 * 2**20)
 print("copying", flush=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.core.loader import build_loader
+from recipes.core.loading.loader import build_loader
 from tests.core.toy import NoisyRange, collate
 
 ROOT = Path(__file__).resolve().parents[2]

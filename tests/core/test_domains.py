@@ -88,7 +88,7 @@ def _in_order(text: str, items: list[str]) -> bool:
 
 
 def test_every_list_of_domains_on_the_front_pages_follows_the_registry():
-    work = f"{', '.join(DOMAINS[:-1])} and {DOMAINS[-1]} work"  # "vision, ..., multimodal and audio work"
+    work = f"{', '.join(DOMAINS[:-1])} and {DOMAINS[-1]} work"  # "vision, ..., audio and video work"
     for page in ("pyproject.toml", "mkdocs.yml", "docs/index.md", "README.md"):
         assert work in (ROOT / page).read_text(encoding="utf-8"), page
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")

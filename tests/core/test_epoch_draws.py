@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from torch.utils.data import Dataset
 
-from recipes.core import draws as draws_module
-from recipes.core.draws import EpochDraws
-from recipes.core.mixing import MixedDataset
-from recipes.core.plans import Shuffle
-from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.sampling import draws as draws_module
+from recipes.core.sampling.draws import EpochDraws
+from recipes.core.loading.mixing import MixedDataset
+from recipes.core.sampling.plans import Shuffle
+from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
 
 
 @pytest.fixture(autouse=True, params=["whole", "lazy"])

@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.sampling.samplers import GroupedBatchSampler
 
 BILLION = 10**9
 

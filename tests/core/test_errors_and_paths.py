@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.core.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.paths import UnderRoot, check_relative, resolve_under
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
+from recipes.core.sources.paths import UnderRoot, check_relative, resolve_under
 
 
 def test_check_on_error_lists_the_valid_choices():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.core.arrays import TokenArray
+from recipes.core.contracts.arrays import TokenArray
 from recipes.detection import coco_files
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.text.corpus_files import parse_line, read_rows

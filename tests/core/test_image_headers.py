@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from recipes.core.errors import DataError
-from recipes.core.image_headers import header_size
-from recipes.core.images import decode_image
+from recipes.core.contracts.errors import DataError
+from recipes.core.pixels.image_headers import header_size
+from recipes.core.pixels.images import decode_image
 
 
 def _encode(image: Image.Image, fmt: str, **kwargs) -> bytes:

@@ -12,9 +12,9 @@ import pytest
 import torch
 from PIL import ExifTags, Image, ImageOps
 
-from recipes.core import images
-from recipes.core.errors import DataError
-from recipes.core.images import decode_image, image_size, read_image
+from recipes.core.pixels import images
+from recipes.core.contracts.errors import DataError
+from recipes.core.pixels.images import decode_image, image_size, read_image
 from tests.core.hostile import peak_rss_growth_mb, top_byte_chw, write_png16, write_tall_png16
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
@@ -204,7 +204,7 @@ def test_a_large_sixteen_bit_rgba_png_peaks_near_twice_its_eight_bit_output(tmp_
     row = np.stack([x * 7, x * 13 + 999, x * 3, np.full(width, 65535)], axis=-1) % 65536
     path = write_tall_png16(tmp_path / "deep.png", row.astype(np.uint16), height)
     action = f"image = read_image({str(path)!r}); print(tuple(image.shape), int(image[:, -1, -1].sum()))"
-    growth, out = peak_rss_growth_mb("from recipes.core.images import read_image", action)
+    growth, out = peak_rss_growth_mb("from recipes.core.pixels.images import read_image", action)
     assert f"(3, {height}, {width})" in out and str(sum(int(v[-1]) >> 8 for v in row.T[:3])) in out
     output_mb = 3 * width * height / 2**20
     assert growth < 2.5 * output_mb + 16, (growth, output_mb)  # PIL's 8-bit image plus the output

@@ -1,10 +1,10 @@
-"""recipes.core.index_cache: an index is built once per identity, read back equal, rebuilt when damaged."""
+"""recipes.core.sources.index_cache: an index is built once per identity, read back equal, rebuilt when damaged."""
 
 import numpy as np
 import pytest
 
-from recipes.core.disk_cache import DiskCache
-from recipes.core.index_cache import cached_index, file_identities, load_index, save_index
+from recipes.core.sources.disk_cache import DiskCache
+from recipes.core.sources.index_cache import cached_index, file_identities, load_index, save_index
 
 
 def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(tmp_path):

@@ -2,6 +2,8 @@
 
 - Dependencies run one way: cli -> domains -> core. The core imports no domain and names none;
   multimodal may import vision and text (it is their composition); no other domain imports another.
+- The core is rooms (subpackages) of at most 20 modules, each importing only the rooms before it in
+  ``ROOMS``; no folder of the package holds more than 20 modules.
   A domain's fixture writer (``fixtures*.py``) also imports the root's ``recipes.fixtures_files``.
 - Public functions and methods of the core, and the loader presets, take at most 8 parameters (an
   options object, a dataclass such as ReadOptions, holds as many knobs as need it);
@@ -31,6 +33,9 @@ PACKAGE = Path(recipes.__file__).resolve().parent
 COMPOSES = {entry.name: set(entry.composes) for entry in REGISTRY}
 # test ids must not name a domain (tests/conftest.py): each is named by what it loads
 NICKNAMES = {entry.name: entry.nickname for entry in REGISTRY}
+# recipes.core's rooms, each importing only those before it (recipes/core/__init__.py says what each holds)
+ROOMS = ("contracts", "workers", "sampling", "sources", "pixels", "tokens", "loading")
+MAX_MODULES = 20
 MAX_PARAMETERS = 8
 MAX_POSITIONAL = 3
 MAX_DATASET_PARAMETERS = 10
@@ -57,7 +62,24 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "recipes"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "core").glob("*.py")), ids=lambda p: p.name)
+def test_the_core_is_its_rooms_and_each_imports_only_the_rooms_before_it():
+    rooms = sorted(path.parent.name for path in (PACKAGE / "core").glob("*/__init__.py"))
+    assert rooms == sorted(ROOMS)
+    assert [path.name for path in (PACKAGE / "core").glob("*.py")] == ["__init__.py"]  # every module in a room
+    for room in ROOMS:
+        for path in sorted((PACKAGE / "core" / room).glob("*.py")):
+            used = {module.split(".")[2] for module in _recipes_imports(path) if module.startswith("recipes.core.")}
+            later = sorted(used - set(ROOMS[: ROOMS.index(room) + 1]))
+            assert not later, f"core/{room}/{path.name} imports the rooms {later}, which come after {room!r}"
+
+
+def test_no_folder_holds_more_than_twenty_modules():
+    crowded = {str(folder.relative_to(PACKAGE)): count for folder in [PACKAGE, *PACKAGE.rglob("*/")]
+               if folder.is_dir() and (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES}
+    assert not crowded, f"folders of more than {MAX_MODULES} modules: {crowded}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "core").rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE / "core")))
 def test_the_core_imports_no_domain_and_names_none(path):
     assert {_part(m) for m in _recipes_imports(path)} <= {"core", "recipes"}, path.name
     source = path.read_text(encoding="utf-8")
@@ -84,19 +106,19 @@ def _parameters(function) -> list[str]:
 
 
 def _public_core_callables():
-    for info in pkgutil.iter_modules(recipes.core.__path__):
-        module = importlib.import_module(f"recipes.core.{info.name}")
+    for info in pkgutil.walk_packages(recipes.core.__path__, "recipes.core."):
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
                 continue
             if inspect.isfunction(value):
-                yield f"{info.name}.{name}", value
+                yield f"{info.name.removeprefix('recipes.core.')}.{name}", value
             elif inspect.isclass(value):
                 for method_name, method in vars(value).items():
                     if method_name == "__init__" and dataclasses.is_dataclass(value):
                         continue  # an options object (ReadOptions): its fields are the knobs others leave out
                     if inspect.isfunction(method) and (method_name == "__init__" or not method_name.startswith("_")):
-                        yield f"{info.name}.{name}.{method_name}", method
+                        yield f"{info.name.removeprefix('recipes.core.')}.{name}.{method_name}", method
 
 
 def test_no_public_function_of_the_core_takes_more_than_eight_parameters():
@@ -162,11 +184,13 @@ def test_the_parameter_count_sees_a_wide_constructor_and_its_modes():
 
 # What a domain must not pay for at import: other domains' libraries and the stream machinery.
 NOT_LOADED = {
-    "detection": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
-    "vision": ["tokenizers", "pyarrow", "fsspec", "recipes.core.streams", "recipes.core.mixing", "recipes.text"],
-    "text": ["pycocotools", "fsspec", "recipes.core.images", "recipes.vision", "recipes.detection"],
+    "detection": ["tokenizers", "pyarrow", "fsspec", "recipes.core.sources.streams", "recipes.core.loading.mixing", "recipes.text"],
+    "vision": ["tokenizers", "pyarrow", "fsspec", "recipes.core.sources.streams", "recipes.core.loading.mixing", "recipes.text"],
+    "text": ["pycocotools", "fsspec", "recipes.core.pixels.images", "recipes.vision", "recipes.detection"],
     "multimodal": ["pycocotools", "fsspec", "recipes.detection"],
-    "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.images", "recipes.text", "recipes.vision"],
+    "audio": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.pixels.images", "recipes.text", "recipes.vision"],
+    "video": ["tokenizers", "pyarrow", "fsspec", "pycocotools", "recipes.core.sources.streams", "recipes.core.loading.mixing",
+              "recipes.text", "recipes.vision"],
 }
 
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.loader import SET_VITAL_WARNING, build_loader, loader_kwargs, usable_cpus
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.loading.loader import SET_VITAL_WARNING, build_loader, loader_kwargs, usable_cpus
 from tests.core.toy import IterableSeedProbe, NoisyRange, SeedProbe, as_list, collate
 from tests.harness import STOPS, check_resume
 from tests.loader_errors import loader_error
@@ -43,7 +43,7 @@ def test_detected_device_is_cpu_without_an_accelerator():
 
 
 def test_local_world_size_divides_the_workers(monkeypatch):
-    monkeypatch.setattr("recipes.core.loader.usable_cpus", lambda: 32)
+    monkeypatch.setattr("recipes.core.loading.loader.usable_cpus", lambda: 32)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     assert loader_kwargs("cuda", train=True)["num_workers"] == 4
 
@@ -178,7 +178,7 @@ def test_workers_of_an_iterable_dataset_get_distinct_seeds_and_the_rank_is_mixed
     rank0 = draws()
     assert rank0 == draws()  # a seed reproduces the workers' seeds
     assert [w for w, *_ in rank0] == [0, 1] and len({d for _, *x in rank0 for d in x}) == 6
-    monkeypatch.setattr("recipes.core.loader.distributed_rank_and_size", lambda: (1, 2))
+    monkeypatch.setattr("recipes.core.loading.loader.distributed_rank_and_size", lambda: (1, 2))
     rank1 = draws()
     assert not {d for _, *x in rank0 for d in x} & {d for _, *x in rank1 for d in x}
     assert loader_kwargs("cpu", train=True, seed=9)["generator"].initial_seed() != 9  # only rank 0 keeps it as is
@@ -211,7 +211,7 @@ def test_an_evaluation_pass_resumes_exactly_at_every_stop(workers):
 
 
 def test_a_batch_fetched_at_once_equals_its_samples_fetched_one_by_one():
-    from recipes.core.seeding import SeededDataset
+    from recipes.core.sampling.seeding import SeededDataset
 
     dataset = SeededDataset(NoisyRange(6))
     keys = [(3, 11), (0, 12), (5, 11)]

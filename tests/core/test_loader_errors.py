@@ -10,9 +10,9 @@ import pytest
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from recipes.core.errors import DataError, skip_or_raise
-from recipes.core.loader import SET_VITAL_WARNING
-from recipes.core.loader_errors import ReleasingIterator
+from recipes.core.contracts.errors import DataError, skip_or_raise
+from recipes.core.loading.loader import SET_VITAL_WARNING
+from recipes.core.workers.loader_errors import ReleasingIterator
 from tests.core.toy import NoisyRange, collate
 
 # Workers stop within ~0.1 s of the last reference going; torch's own fallback, once the garbage
@@ -125,7 +125,7 @@ def test_a_raised_data_error_does_not_keep_its_callers_frames(refcounting_only):
 
 @pytest.mark.parametrize("stateful", [False, True], ids=["plain", "stateful"])
 def test_the_presets_loaders_release_their_workers_after_a_caught_error(refcounting_only, stateful):
-    from recipes.core.loader import build_loader
+    from recipes.core.loading.loader import build_loader
 
     before = _children()
     loader = build_loader(NoisyRange(8, bad=(0,)), collate, batch_size=2, train=False, device="cpu", num_workers=2,

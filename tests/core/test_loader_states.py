@@ -13,8 +13,8 @@ import json
 import pytest
 import torch
 
-from recipes.core.loader import build_loader
-from recipes.core.streams import ResumableStream
+from recipes.core.loading.loader import build_loader
+from recipes.core.sources.streams import ResumableStream
 from tests.core.toy import NoisyRange, collate
 
 DELETE = object()
@@ -237,7 +237,7 @@ def test_each_damaged_field_of_a_stream_loaders_state_is_refused_when_loaded(pat
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_resumable_loader_with_torchdatas_own_sampler_still_resumes(workers):
-    from recipes.core.loader import ResumableLoader
+    from recipes.core.loading.loader import ResumableLoader
 
     def make():
         generator = torch.Generator().manual_seed(0)

@@ -10,7 +10,7 @@ import pytest
 from torch.utils.data import Dataset, IterableDataset
 
 from recipes.core import ByLength, GroupedBatchSampler, SeededBatchSampler, Shuffle, build_loader
-from recipes.core.mixing import MixedDataset, MixedStream
+from recipes.core.loading.mixing import MixedDataset, MixedStream
 
 
 class Numbers(Dataset):

@@ -5,7 +5,7 @@ from collections import namedtuple
 import torch
 from torchvision import tv_tensors
 
-from recipes.core.nested import leaves, map_tensors, samples_in, tensors_in
+from recipes.core.contracts.nested import leaves, map_tensors, samples_in, tensors_in
 
 Pair = namedtuple("Pair", "image label")
 

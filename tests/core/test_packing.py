@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 from torchvision import tv_tensors
 
-from recipes.core.packing import PackedBatch, packed_in_workers
+from recipes.core.workers.packing import PackedBatch, packed_in_workers
 
 Pair = namedtuple("Pair", "left right")
 

@@ -1,4 +1,4 @@
-"""recipes.core.parquet_files and blob_file: row-group reads, globs, URLs, columns, the pyarrow extra."""
+"""recipes.core.sources.parquet_files and blob_file: row-group reads, globs, URLs, columns, the pyarrow extra."""
 
 import gc
 import pickle
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from recipes.core.blob_file import BlobWriter, cached_blobs
-from recipes.core.errors import DataError
-from recipes.core.parquet_files import (
+from recipes.core.sources.blob_file import BlobWriter, cached_blobs
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.parquet_files import (
     MAX_ROW_GROUP_BYTES,
     fingerprint,
     is_parquet,

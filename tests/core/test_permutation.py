@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from recipes.core.permutation import MAX_N, Permutation, permute
+from recipes.core.sampling.permutation import MAX_N, Permutation, permute
 
 SIZES = [0, 1, 2, 3, 7, 16, 17, 64, 65, 97, 1000, 1024, 4093, 65536, 100003]
 KEYS = [0, 1, 12345, -1, 2**64 + 7, 0xDEADBEEF_CAFEBABE]

@@ -1,5 +1,5 @@
 """A plan defines how batches form, or fails: it never falls back to a plain shuffle, and ``len()``
-of its sampler is the number of batches it yields (recipes/core/plans.py, CONVENTIONS rule 20)."""
+of its sampler is the number of batches it yields (recipes/core/sampling/plans.py, CONVENTIONS rule 20)."""
 
 import itertools
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import recipes.core
-from recipes.core import plans
-from recipes.core.mixing import MixedDataset
-from recipes.core.plans import ByGroup, ByLength, Plan, Shuffle, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.sampling import plans
+from recipes.core.loading.mixing import MixedDataset
+from recipes.core.sampling.plans import ByGroup, ByLength, Plan, Shuffle, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler
 
 N = 103
 LENGTHS = (np.arange(N) * 37) % 50 + 1

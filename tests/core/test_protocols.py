@@ -1,4 +1,4 @@
-"""The hooks between the core and a dataset (recipes/core/protocols.py, CONVENTIONS rule 20).
+"""The hooks between the core and a dataset (recipes/core/contracts/protocols.py, CONVENTIONS rule 20).
 
 - Every hook the core reads goes through its protocol: no read of a hook by its name as a string.
 - Each protocol says who calls it and what breaks without it.
@@ -15,8 +15,8 @@ from torch.utils.data import Dataset, IterableDataset
 
 import recipes
 from recipes.core import MixedDataset, MixedStream, build_loader, stream_loader
-from recipes.core.errors import describe_sample
-from recipes.core.protocols import HOOKS, LIBRARY_HOOKS, SHAPES, check_hooks
+from recipes.core.contracts.errors import describe_sample
+from recipes.core.contracts.protocols import HOOKS, LIBRARY_HOOKS, SHAPES, check_hooks
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 HOOK_NAMES = sorted(SHAPES)
@@ -40,7 +40,7 @@ def test_no_hook_is_read_by_its_name_as_a_string():
         for path in sorted(PACKAGE.rglob("*.py"))
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if bare.search(line)
     ]
-    assert not found, f"a hook read by its name as a string; use recipes.core.protocols: {found}"
+    assert not found, f"a hook read by its name as a string; use recipes.core.contracts.protocols: {found}"
     assert bare.search('getattr(dataset, "epoch_indices", None)')  # the check itself finds one
 
 
@@ -53,7 +53,7 @@ def test_no_library_hook_is_read_by_its_name_as_a_string_outside_the_command_lin
         for path in sorted(PACKAGE.rglob("*.py")) if "cli" not in path.relative_to(PACKAGE).parts
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if bare.search(line)
     ]
-    assert not found, f"a hook read by its name as a string; use recipes.core.protocols: {found}"
+    assert not found, f"a hook read by its name as a string; use recipes.core.contracts.protocols: {found}"
     assert {"pad_id", "aspect_ratios", "draft_size", "draw_box"} <= set(names.split("|"))
 
 
@@ -128,7 +128,7 @@ def test_a_wrong_hook_message_shows_the_shape_to_write():
     with pytest.raises(TypeError) as error:
         check_hooks(NoIndex())
     assert "NoIndex.describe() does not take the arguments the core passes" in str(error.value)
-    assert "define it as describe(index) (recipes.core.protocols.Described)" in str(error.value)
+    assert "define it as describe(index) (recipes.core.contracts.protocols.Described)" in str(error.value)
 
 
 def test_hooks_of_the_right_shape_pass_and_are_used():

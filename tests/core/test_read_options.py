@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 from recipes.core import ReadOptions, StreamOrder
-from recipes.core.moved_keywords import moved_keywords
-from recipes.core.read_options import read_options_or_default
+from recipes.core.contracts.moved_keywords import moved_keywords
+from recipes.core.contracts.read_options import read_options_or_default
 
 
 @pytest.mark.parametrize("field", ["cache_limit_bytes", "max_row_group_bytes", "max_line_chars", "vocab_size"])
@@ -20,7 +20,7 @@ def test_a_size_bound_must_be_a_positive_int(field, value):
 
 
 def test_a_truncation_must_be_one_the_tokens_module_knows():
-    from recipes.core.truncation import TRUNCATIONS
+    from recipes.core.tokens.truncation import TRUNCATIONS
 
     assert ReadOptions(truncation="slice").truncation == "slice"
     with pytest.raises(ValueError, match=re.escape(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got 'cut'")):

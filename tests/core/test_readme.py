@@ -77,7 +77,7 @@ def _needs_table(text: str) -> dict[str, dict[str, str]]:
     """docs/copying.md's table of what each copy imports: folder -> {package: "module, module"}."""
     section = text
     rows = re.findall(r"^\| `(\w+)/` \| (.*) \|$", section, flags=re.M)
-    return {folder: dict(re.findall(r"`([\w.]+)`: ([\w, ]+)", needs)) for folder, needs in rows}
+    return {folder: dict(re.findall(r"`([\w.]+)`: ([\w., ]+)", needs)) for folder, needs in rows}
 
 
 @pytest.mark.slow

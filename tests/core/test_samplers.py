@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from recipes.core.plans import ByGroup, ByLength, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler, SeededBatchSampler
+from recipes.core.sampling.plans import ByGroup, ByLength, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
 from tests.harness import mutated_state, mutation_cases
 
 
@@ -199,7 +199,7 @@ def test_bad_arguments_raise_clear_errors(make, message):
 def test_one_sample_seed_equals_the_vectorised_seeds():
     import random
 
-    from recipes.core.seeding import sample_seed, sample_seeds
+    from recipes.core.sampling.seeding import sample_seed, sample_seeds
 
     rng = random.Random(0)
     cases = [(rng.getrandbits(64), rng.getrandbits(20), rng.getrandbits(64)) for _ in range(500)] + [(0, 0, 0)]

@@ -5,8 +5,8 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from recipes.core.plans import DEFAULT_JITTER, DEFAULT_LENGTH_NOISE, ByLength, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.sampling.plans import DEFAULT_JITTER, DEFAULT_LENGTH_NOISE, ByLength, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler
 
 
 def _lengths(n=2000):

@@ -25,7 +25,7 @@ from recipes.detection import CocoDataset, detection_loader
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
 from recipes.vision import ImageFolderDataset, train_transform, vision_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 
 STATES = Path(__file__).resolve().parents[1] / "states"
 OPTIONS = {"stateful": True, "num_workers": 0, "device": "cpu"}

@@ -70,8 +70,8 @@ def test_package_source_has_no_unsafe_calls():
 
 BOMB_PROBE = """
 import resource, sys
-from recipes.core.errors import DataError
-from recipes.core.images import read_image
+from recipes.core.contracts.errors import DataError
+from recipes.core.pixels.images import read_image
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     read_image(sys.argv[1])

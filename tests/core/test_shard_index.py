@@ -1,9 +1,9 @@
-"""recipes.core.shard_index: readers' runs cut the epoch's samples into equal contiguous shares."""
+"""recipes.core.sources.shard_index: readers' runs cut the epoch's samples into equal contiguous shares."""
 
 import numpy as np
 import pytest
 
-from recipes.core.shard_index import ShardIndex
+from recipes.core.sources.shard_index import ShardIndex
 
 
 @pytest.mark.parametrize("slots", [1, 2, 3, 7, 40])

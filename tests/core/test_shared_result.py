@@ -8,8 +8,8 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from recipes.core.distributed import shared_result
-from recipes.core.errors import DataError
+from recipes.core.sampling.distributed import shared_result
+from recipes.core.contracts.errors import DataError
 
 pytestmark = pytest.mark.slow
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from recipes.core.errors import DataError
-from recipes.core import storage
-from recipes.core.storage import glob_paths, has_glob, is_transient, open_stream, shown, stream_size, stream_sizes, suffix
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources import storage
+from recipes.core.sources.storage import glob_paths, has_glob, is_transient, open_stream, shown, stream_size, stream_sizes, suffix
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 
@@ -165,7 +165,7 @@ def _requests(caplog, bucket: str) -> int:
 )
 def test_a_refusal_from_s3_fails_at_once_naming_the_url(folder, caplog, monkeypatch, bucket, key, refused, error,
                                                         words):
-    from recipes.core.storage import filesystem
+    from recipes.core.sources.storage import filesystem
 
     caplog.set_level(logging.INFO, logger="werkzeug")
     with s3_server() as (endpoint, options):
@@ -210,7 +210,7 @@ def test_s3_answers_are_transient_only_when_asking_again_may_cure_them():
 
 
 def test_a_signed_url_is_one_file_not_a_glob():
-    from recipes.core.parquet_files import parquet_entries
+    from recipes.core.sources.parquet_files import parquet_entries
     from recipes.multimodal import expand_shards
 
     shard, table = "https://host/a/shard-000.tar?sig=x&se=2026", "https://host/a/t.parquet?sig=x"

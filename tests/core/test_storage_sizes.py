@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from recipes.core.parquet_files import parquet_listing, read_footers
-from recipes.core.storage import glob_paths, glob_sizes, stream_sizes
+from recipes.core.sources.parquet_files import parquet_listing, read_footers
+from recipes.core.sources.storage import glob_paths, glob_sizes, stream_sizes
 from tests.servers import FaultyHTTPServer, s3_log, s3_server, upload
 
 FILES = 24

@@ -22,9 +22,11 @@ import aiohttp
 import psutil
 import pytest
 
-from recipes.core import storage, timeouts
-from recipes.core.errors import DataError
-from recipes.core.storage import open_stream, retries_made
+from recipes.core.sources import storage
+
+from recipes.core.sources import timeouts
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.storage import open_stream, retries_made
 from tests.servers import FaultyHTTPServer, SilentServer
 
 ROOT = Path(__file__).resolve().parents[2]

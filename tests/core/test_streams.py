@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch.utils.data import IterableDataset
 
-from recipes.core.loader import build_loader
-from recipes.core.plans import ByLength
-from recipes.core.states import check_int
-from recipes.core.streams import ResumableStream, StreamCursor, reader_slot, shuffled_blocks
+from recipes.core.loading.loader import build_loader
+from recipes.core.sampling.plans import ByLength
+from recipes.core.contracts.states import check_int
+from recipes.core.sources.streams import ResumableStream, StreamCursor, reader_slot, shuffled_blocks
 
 
 class Numbers(IterableDataset):
@@ -136,7 +136,7 @@ def test_a_resumable_stream_resumes_mid_pass_exactly_and_refuses_other_data():
 def test_equal_steps_passes_batches_through_outside_a_process_group():
     from torch.utils.data import DataLoader
 
-    from recipes.core.distributed import EqualSteps
+    from recipes.core.sampling.distributed import EqualSteps
 
     loader = DataLoader(list(range(10)), batch_size=4)
     wrapped = EqualSteps(loader)

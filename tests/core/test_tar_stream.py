@@ -11,8 +11,8 @@ import tarfile
 
 import pytest
 
-from recipes.core.errors import DataError
-from recipes.core.tar_stream import tar_members
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.tar_stream import tar_members
 
 FORMATS = {"ustar": tarfile.USTAR_FORMAT, "gnu": tarfile.GNU_FORMAT, "pax": tarfile.PAX_FORMAT}
 

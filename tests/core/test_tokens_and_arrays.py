@@ -8,10 +8,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError
-from recipes.core.padding import pad_batch
-from recipes.core.tokens import encode_texts, load_tokenizer, pad_id_of
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError
+from recipes.core.tokens.padding import pad_batch
+from recipes.core.tokens.encoding import encode_texts, load_tokenizer, pad_id_of
 from recipes.text.token_cache import cache_prefix, is_cached, load_cache, save_cache
 from tests.special_tokens import truncated
 
@@ -128,7 +128,7 @@ def test_string_array_round_trips_unicode_and_undecodable_names():
 
 
 def test_a_bounded_token_array_never_serves_an_id_past_its_bound(monkeypatch):
-    from recipes.core import arrays
+    from recipes.core.contracts import arrays
 
     ids = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 99, 1, 2], dtype=np.uint16)  # 99 is sample 2's
     offsets = np.array([0, 3, 6, 12])

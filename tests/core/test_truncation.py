@@ -6,7 +6,7 @@ import random
 import pytest
 from tokenizers import Tokenizer
 
-from recipes.core.tokens import WHOLE_TEXT_CHARS, TruncatingEncoder, encode_texts
+from recipes.core.tokens.encoding import WHOLE_TEXT_CHARS, TruncatingEncoder, encode_texts
 from tests.special_tokens import bert_style, clip_style, llama_style, t5_style, truncated
 
 

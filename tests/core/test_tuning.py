@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-from recipes.core.tuning import Trial, recommend, settings, tune_loader, worker_counts
+from recipes.core.loading.tuning import Trial, recommend, settings, tune_loader, worker_counts
 
 
 class SlowItems(Dataset):

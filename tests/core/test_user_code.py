@@ -1,4 +1,4 @@
-"""Errors from user code (transforms, collates) name the sample: recipes.core.errors."""
+"""Errors from user code (transforms, collates) name the sample: recipes.core.contracts.errors."""
 
 import pickle
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.device import to_device
-from recipes.core.errors import (
+from recipes.core.loading.device import to_device
+from recipes.core.contracts.errors import (
     BatchSamples,
     DataError,
     NamedCollate,
@@ -16,9 +16,9 @@ from recipes.core.errors import (
     describe_batch,
     describe_sample,
 )
-from recipes.core.mixing import MixedDataset
-from recipes.core.packing import PackedBatch
-from recipes.core.seeding import SeededDataset
+from recipes.core.loading.mixing import MixedDataset
+from recipes.core.workers.packing import PackedBatch
+from recipes.core.sampling.seeding import SeededDataset
 from tests.loader_errors import loader_error
 
 

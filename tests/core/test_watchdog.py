@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
-from recipes.core.loader import build_loader
-from recipes.core.watchdog import STALL_WARNING_S, LoaderStallWarning, LoaderTimeoutError, WatchedWorkerInit
+from recipes.core.loading.loader import build_loader
+from recipes.core.workers.watchdog import STALL_WARNING_S, LoaderStallWarning, LoaderTimeoutError, WatchedWorkerInit
 
 
 class Stuck(Dataset):

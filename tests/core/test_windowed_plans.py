@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from recipes.core.plans import ByGroup, ByLength, TokenBudget
-from recipes.core.samplers import GroupedBatchSampler
+from recipes.core.sampling.plans import ByGroup, ByLength, TokenBudget
+from recipes.core.sampling.samplers import GroupedBatchSampler
 
 MAX_TOKENS = 64
 

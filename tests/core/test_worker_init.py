@@ -6,7 +6,7 @@ import pickle
 
 from torch.utils.data import Dataset
 
-from recipes.core.loader import build_loader, freeze_inherited_objects, loader_kwargs
+from recipes.core.loading.loader import build_loader, freeze_inherited_objects, loader_kwargs
 
 
 class FreezeCounts(Dataset):

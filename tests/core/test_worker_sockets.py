@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipes.core.loader import loader_kwargs
-from recipes.core.worker_sockets import MAX_SOCKET_PATH_BYTES, SOCKET_SUFFIX_BYTES
+from recipes.core.loading.loader import loader_kwargs
+from recipes.core.workers.worker_sockets import MAX_SOCKET_PATH_BYTES, SOCKET_SUFFIX_BYTES
 
 LONGEST = MAX_SOCKET_PATH_BYTES - SOCKET_SUFFIX_BYTES  # the deepest TMPDIR workers still work in
 
@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 try:
     kwargs = {"num_workers": 1}
     if sys.argv[1] == "preset":
-        from recipes.core.loader import loader_kwargs
+        from recipes.core.loading.loader import loader_kwargs
         kwargs = loader_kwargs("cpu", train=False, num_workers=1)
     kwargs["timeout"] = int(sys.argv[2])
     print(next(iter(DataLoader(list(range(4)), batch_size=4, **kwargs))).tolist())

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from recipes.core.errors import DataError, skip_or_raise
+from recipes.core.contracts.errors import DataError, skip_or_raise
 
 
 class NoisyRange(Dataset):

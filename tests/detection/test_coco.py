@@ -20,10 +20,10 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 import recipes.detection.coco_files as instances_module
-from recipes.core.arrays import StringArray
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 
 EMPTY_IMAGE_ID, CROWD_ANNOTATIONS = 42, {1038, 1073}
 # The references decode masks with pycocotools, which warns on numpy 2 about its own __array__

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning, coco_files
 from recipes.detection.coco_checks import (
     SECTIONS,

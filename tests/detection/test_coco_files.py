@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.detection import coco_files
 from recipes.detection.coco_files import read_instances
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torchvision import tv_tensors
 
-from recipes.core.packing import PackedBatch
+from recipes.core.workers.packing import PackedBatch
 from recipes.detection import CocoDataset, detection_collate, padded_detection_collate
 from tests.core.mutations import fuzz_settings, load_or_data_error, mutated_file, quiet
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset, DegenerateBoxWarning, detection_loader
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.core.hostile import (
     BAD_IMAGES,
     assert_one_warning_each,
@@ -161,7 +161,7 @@ def test_an_error_in_a_worker_names_the_file_and_image_in_the_main_process(hosti
 def test_a_bomb_is_refused_by_the_dataset_before_its_pixels_are_allocated(hostile):
     root, ann_file = _one_problem(*hostile, [14])
     setup = (
-        "from recipes.core.errors import DataError\n"
+        "from recipes.core.contracts.errors import DataError\n"
         "from recipes.detection import CocoDataset\n"
         f"dataset = CocoDataset({str(root)!r}, {str(ann_file)!r})\n"
         "index = dataset.image_ids.tolist().index(14)"

@@ -12,7 +12,7 @@ from torchvision import tv_tensors
 from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
 from torchvision.transforms import v2
 
-from recipes.core.device import DevicePrefetcher
+from recipes.core.loading.device import DevicePrefetcher
 from recipes.detection import (
     CocoDataset,
     PaddedDetectionCollate,
@@ -128,7 +128,7 @@ def test_training_batches_never_mix_orientations_or_repeat_an_image(dataset, see
 def test_ranks_get_equal_batch_counts_and_disjoint_images(dataset, monkeypatch, world_size):
     per_rank = []
     for rank in range(world_size):
-        monkeypatch.setattr("recipes.core.distributed.distributed_rank_and_size", lambda rank=rank: (rank, world_size))
+        monkeypatch.setattr("recipes.core.sampling.distributed.distributed_rank_and_size", lambda rank=rank: (rank, world_size))
         loader = detection_loader(dataset, 1, train=True, device="cpu", seed=7, num_workers=0)
         per_rank.append([image_id for batch in loader for image_id in _ids(batch)])
     assert len({len(ids) for ids in per_rank}) == 1 and len(per_rank[0]) == 10 // world_size

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from recipes.core import ReadOptions
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.detection import CocoDataset
 
 HERE = str(Path(__file__).resolve())

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.detection import CocoDataset
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from recipes.core.errors import SampleError
+from recipes.core.contracts.errors import SampleError
 from recipes.detection import CocoDataset, detection_loader
 from tests.loader_errors import loader_error
 

@@ -17,11 +17,11 @@ PROBE = r"""
 import gc, json, statistics, sys
 from pathlib import Path
 import psutil
-import recipes.core.loader
+import recipes.core.loading.loader
 from recipes.detection import CocoDataset, detection_loader
 
 if sys.argv[2] == "unfrozen":  # the counterfactual: workers not frozen
-    recipes.core.loader.freeze_inherited_objects = lambda worker_id, then=None: None
+    recipes.core.loading.loader.freeze_inherited_objects = lambda worker_id, then=None: None
 # A long run holds many full collections; this brings them into a short pass (a low threshold
 # alone does not: whether a full collection runs depends on the heap's history). Each full
 # collection writes to every object it visits, so what it visits is copied into the worker.

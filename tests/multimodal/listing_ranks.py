@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.multimodal import ImageTextShards, multimodal_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import rank_main
 from tests.servers import mark_together
 

@@ -15,7 +15,7 @@ from typing import Any
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import rank_main, sample_passes, train_passes
 
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])

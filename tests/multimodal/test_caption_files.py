@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal.caption_files import read_caption_manifest
 
 

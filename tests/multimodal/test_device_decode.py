@@ -13,7 +13,7 @@ from torchvision.transforms import v2
 from recipes.core import DevicePrefetcher, MixedDataset
 from recipes.multimodal import ImageTextDataset, multimodal_loader
 from recipes.vision import train_transform
-from recipes.core.device_decode import EncodedBatch
+from recipes.core.pixels.device_decode import EncodedBatch
 from tests.device_images import assert_near_worker, distance_to_reference, reference
 from tests.photos import photo
 

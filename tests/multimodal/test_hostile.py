@@ -21,9 +21,9 @@ from torchvision.transforms import v2
 
 import recipes.multimodal.tar_shards as tar_shards
 from recipes.core import DevicePrefetcher
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.core.hostile import (
     BAD_IMAGES,
     assert_one_warning_each,
@@ -239,7 +239,7 @@ def test_a_bomb_is_refused_by_both_datasets_before_its_pixels_are_allocated(fold
     manifest = write_manifest(folder, [row("images/bomb.png")])
     shard = write_shard(folder / "bomb.tar", [hostile_members(folder / "images")["003"]])
     setup = (
-        "from recipes.core.errors import DataError\n"
+        "from recipes.core.contracts.errors import DataError\n"
         "from recipes.multimodal import ImageTextDataset, ImageTextShards\n"
         f"tokenizer = {str(fixtures / 'text' / 'tokenizer.json')!r}\n"
         f"pairs = ImageTextDataset({str(manifest)!r}, tokenizer)\n"

@@ -41,7 +41,7 @@ def test_a_pattern_is_listed_at_most_once_per_job_and_no_shard_size_is_asked(job
     built, epochs = phase(log, f"{case}/build"), [phase(log, f"{case}/epoch-{e}") for e in range(2)]
     shards = sorted(f"/shards/shard-{n:05d}.tar" for n in range(SHARDS))
     assert built[:listings] == [("LIST", "/shards")] * listings  # rank 0 alone lists; rank 1 and the workers do not
-    # then rank 0 alone indexes the samples (recipes.core.shard_index): one GET a shard, not one a rank
+    # then rank 0 alone indexes the samples (recipes.core.sources.shard_index): one GET a shard, not one a rank
     assert sorted(built[listings:]) == [("GET", path) for path in shards]
     for requests in epochs:
         assert sorted(path for _, path in requests) == shards  # one GET a shard, no HEAD, no listing

@@ -7,7 +7,7 @@ from torchvision.transforms import v2
 
 from recipes.core import MixedDataset, MixedStream
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import check_resume, check_resume_mid_epoch
 
 RESIZE = v2.Resize((24, 24), antialias=True)

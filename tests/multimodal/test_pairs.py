@@ -12,8 +12,8 @@ from PIL import Image, ImageOps
 from tokenizers import Tokenizer
 from torchvision.transforms import v2
 
-from recipes.core.device import normalize_images
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.loading.device import normalize_images
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import CLIP_MEAN, CLIP_STD, ImageTextDataset, multimodal_collate, multimodal_loader
 from tests.special_tokens import truncated
 
@@ -328,7 +328,7 @@ def test_unknown_options_list_the_choices(fixtures, tokenizer):
 def test_pinned_channels_last_batches_reach_a_cuda_clip_step_normalised(fixtures, tokenizer):
     from transformers import CLIPConfig, CLIPModel
 
-    from recipes.core.device import DevicePrefetcher
+    from recipes.core.loading.device import DevicePrefetcher
 
     dataset = ImageTextDataset(fixtures / "multimodal" / "captions.json", tokenizer, transform=RESIZE)
     loader = multimodal_loader(dataset, 4, device="cuda", seed=0, num_workers=2)

@@ -13,9 +13,9 @@ import pytest
 import torch
 from PIL import Image, ImageOps
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.multimodal import ImageTextDataset, multimodal_loader, write_shards
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.harness import with_skip_warnings
 
 
@@ -175,7 +175,7 @@ def test_a_cache_dir_keeps_one_copy_of_the_embedded_bytes_for_every_run(folder, 
 
 
 def test_a_glob_of_parquet_files_is_listed_once_per_dataset(folder, tokenizer, monkeypatch):
-    from recipes.core import parquet_files
+    from recipes.core.sources import parquet_files
 
     rows = manifest_rows(folder)
     for part in range(2):

@@ -5,9 +5,9 @@ import os
 import pytest
 from torchvision.transforms import v2
 
-from recipes.core.errors import DataError
-from recipes.core.read_options import ReadOptions
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.errors import DataError
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sampling.stream_order import StreamOrder
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer, s3_server, upload

@@ -9,7 +9,7 @@ import pytest
 from torchvision.transforms import v2
 
 from recipes.multimodal import ImageTextShards, multimodal_loader, write_shards
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import STOPS, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 

@@ -14,9 +14,9 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, multimodal_loader, write_shards
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 
 RESIZE = v2.Compose([v2.Resize(24), v2.CenterCrop(24)])
 AUGMENT = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True), v2.RandomHorizontalFlip()])

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.multimodal.tar_shards import caption_member, read_captions, read_samples, split_key
 
 

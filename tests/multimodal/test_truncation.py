@@ -6,7 +6,7 @@ import random
 import pytest
 
 from recipes.multimodal import ImageTextDataset, ImageTextShards, write_shards
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from tests.special_tokens import clip_style, truncated
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from recipes.core.errors import SampleError
+from recipes.core.contracts.errors import SampleError
 from recipes.multimodal import ImageTextDataset, ImageTextShards, multimodal_loader, write_shards
 from tests.loader_errors import loader_error
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.harness import rank_main
 from tests.servers import mark_together

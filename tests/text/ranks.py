@@ -13,7 +13,7 @@ from typing import Any
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import rank_main, sample_passes, train_passes
 
 MIXED_PER_EPOCH, MIXED_EPOCHS = 50, 6  # 25 draws of each source an epoch: its 60 or 43 lines take 2 or 3 epochs

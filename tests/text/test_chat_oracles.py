@@ -16,7 +16,7 @@ import torch
 from tokenizers import Tokenizer
 
 from recipes.text import InstructionDataset
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 
 TEMPLATES = ("llama3", "chatml", "mistral")
 

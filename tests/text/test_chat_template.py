@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from recipes.text import InstructionDataset
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 
 FORMS = {"folder": ".", "config": "tokenizer_config.json", "jinja": "chat_template.jinja"}
 

@@ -1,6 +1,6 @@
 """Assistant spans read off one render per conversation equal the spans of rendering every prefix.
 
-The oracle is the definition (recipes.text.instruction_labels): turn ``i`` spans from the end of
+The oracle is the definition (recipes.text.chat.instruction_labels): turn ``i`` spans from the end of
 the conversation before it rendered with the generation prompt to the end of the conversation
 through it, each prefix rendered on its own. Checked on the fixture conversations for the three
 real templates, on generated ones with awkward contents, and on templates that transform or
@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from recipes.text.chat_template import ChatTemplate
-from recipes.text.chat_turns import TurnSkeletons
-from recipes.text.instruction_labels import render_sample
-from recipes.text.instruction_rows import Sample
+from recipes.text.chat.chat_template import ChatTemplate
+from recipes.text.chat.chat_turns import TurnSkeletons
+from recipes.text.chat.instruction_labels import render_sample
+from recipes.text.chat.instruction_rows import Sample
 
 TEMPLATES = ("llama3", "chatml", "mistral")
 AWKWARD = ["", " ", "  padded  ", "\n", "line\nbreak", "{{ x }}", "{% if %}", "<|im_end|>", "[INST]", "naïve 😀",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.text.corpus_files import label_ids, parse_line, read_rows
 
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_log, s3_server, upload
 

@@ -11,9 +11,9 @@ import json
 import pytest
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.core.hostile import assert_one_warning_each, recording, worker_error
 from tests.special_tokens import truncated
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, pack_collate, streaming_loader, text_loader
-from recipes.core.read_options import ReadOptions
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import assert_same_batches, check_resume, with_skip_warnings
 from tests.special_tokens import bert_style, t5_style, truncated
 

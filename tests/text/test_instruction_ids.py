@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from recipes.text.instruction_ids import _lists
+from recipes.text.chat.instruction_ids import _lists
 
 ROWS = [[1, -100, 3], None, [], [4, None, 6], [-100] * 5, [7]]
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.mixing import MixedDataset
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.loading.mixing import MixedDataset
 from recipes.text import InstructionDataset, instruction_collate, pack_collate, text_loader
-from recipes.text.chat_template import ChatTemplate
+from recipes.text.chat.chat_template import ChatTemplate
 from tests.harness import resume_suite
 
 

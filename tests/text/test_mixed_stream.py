@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader
 
 from recipes.core import MixedStream
 from recipes.text import StreamingTextDataset, streaming_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import check_resume, mutated_state, mutation_cases
 from tests.loader_errors import loader_error
 

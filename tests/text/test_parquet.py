@@ -7,10 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from recipes.core.errors import DataError
+from recipes.core.contracts.errors import DataError
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
-from recipes.core.read_options import ReadOptions
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import with_skip_warnings
 from tests.special_tokens import truncated
 

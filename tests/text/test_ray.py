@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError
-from recipes.core.tokens import WHOLE_TEXT_CHARS, TruncatingEncoder, encode_texts
+from recipes.core.contracts.errors import DataError
+from recipes.core.tokens.encoding import WHOLE_TEXT_CHARS, TruncatingEncoder, encode_texts
 from recipes.text import TokenizeBatch, TokenizedTextDataset
 
 pa = pytest.importorskip("pyarrow")

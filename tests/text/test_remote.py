@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from recipes.core.read_options import ReadOptions
-from recipes.core.stream_order import StreamOrder
+from recipes.core.contracts.read_options import ReadOptions
+from recipes.core.sampling.stream_order import StreamOrder
 from recipes.text import StreamingTextDataset, streaming_loader
 from tests.servers import FaultyHTTPServer, s3_server, upload
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from recipes.text import StreamingTextDataset, streaming_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.harness import STOPS, assert_same_batches, check_resume, mutated_state, mutation_cases
 from tests.servers import FaultyHTTPServer
 

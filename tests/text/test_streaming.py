@@ -9,9 +9,9 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_collate
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 from tests.special_tokens import truncated
 
 
@@ -188,7 +188,7 @@ def test_every_keyword_the_docs_give_the_stream_is_one_it_takes():
 
     from torch.utils.data import DataLoader
 
-    from recipes.core.read_options import ReadOptions
+    from recipes.core.contracts.read_options import ReadOptions
 
     def named(function):
         return set(inspect.signature(function).parameters)

@@ -11,10 +11,10 @@ import pytest
 from tokenizers import Tokenizer
 
 from recipes.core import ReadOptions
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.text import InstructionDataset
-from recipes.text.chat_template import ChatTemplate
-from recipes.text.template_budget import RenderBudget
+from recipes.text.chat.chat_template import ChatTemplate
+from recipes.text.chat.template_budget import RenderBudget
 from tests.memory_cap import address_space_cap
 
 CHAT = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"

@@ -10,8 +10,8 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-from recipes.core.errors import DataError, SkippedSampleWarning
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.read_options import ReadOptions
 from recipes.text import TokenizedTextDataset, pack_collate, text_loader
 from recipes.text.token_cache import DamagedCacheWarning
 from tests.harness import with_skip_warnings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from recipes.core.errors import SampleError
+from recipes.core.contracts.errors import SampleError
 from recipes.text import TokenizedTextDataset, text_collate, text_loader
 from tests.loader_errors import loader_error
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipes.text import StreamingTextDataset, TokenizedTextDataset, streaming_loader, text_collate, text_loader
-from recipes.core.stream_order import StreamOrder
+from recipes.core.sampling.stream_order import StreamOrder
 
 DATA, TOKENIZER = "fixtures/text/labeled.jsonl", "fixtures/text/tokenizer.json"
 

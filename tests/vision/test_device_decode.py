@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from recipes.core import DevicePrefetcher, MixedDataset
-from recipes.core.device_decode import EncodedBatch
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.pixels.device_decode import EncodedBatch
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
 from tests.device_images import assert_near_worker, distance_to_reference, operations, reference
 from tests.photos import photo

@@ -12,9 +12,9 @@ from PIL import Image, ImageOps
 from torchvision import tv_tensors
 from torchvision.datasets import DatasetFolder, ImageFolder
 
-from recipes.core.read_options import ReadOptions
+from recipes.core.contracts.read_options import ReadOptions
 from recipes.core import DevicePrefetcher
-from recipes.core.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vision_loader
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 

@@ -46,7 +46,7 @@ def test_a_bomb_is_refused_by_the_dataset_before_its_pixels_are_allocated(fixtur
     (tmp_path / "bad").mkdir()
     shutil.copy(fixtures / "hostile" / "images" / "bomb.png", tmp_path / "bad" / "bomb.png")
     setup = (
-        "from recipes.core.errors import DataError\n"
+        "from recipes.core.contracts.errors import DataError\n"
         "from recipes.vision import ImageFolderDataset\n"
         f"dataset = ImageFolderDataset({str(tmp_path)!r})"
     )

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
-from recipes.core.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher
+from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher
 from recipes.vision import ImageFolderDataset, train_transform, vision_loader
 from tests.photos import image_folder
 
@@ -89,7 +89,7 @@ def test_ranks_split_training_batches_and_eval_samples(distinct, monkeypatch):
     lookup = _which(distinct)
 
     def run(rank, train):
-        monkeypatch.setattr("recipes.core.distributed.distributed_rank_and_size", lambda: (rank, 2))
+        monkeypatch.setattr("recipes.core.sampling.distributed.distributed_rank_and_size", lambda: (rank, 2))
         loader = vision_loader(distinct, 4, train=train, device="cpu", seed=0, num_workers=0)
         return [[lookup[_digest(image)] for image in images] for images, _ in loader]
 

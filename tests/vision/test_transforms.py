@@ -10,7 +10,7 @@ from PIL import Image
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-from recipes.core.images import decode_image, read_image
+from recipes.core.pixels.images import decode_image, read_image
 from recipes.vision import ImageFolderDataset, RandomHorizontalFlip, RandomResizedCrop, eval_transform, train_transform
 from tests.photos import photo
 

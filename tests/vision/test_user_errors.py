@@ -7,7 +7,7 @@ import torch
 from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 
-from recipes.core.errors import SampleError
+from recipes.core.contracts.errors import SampleError
 from recipes.vision import ImageFolderDataset, eval_transform, vision_loader
 from tests.loader_errors import loader_error
 

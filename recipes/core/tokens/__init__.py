@@ -1,0 +1,3 @@
+"""Token ids: tokenizers and encoding, truncation that keeps special tokens, padding ids into batches.
+It imports ``contracts`` and ``sources``.
+"""

@@ -1,0 +1,95 @@
+"""What both video datasets are once their videos are found: clips, hooks and the seams to override.
+
+    class MyVideos(ClipDataset):
+        def __init__(self, rows):
+            self.options, self.classes = VideoOptions(), None
+            self.clips = ClipTable(paths, paths, labels, ClipSampling(16), self.options, None, on_error="raise")
+
+``VideoFolderDataset`` and ``VideoDataset`` differ only in how they find their videos, labels and
+segments (a folder walk, manifest rows); each builds ``self.clips`` (a
+:class:`recipes.video.clips.ClipTable`), ``self.options`` and ``self.classes``, and this class
+gives the rest: items (:meth:`load_clip` and :meth:`load_target` are the seams a subclass
+overrides), the core's hooks (``describe``, ``batch_contract``, ``device_plan`` /
+``encoded_item``) and what ``video_loader`` asks (``with_random_clips``, ``decode_path``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from recipes.video.clips import ClipTable, copy_with, read_item
+from recipes.video.decoding import VideoOptions, decode_clip
+from recipes.video.device import decode_path, encoded_item
+
+
+class ClipDataset(Dataset):
+    """Clips of the videos in ``self.clips``; see the module docstring. Not built directly."""
+
+    clips: ClipTable
+    options: VideoOptions
+    classes: list[str] | None
+
+    @property
+    def transform(self) -> Callable[[Any], Any] | None:
+        """What each decoded clip goes through."""
+        return self.clips.transform
+
+    def __len__(self) -> int:
+        return len(self.clips)
+
+    def path(self, video: int) -> str:
+        """The file of video ``video`` (item ``i``'s video is ``i // clips_per_video``)."""
+        return self.clips.paths[video]
+
+    def describe(self, index: int) -> str:
+        """Where item ``index`` comes from, for messages: its file (and manifest line), and its clip
+        when a video gives several."""
+        return self.clips.describe(index)
+
+    def batch_contract(self) -> dict[str, Any]:
+        """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
+        return {"collate": "video_collate", "classes": self.classes,
+                "frames_per_clip": self.clips.sampling.frames_per_clip}
+
+    @property
+    def targets(self) -> list[int]:
+        """The label of every item (each video's, once per clip; built on access)."""
+        return np.repeat(self.clips.labels, self.clips.sampling.clips_per_video).tolist()
+
+    def load_clip(self, video: int, frames: np.ndarray) -> torch.Tensor:
+        """Frames ``frames`` of video ``video``, uint8 ``[T, 3, H, W]``, before the transform.
+        Override it to read clips another way; a DataError it raises follows ``on_error``."""
+        return decode_clip(self.path(video), self.clips.names[video], frames, self.clips.info(video), self.options)
+
+    def load_target(self, video: int) -> Any:
+        """Video ``video``'s target: its label (a class index). Override it for another target."""
+        return int(self.clips.labels[video])
+
+    def __getitem__(self, index: int) -> dict[str, Any] | None:
+        return read_item(self, self.clips, index)
+
+    def with_random_clips(self, random: bool) -> ClipDataset:
+        """This dataset drawing each item's clip at random (``video_loader(train=True)`` asks for
+        it) or taking it evenly spaced (the default); a shallow copy sharing the index."""
+        return copy_with(self, self.clips.with_random(random))
+
+    def decode_path(self, device: Any) -> str:
+        """``"worker"`` or ``"device"``: where a loader for ``device`` decodes (``options.decode``)."""
+        return decode_path(self.options.decode, device, self.clips)
+
+    def device_plan(self) -> str:
+        """``decode="device"``'s plan: each clip is decoded by its own ``EncodedClip``."""
+        return "clips"
+
+    def encoded_item(self, index: int, plan: Any) -> dict[str, Any] | None:
+        """``self[index]`` with an :class:`recipes.video.device.EncodedClip` for ``"video"`` (the file,
+        the frames and the transform's seed, drawn as ``self[index]`` draws them); with
+        :meth:`load_clip` overridden, ``self[index]`` itself (only a worker runs it)."""
+        if type(self).load_clip is not ClipDataset.load_clip:
+            return self[index]
+        return encoded_item(self, self.clips, index, self.path(self.clips.locate(index)[0]))

@@ -1,0 +1,121 @@
+"""The index of a video dataset: every file's frame count, rate, size and frame times, as numpy arrays.
+
+    index = VideoIndex.build(paths, names, index_dir="~/.cache/recipes")   # probes each file once
+    index.info(3)          # VideoInfo(frames=300, fps=30.0, ...) of file 3
+    index.errors           # {row: "a.mp4: truncated: ..."} of the files that cannot be used
+
+Each file is read by :func:`recipes.video.probe.probe` (header and packets, no frame decoded).
+The arrays (a few per video, frame times only for variable-rate ones) are what forked workers
+share instead of copying Python objects (pytorch issue 13246). With ``index_dir`` they are kept
+as one ``.npz`` (:func:`recipes.core.sources.index_cache.cached_index`, loaded without pickle), named by
+a digest of every file's path, size and modification time: the next build over the same files
+opens none of them, and one changed file builds the index again. A file that cannot be used is
+kept in the index as its reason, so a build from the cache names it again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from recipes.core.contracts.arrays import StringArray
+from recipes.core.contracts.errors import DataError
+from recipes.core.sources.index_cache import cached_index
+from recipes.video.probe import VideoInfo, probe
+
+INDEX_KIND = "video"  # the cache file's prefix: <index_dir>/video-index-<digest>.npz
+FIELDS = ("frames", "fps", "begin", "height", "width", "constant", "rotation")
+
+
+@dataclass(frozen=True)
+class VideoIndex:
+    """Per-file arrays (one entry per file; a file that cannot be used has zeros and its reason in
+    ``errors``); ``times`` holds the frame times of the variable-rate files, file ``i``'s at
+    ``times[offsets[i]:offsets[i + 1]]``; ``codecs`` names each file's codec."""
+
+    frames: np.ndarray
+    fps: np.ndarray
+    begin: np.ndarray
+    height: np.ndarray
+    width: np.ndarray
+    constant: np.ndarray
+    rotation: np.ndarray
+    times: np.ndarray
+    offsets: np.ndarray
+    codecs: StringArray
+    errors: dict[int, str]
+
+    @classmethod
+    def build(cls, paths: Sequence[str], names: Sequence[str],
+              index_dir: str | os.PathLike | None = None) -> VideoIndex:
+        """The index of the local files ``paths`` (``names``: how messages show them), from
+        ``index_dir`` when an earlier build of the same files left it there."""
+        identity = [_identity(path) for path in paths]
+        arrays = cached_index(index_dir, INDEX_KIND, identity, lambda: _probe_all(paths, names))
+        errors = dict(zip(arrays["error_rows"].tolist(), arrays["error_text"].tolist()))
+        codecs = StringArray([str(name) for name in arrays["codec_names"][arrays["codec_ids"]]])
+        return cls(**{name: arrays[name] for name in (*FIELDS, "times", "offsets")}, codecs=codecs, errors=errors)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def info(self, row: int) -> VideoInfo:
+        """File ``row`` as :func:`recipes.video.probe.probe` found it."""
+        start, stop = int(self.offsets[row]), int(self.offsets[row + 1])
+        return VideoInfo(frames=int(self.frames[row]), fps=float(self.fps[row]), height=int(self.height[row]),
+                         width=int(self.width[row]), begin=float(self.begin[row]), constant=bool(self.constant[row]),
+                         codec=self.codecs[row], rotation=float(self.rotation[row]),
+                         times=self.times[start:stop] if stop > start else None)
+
+    def subset(self, rows: np.ndarray) -> VideoIndex:
+        """The index of files ``rows`` only, in that order (without errors)."""
+        starts, stops = self.offsets[rows], self.offsets[rows + 1]
+        pieces = [self.times[start:stop] for start, stop in zip(starts.tolist(), stops.tolist())]
+        offsets = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
+        times = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float64)
+        kept = {name: getattr(self, name)[rows] for name in FIELDS}
+        return VideoIndex(**kept, times=times, offsets=offsets, codecs=StringArray([self.codecs[r] for r in rows]),
+                          errors={})
+
+
+def _identity(path: str) -> list:
+    """``[path, size, modification time]`` (None, None for a file that is not there)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return [os.path.abspath(path), None, None]
+    return [os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
+
+
+def _probe_all(paths: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Every file probed: the index's arrays, the reasons of those that failed by row."""
+    columns: dict[str, list] = {name: [] for name in FIELDS}
+    times, offsets, codecs, error_rows, error_text = [], [0], [], [], []
+    for row, (path, name) in enumerate(zip(paths, names)):
+        try:
+            info = probe(path, name)
+        except DataError as error:
+            info = VideoInfo(0, 0.0, 0, 0, 0.0, True, "")
+            error_rows.append(row)
+            error_text.append(str(error))
+        for field in FIELDS:
+            columns[field].append(getattr(info, field))
+        if info.times is not None:
+            times.append(info.times)
+        offsets.append(offsets[-1] + (0 if info.times is None else len(info.times)))
+        codecs.append(info.codec)
+    names_of_codecs = sorted(set(codecs))
+    dtypes = {"frames": np.int64, "fps": np.float64, "begin": np.float64, "height": np.int64, "width": np.int64,
+              "constant": bool, "rotation": np.float64}
+    return {
+        **{field: np.asarray(columns[field], dtype=dtypes[field]) for field in FIELDS},
+        "times": np.concatenate(times) if times else np.zeros(0, dtype=np.float64),
+        "offsets": np.asarray(offsets, dtype=np.int64),
+        "codec_names": np.asarray(names_of_codecs, dtype=str),
+        "codec_ids": np.asarray([names_of_codecs.index(codec) for codec in codecs], dtype=np.int64),
+        "error_rows": np.asarray(error_rows, dtype=np.int64),
+        "error_text": np.asarray(error_text, dtype=str),
+    }
