@@ -6,10 +6,11 @@
 A header read is a file open and a few reads: from the page cache tens of microseconds through
 libsndfile, on network storage a round trip. A large manifest whose headers wait on storage reads
 them from threads (libsndfile releases the GIL while it reads), with a progress bar once a build
-takes more than a few seconds. With ``ReadOptions(index_dir=...)`` the rows, their clips' resolved paths and headers are kept in
-one ``.npz`` (:mod:`recipes.core.sources.index_cache`, named by the manifest's path, size and modification
-time and the fields read), and the next build of the same manifest reads no header but those of
-clips whose size or modification time changed, or that could not be read before.
+takes more than a few seconds. With ``ReadOptions(index_dir=...)`` the rows, their clips' resolved
+paths and headers are kept in one ``.npz`` (:mod:`recipes.core.sources.index_cache`, named by the
+manifest's path, size and modification time and the fields read), and the next build of the same
+manifest reads no header but those of clips whose size or modification time changed, or that could
+not be read before.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ class HeaderIndex:
         their float64 bits), the strings' offsets, and the strings (the paths last, joined by NULs)."""
         paths = np.frombuffer("\0".join(self.paths).encode("utf-8", "surrogateescape"), dtype=np.uint8)
         columns = (self.places, self.sizes, self.mtimes, self.stated.view(np.int64), self.seconds.view(np.int64))
-        arrays = {"numbers": np.stack(columns, axis=1), "offsets": np.concatenate([self.refs.offsets, self.texts.offsets]),
+        offsets = np.concatenate([self.refs.offsets, self.texts.offsets])
+        arrays = {"numbers": np.stack(columns, axis=1), "offsets": offsets,
                   "strings": np.concatenate([self.refs.data, self.texts.data, paths])}
         save_index(index_dir, INDEX_KIND, key, arrays)
 
