@@ -19,7 +19,8 @@ Everything runs in one process, the sides in alternating rounds; medians are pri
    Lhotse's ``DynamicBucketingSampler`` + ``K2SpeechRecognitionDataset(AudioSamples())``. The
    hand-over, two ways: the CPU a clip of the epoch (main process and workers, psutil) less that of
    the same loader with ``num_workers=0``, where nothing crosses between processes; and a batch's
-   pickle through shared memory and back (ForkingPickler, as a worker and the main process do it).
+   pickle through shared memory and back (ForkingPickler, as a worker and the main process do it);
+   the padding waste, padded samples over all samples of an epoch's batches.
 3. Decoders: one clip's decode, soundfile against TorchCodec's ``AudioDecoder``.
 """
 
@@ -197,22 +198,26 @@ def cpu_seconds() -> float:
     return total
 
 
-def epoch(loader, number: int, skip: int) -> tuple[float, float, int]:
-    """(steady clips/s after ``skip`` batches, CPU seconds of the whole epoch, clips)."""
+def epoch(loader, number: int, skip: int) -> tuple[float, float, int, float]:
+    """(steady clips/s after ``skip`` batches, CPU seconds of the whole epoch, clips, padding waste:
+    padded samples over all samples of its batches)."""
     sampler = getattr(loader, "sampler", None)
     for owner in (sampler, getattr(loader, "batch_sampler", None), getattr(loader, "loader", None)):
         if hasattr(owner, "set_epoch"):
             owner.set_epoch(number)
-    cpu, clips, steady, start = cpu_seconds(), 0, 0, None
+    cpu, clips, steady, start, real, padded = cpu_seconds(), 0, 0, None, 0, 0
     for k, batch in enumerate(loader):
         count = clips_of(batch)
         clips += count
+        audio = batch["inputs"] if "inputs" in batch else batch["audio"]
+        lengths = batch["supervisions"]["num_samples"] if "inputs" in batch else batch["audio_lengths"]
+        real, padded = real + int(lengths.sum()), padded + audio.shape[0] * audio.shape[-1]
         if k == skip:
             start = time.perf_counter()
         elif k > skip:
             steady += count
     seconds = time.perf_counter() - start if start is not None else float("nan")
-    return steady / seconds, cpu_seconds() - cpu, clips
+    return steady / seconds, cpu_seconds() - cpu, clips, 1 - real / max(1, padded)
 
 
 def loaders(manifest: Path, budget: float, workers: int, hf: bool) -> dict:
@@ -228,7 +233,7 @@ def loaders(manifest: Path, budget: float, workers: int, hf: bool) -> dict:
 
 
 def loader_figures(manifest: Path, budget: float, rounds: int, hf: bool) -> dict[str, tuple[float, ...]]:
-    """``{loader: (clips/s, hand-over CPU ms a clip, pickle ms and bytes a second of audio)}``, medians of
+    """``{loader: (clips/s, hand-over CPU ms a clip, pickle ms and bytes a second of audio, padding)}``, medians of
     ``rounds`` alternating rounds (a round: each loader's epoch with 2 workers, then with none)."""
     alone, parallel = loaders(manifest, budget, 0, hf), loaders(manifest, budget, 2, hf)
     for loader in parallel.values():
@@ -236,9 +241,10 @@ def loader_figures(manifest: Path, budget: float, rounds: int, hf: bool) -> dict
     runs: dict[str, list[tuple[float, ...]]] = {name: [] for name in parallel}
     for number in range(1, rounds + 1):
         for name, loader in parallel.items():
-            rate, cpu, clips = epoch(loader, number, skip=2 * 2)  # after workers x prefetch_factor batches
-            _, cpu_alone, clips_alone = epoch(alone[name], number, skip=0)
-            runs[name].append((rate, 1000 * (cpu / clips - cpu_alone / clips_alone), *pickled(alone[name], number)))
+            rate, cpu, clips, waste = epoch(loader, number, skip=2 * 2)  # after workers x prefetch_factor batches
+            _, cpu_alone, clips_alone, _ = epoch(alone[name], number, skip=0)
+            handover = 1000 * (cpu / clips - cpu_alone / clips_alone)
+            runs[name].append((rate, handover, *pickled(alone[name], number), waste))
     return {name: tuple(statistics.median(column) for column in zip(*results)) for name, results in runs.items()}
 
 
@@ -348,11 +354,12 @@ def report(corpus: str, suffix: str, manifest: Path, args: argparse.Namespace) -
     print(f"\nours / Lhotse: {ours / lhotse:.2f}x the time; second build {second:.1f}x faster "
           f"({tenfold:.1f}x with each clip listed 10 times)")
     print(f"\n| loader, batches of ~{args.budget:g} s | clips/s | hand-over: CPU ms a clip | pickled: ms a clip | "
-          "bytes a second of audio |\n|---|---|---|---|---|")
+          "bytes a second of audio | padding |\n|---|---|---|---|---|---|")
     figures = loader_figures(manifest, args.budget, args.rounds, args.hf)
     mean_seconds = statistics.mean(json.loads(line)["duration"] for line in manifest.read_text().splitlines())
-    for name, (rate, handover, trip, size) in figures.items():
-        print(f"| {name} | {rate:.0f} | {handover:.2f} | {trip * mean_seconds:.2f} | {size / 1000:.0f} kB |")
+    for name, (rate, handover, trip, size, waste) in figures.items():
+        shipped = f"{trip * mean_seconds:.2f} | {size / 1000:.0f} kB"
+        print(f"| {name} | {rate:.0f} | {handover:.2f} | {shipped} | {waste:.1%} |")
     ratio = figures["recipes audio_loader, raw"][0] / figures["Lhotse DynamicBucketingSampler"][0]
     print(f"\nours raw / Lhotse raw: {ratio:.2f}x")
     print("\n| decode of one clip | ms |\n|---|---|")
