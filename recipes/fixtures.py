@@ -14,11 +14,11 @@ draw are :mod:`recipes.fixtures_files`; the hostile set, each file broken one wa
 reads the files alone.
 """
 
+import argparse
 import hashlib
 import io
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -127,6 +127,7 @@ Regenerate after changing the generator (and commit the result):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m recipes.fixtures OUT_DIR")
-    print(generate(sys.argv[1]))
+    parser = argparse.ArgumentParser(prog="python -m recipes.fixtures", description="Write every recipe's fixtures "
+                                     "into OUT_DIR (created if missing) and print it.")
+    parser.add_argument("out_dir", metavar="OUT_DIR")
+    print(generate(parser.parse_args().out_dir))

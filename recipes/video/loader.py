@@ -101,9 +101,9 @@ def video_loader(
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if collate_fn is None:  # asked of the dataset as given (drawing its clips may hand on another object);
+        collate_fn = collate_of(dataset) or VideoCollate(layout)  # build_loader checks the hooks, once
     dataset = clips_drawn(dataset, random=train)
-    if collate_fn is None:
-        collate_fn = collate_of(dataset) or VideoCollate(layout)
     decoded = with_decode(dataset, decode_of(dataset, device))
     return build_loader(decoded, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -41,3 +41,12 @@ def test_an_empty_folder_name_is_refused_for_every_cache_not_read_as_the_current
         cached_index("", "lines", [], lambda: {})
     with pytest.raises(ValueError, match="cache_dir=' ' names no folder"):
         DiskCache(" ")
+
+
+def test_a_url_is_refused_for_every_cache_not_made_a_local_folder_named_after_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"index_dir='s3://bucket/index' is a URL; a cache is kept on a local disk"):
+        cached_index("s3://user:secret@bucket/index?sig=1", "lines", [], lambda: {})
+    with pytest.raises(ValueError, match="cache_dir='https://host/cache' is a URL"):
+        DiskCache("https://host/cache")
+    assert list(tmp_path.iterdir()) == []

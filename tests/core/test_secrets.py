@@ -39,6 +39,7 @@ from recipes.text import (
     TokenizedTextDataset,
     TokenizeInstructions,
 )
+from recipes.video import VideoDataset, VideoFolderDataset, VideoOptions
 from recipes.vision import ImageFolderDataset
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
@@ -168,6 +169,9 @@ CASES = [
     ("clip-shards-state", "AudioShards", "http", lambda w: _clips(w, "x-{000..001}.tar")),
     ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
     ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
+    ("footage-folder-url", "VideoFolderDataset", "http", lambda w: VideoFolderDataset(w.url("train"))),
+    ("footage-manifest-url", "VideoDataset", "http", lambda w: VideoDataset(w.url("rows.jsonl"))),
+    ("footage-index-url", "VideoOptions", "http", lambda w: VideoOptions(index_dir=w.url("index"))),
     ("expand-nothing-matched", "expand_shards", "http",
      lambda w: expand_shards(w.url("none/x-*.tar"), w.options)),
     ("writer-404", "write_shards", "http", lambda w: _write(w, "gone.parquet")),

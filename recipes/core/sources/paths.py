@@ -16,7 +16,7 @@ import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from recipes.core.contracts.errors import DataError
-from recipes.core.sources.storage import is_url, join
+from recipes.core.sources.storage import is_url, join, shown
 
 
 def check_relative(name: str, *, source: str = "") -> str:
@@ -84,9 +84,11 @@ class UnderRoot:
 
 
 def cache_folder(folder: str | os.PathLike, *, option: str = "cache_dir") -> Path:
-    """``folder`` (``~`` expanded) for a cache to write into; ``""`` is a ValueError naming ``option``,
-    not the current directory."""
+    """``folder`` (``~`` expanded) for a cache to write into; ``""`` (the current directory) and a URL
+    (a local folder named after it, its secrets in the name) are ValueErrors naming ``option``."""
     if not os.fspath(folder).strip():
         raise ValueError(f"{option}={os.fspath(folder)!r} names no folder (it would write into the current "
                          f"directory); pass a folder, or {option}=None to keep nothing on disk")
+    if is_url(folder):
+        raise ValueError(f"{option}={shown(folder)!r} is a URL; a cache is kept on a local disk: pass a local folder")
     return Path(folder).expanduser()
