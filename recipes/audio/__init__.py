@@ -4,12 +4,13 @@
 
     dataset = AudioFolderDataset("speech_commands/train", sample_rate=16000, clip_seconds=1.0)
     loader = audio_loader(dataset, batch_size=128, device="cuda", seed=0)
-    for batch in loader:     # {"audio" float32 [B,T], "audio_lengths", "attention_mask", "labels"}
+    for batch in DevicePrefetcher(loader, "cuda"):  # {"audio" float32 [B,T], "audio_lengths", ...}
         ...
 
 Decoding goes through TorchCodec's ``AudioDecoder``, and through libsndfile (``soundfile``, the
 ``audio`` extra) for PCM WAV and FLAC already at the target rate, the same samples bit for bit
-(``decoding.py``; :func:`decoders` says which reads what); each file imports only
+(``decoding.py``; :func:`decoders` says which reads what). 16-bit PCM at the target rate crosses
+from the workers as its int16 samples, made float by ``DevicePrefetcher``; each file imports only
 ``recipes.core`` and this folder, so the folder can be copied into a project that has
 ``recipes`` installed.
 """

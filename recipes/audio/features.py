@@ -1,7 +1,7 @@
 """Log-mel spectrograms on the device, per batch: ``torch.stft`` and a mel filter bank.
 
     log_mel = LogMel(16000, n_fft=400, hop_length=160, n_mels=80).to("cuda")
-    for batch in loader:
+    for batch in loader:   # audio: float32, or int16 FixedPoint (16-bit PCM as stored); either is read
         features = log_mel(batch["audio"].to("cuda", non_blocking=True))   # [B, 80, frames]
         frames = log_mel.frames(batch["audio_lengths"])                   # real frames per clip
 
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.contracts.parameters import check_count
 
 _SLANEY_STEP = 200.0 / 3  # Hz per mel below 1 kHz
@@ -66,7 +67,10 @@ def mel_filters(sample_rate: int, n_fft: int, n_mels: int, *, f_min: float = 0.0
 
 
 class LogMel(nn.Module):
-    """``audio [..., T]`` float -> ``log(mel power + eps)`` ``[..., n_mels, frames]``, frames = ``1 + T // hop_length``.
+    """``audio [..., T]`` -> ``log(mel power + eps)`` ``[..., n_mels, frames]``, frames = ``1 + T // hop_length``.
+
+    ``audio`` is float, or integer samples standing for ``x / 2**(bits - 1)`` (an int16
+    ``FixedPoint`` batch of 16-bit PCM), which give the features of their float decode.
 
     Args:
         sample_rate: of the audio.
@@ -98,6 +102,8 @@ class LogMel(nn.Module):
         self.register_buffer("filters", filters, persistent=False)
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        if not audio.is_floating_point():  # full-scale integers: what a FixedPoint batch stands for
+            audio = fixed_to_float(audio.as_subclass(FixedPoint))
         shape = audio.shape
         flat = audio.reshape(-1, shape[-1]).to(torch.float32)
         spectrum = torch.stft(flat, self.n_fft, self.hop_length, self.win_length, window=self.window, center=True,

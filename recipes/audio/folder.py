@@ -2,17 +2,20 @@
 
     dataset = AudioFolderDataset("esc50/train", sample_rate=16000, clip_seconds=5.0)
     loader = audio_loader(dataset, batch_size=64, device="cuda", seed=0, stateful=True)
-    for batch in loader:      # {"audio" float32 [B,T], "audio_lengths", "attention_mask", "labels"}
-        features = LogMel(16000, 400, 160, 80).to("cuda")(batch["audio"].to("cuda"))
+    for batch in DevicePrefetcher(loader, "cuda"):  # {"audio" float32 [B,T], "audio_lengths", "attention_mask", ...}
+        features = LogMel(16000, 400, 160, 80).to("cuda")(batch["audio"])
 
 ``root/<class>/**/<file>`` gives the classes, their order and the samples' order of
 ``torchvision.datasets.ImageFolder`` (same walk, case-insensitive extensions, nested folders),
 with audio extensions. Each file's header is read once at construction (:func:`probe`, no
-decode) for :attr:`durations`, which the loader batches by; items are decoded by TorchCodec.
+decode) for :attr:`durations`, which the loader batches by; items are decoded by
+:func:`recipes.audio.decoding.decode`. :func:`audio_loader`'s workers read 16-bit PCM at the target
+rate as its int16 samples (:func:`fixed_point_view`), half float32's bytes to hand over.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,8 +28,10 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from recipes.audio.decoding import audio_options, crop, decode, probe
 from recipes.core.contracts.arrays import StringArray
 from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loading.loader import build_loader
+from recipes.core.loading.mixing import MixedDataset
 from recipes.core.tokens.padding import pad_batch
 from recipes.core.contracts.parameters import check_positive
 from recipes.core.sampling.plans import ByLength, TokenBudget
@@ -63,6 +68,7 @@ class AudioFolderDataset(Dataset):
     """
 
     per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
+    fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (fixed_point_view)
 
     def __init__(
         self,
@@ -146,10 +152,12 @@ class AudioFolderDataset(Dataset):
         return self.labels.tolist()
 
     def read_audio(self, index: int) -> torch.Tensor:
-        """Sample ``index``'s whole clip, float32 ``[C, N]``; override to read from elsewhere."""
+        """Sample ``index``'s whole clip, float32 ``[C, N]`` (int16 ``FixedPoint`` where :attr:`fixed_point`
+        keeps 16-bit PCM); override to read from elsewhere."""
         path = self.path(index)
         return decode(path, path, sample_rate=self.sample_rate, num_channels=self.num_channels,
-                      max_seconds=self.max_seconds, expected=float(self.header_durations[index]))
+                      max_seconds=self.max_seconds, expected=float(self.header_durations[index]),
+                      fixed_point=self.fixed_point)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int] | None:
         try:
@@ -180,7 +188,8 @@ def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[li
     return found.classes, found.relative, found.labels
 
 
-def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0) -> dict[str, Any]:
+def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0,
+                  float_audio: bool = False) -> dict[str, Any]:
     """Pad clips (and transcripts) into one batch, with their lengths.
 
     Items are ``(audio, label)`` tuples (:class:`AudioFolderDataset`) or dicts with ``"audio"``
@@ -188,8 +197,12 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     ``AudioShards``). ``None`` items (skipped) are dropped.
 
     Returns:
-        ``audio`` float32 ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the
-        right, T the longest clip rounded up to ``pad_to_multiple_of``; ``audio_lengths`` int64
+        ``audio`` ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the right, T
+        the longest clip rounded up to ``pad_to_multiple_of``: int16 marked
+        :class:`recipes.core.loading.device.FixedPoint` where every clip is (16-bit PCM at the target rate,
+        decoded as stored: half float32's bytes to hand over; ``DevicePrefetcher`` or
+        :func:`recipes.core.loading.device.fixed_to_float` gives the float batch, exactly), float32
+        otherwise or with ``float_audio=True`` (a trainer that moves batches itself); ``audio_lengths`` int64
         [B]; ``attention_mask`` bool [B, T] (True = real sample); ``labels`` int64 [B] with labels;
         ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
         transcripts (CTC and seq2seq losses take both); ``text`` list[str]; ``index`` int64 [B]
@@ -208,8 +221,11 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     width = int(lengths.max()) if clips else 0
     if pad_to_multiple_of:
         width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+    fixed = bool(clips) and not float_audio and all(_int16(clip) for clip in clips)
+    clips = [clip.as_subclass(torch.Tensor) if fixed else fixed_to_float(clip) for clip in clips]
     # each byte written once: the clip, then its padding (a batch of clips is megabytes)
-    audio = torch.empty(len(clips), channels[0] if channels else 1, width, dtype=torch.float32)
+    dtype = torch.int16 if fixed else torch.float32
+    audio = torch.empty(len(clips), channels[0] if channels else 1, width, dtype=dtype)
     # bool, a byte a sample: the mask is as long as the audio, and HF's int32 would double what
     # crosses from a worker (docs/audio.md, "Batches"); Hugging Face's audio models take either
     mask = torch.empty(len(clips), width, dtype=torch.bool)
@@ -217,7 +233,8 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
         length = clip.shape[-1]
         row[:, :length], row[:, length:] = clip, 0
         row_mask[:length], row_mask[length:] = True, False  # 8x quicker than comparing with an arange
-    out: dict[str, Any] = {"audio": audio[:, 0] if audio.shape[1] == 1 else audio, "audio_lengths": lengths,
+    audio = audio[:, 0] if audio.shape[1] == 1 else audio
+    out: dict[str, Any] = {"audio": audio.as_subclass(FixedPoint) if fixed else audio, "audio_lengths": lengths,
                            "attention_mask": mask}
     if items and "label" in items[0]:
         out["labels"] = torch.tensor([item["label"] for item in items], dtype=torch.int64)
@@ -232,15 +249,36 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     return out
 
 
+def _int16(clip: torch.Tensor) -> bool:
+    return isinstance(clip, FixedPoint) and clip.dtype == torch.int16
+
+
 @dataclass(frozen=True)
 class AudioCollate:
     """:func:`audio_collate` with its options as fields (a ``collate_fn`` that pickles and shows them)."""
 
     pad_to_multiple_of: int | None = None
     pad_id: int = 0
+    float_audio: bool = False
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         return audio_collate(batch, **vars(self))
+
+
+def fixed_point_view(dataset: Any) -> Any:
+    """What :func:`audio_loader` reads: a shallow copy of ``dataset`` (a mixture's sources each) with
+    ``fixed_point = True``, so that 16-bit PCM at the target rate reaches the collate as its int16
+    samples (:class:`recipes.core.loading.device.FixedPoint`) and crosses from the workers at half float32's
+    bytes; ``dataset[i]`` stays float32. A dataset without ``fixed_point`` is returned as it is."""
+    if isinstance(dataset, MixedDataset):
+        view = copy.copy(dataset)
+        view.datasets = [fixed_point_view(source) for source in dataset.datasets]
+        return view
+    if not hasattr(type(dataset), "fixed_point"):
+        return dataset
+    view = copy.copy(dataset)  # shares the index arrays and a stream's cursor
+    view.fixed_point = True
+    return view
 
 
 def audio_collate_for(dataset: Any) -> AudioCollate:
@@ -267,6 +305,10 @@ def audio_loader(
     batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
+    Where every clip of a batch is 16-bit PCM at the target rate (WAV, FLAC), its ``audio`` is their
+    int16 samples, a :class:`recipes.core.loading.device.FixedPoint` (:func:`fixed_point_view`): half the bytes
+    from the workers, made the same float32 batch by ``DevicePrefetcher`` on the device (on the CPU,
+    in the main process), by :func:`recipes.core.loading.device.fixed_to_float`, or read as it is by :class:`LogMel`.
 
     Args:
         dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
@@ -293,5 +335,5 @@ def audio_loader(
         max_seconds = check_positive("max_seconds", max_seconds, owner="audio_loader")
         budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
         plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
-    return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
-                        stateful=stateful, **overrides)
+    return build_loader(fixed_point_view(dataset), collate, batch_size=batch_size, plan=plan, train=train,
+                        device=device, seed=seed, stateful=stateful, **overrides)

@@ -62,6 +62,8 @@ class AudioShards(ResumableStream):
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
 
+    fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
+
     @moved_keywords("AudioShards", groups={"order": (StreamOrder, {"shuffle_buffer": "shuffle_buffer", "seed": "seed"})})
     def __init__(
         self,
@@ -133,7 +135,8 @@ class AudioShards(ResumableStream):
                 raise DataError(f"{where}: no audio member ({'/'.join(AUDIO_MEMBERS)}) among {sorted(files)}")
             text = sample_transcript(files, where)
             audio = decode(files[extension], f"{where}.{extension}", sample_rate=self.sample_rate,
-                           num_channels=self.num_channels, max_seconds=self.max_seconds)
+                           num_channels=self.num_channels, max_seconds=self.max_seconds,
+                           fixed_point=self.fixed_point)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
         item: dict[str, Any] = {"audio": audio, "text": text, "key": f"{basename(shard)}/{key}"}

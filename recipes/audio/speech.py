@@ -2,26 +2,25 @@
 
     dataset = SpeechDataset("train_manifest.jsonl", "tokenizer.json", sample_rate=16000, max_seconds=30)
     loader = audio_loader(dataset, max_seconds=320, device="cuda", seed=0)   # a seconds budget per batch
-    for batch in loader:   # audio [B,T], audio_lengths, attention_mask, input_ids [B,L], lengths, text, index
+    for batch in DevicePrefetcher(loader, "cuda"):   # audio [B,T], audio_lengths, input_ids [B,L], lengths, ...
         loss = ctc_loss(model(batch["audio"]), batch["input_ids"], out_lengths, batch["lengths"])
 
 Sources: a JSONL manifest (NeMo's ``{"audio_filepath", "duration", "text"}`` or ``{"audio",
 "text"}``), a CSV with a header, Parquet or a Hugging Face ``datasets.Dataset`` whose audio column
 holds ``Audio`` structs ``{"bytes", "path"}`` (or paths). Paths are relative to ``audio_root``
-(default: the manifest's folder); one that leaves it is refused. Each clip's header is read once
-(no decode) for :attr:`durations`; a manifest's own ``duration`` is not trusted, and one that disagrees
-with the header by more than the decoder's tolerance is a :class:`ManifestDurationWarning` naming the
-row (strict: ``warnings.simplefilter("error", ManifestDurationWarning)``). Transcripts are
-tokenised once, at construction, with the tokenizer's truncation (special tokens kept), as
-``TokenizedTextDataset`` does.
+(default: the manifest's folder); one that leaves it is refused. Durations
+(``read_options=ReadOptions(durations=...)``): ``"headers"``, the default, reads each clip's header
+once, at build (:mod:`recipes.audio.speech_index`: threads, and ``index_dir`` keeps them for the next
+build), and a manifest ``duration`` that disagrees with it is a :class:`ManifestDurationWarning`
+naming the row (strict: ``warnings.simplefilter("error", ManifestDurationWarning)``);
+``"manifest"`` takes the manifest's durations and opens no clip until it is decoded, where a clip
+that decodes to another length is a DataError naming row and clip (``on_error="skip"``: skipped with
+a warning). Transcripts are tokenised once, at construction, with the tokenizer's truncation
+(special tokens kept), as ``TokenizedTextDataset`` does.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
 import os
 import warnings
 from pathlib import Path
@@ -31,16 +30,28 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from recipes.audio.decoding import audio_options, decode, duration_tolerance, probe
+from recipes.audio.decoding import (
+    DURATION_RELATIVE_TOLERANCE,
+    DURATION_TOLERANCE,
+    AudioInfo,
+    audio_options,
+    decode,
+)
+from recipes.audio.speech_index import NO_FILE, HeaderIndex, read_headers
+from recipes.audio.speech_rows import Rows, manifest_rows, table_rows
 from recipes.core.contracts.arrays import StringArray
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
+from recipes.core.sources.index_cache import file_identities
+from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.contracts.parameters import check_count
-from recipes.core.sources.paths import resolve_under
+from recipes.core.sources.paths import UnderRoot, check_relative
+from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
 from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import basename, read_bytes, shown
+from recipes.core.sources.storage import basename, shown
 
-NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
-DURATION_FIELD = "duration"  # a manifest's stated length in seconds (NeMo's): checked against the header
+SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
+MOVED_TO_READ_OPTIONS = {"num_channels": "num_channels"}  # still works, with a DeprecationWarning
+INDEX_VERSION = 1  # part of an index's key: bump when what it keeps changes
 
 
 class ManifestDurationWarning(UserWarning):
@@ -61,14 +72,21 @@ class SpeechDataset(Dataset):
         max_seconds: the per-sample limit that bounds memory (default :data:`MAX_SECONDS`); a
             longer clip is a DataError at construction (``on_error="skip"``: left out).
         max_length: keep at most this many ids per transcript, special tokens included.
-        num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
         on_error: ``"raise"`` or ``"skip"``: a row that does not parse, a transcript that is not
-            UTF-8 or not a string, a clip that cannot be read; named by file and line (or row).
+            UTF-8 or not a string, a clip that cannot be read or that decodes to another length
+            than its row says; named by file and line (or row).
         audio_root: the folder paths are relative to (default: the manifest's folder).
+        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its ``durations``
+            (``"headers"`` or ``"manifest"``: see the module docstring; docs/audio.md says when each
+            fits), ``index_dir`` (each clip's header kept for the next build of the same manifest,
+            read again for a clip whose size or modification time changed) and ``num_channels``
+            (1, the default, mixes to mono, the mean of the channels; None keeps each file's).
     """
 
     per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
+    fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
+    @moved_keywords("SpeechDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         source: str | os.PathLike | Any,
@@ -79,63 +97,163 @@ class SpeechDataset(Dataset):
         audio_field: str = "audio",
         max_seconds: float | None = None,
         max_length: int | None = None,
-        num_channels: int | None = 1,
         on_error: str = "raise",
         audio_root: str | os.PathLike | None = None,
+        read_options: ReadOptions | None = None,
     ) -> None:
+        options = read_options_or_default(read_options, "SpeechDataset", SPEECH_READ_OPTIONS)
         self.sample_rate, self.num_channels, self.max_seconds = audio_options(
-            "SpeechDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
+            "SpeechDataset", sample_rate=sample_rate, num_channels=options.num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
+        self.durations_from = options.durations
         check_count("max_length", max_length, owner="SpeechDataset")
-        self._unit = "row" if _is_table(source) else "line"  # what places count, for messages
+        table = _is_table(source)
+        self._unit = "row" if table else "line"  # what places count, for messages
+        self._under: UnderRoot | None = None  # the folders source() has resolved
         with SkippedRows("") as skipped:
-            if _is_table(source):
-                self.name, rows = _table_rows(source, audio_field, text_field)
+            if table:
+                self.name, rows = table_rows(source, audio_field, text_field)
                 root = audio_root
             else:
                 self.name = shown(source)
-                rows = _manifest_rows(source, audio_field, text_field, on_error)
                 root = Path(source).parent if audio_root is None else audio_root
             self.audio_root = None if root is None else os.fspath(root)
             skipped.name = self.name
-            refs, texts, seconds, where = [], [], [], []
-            for place, ref, text, stated in rows:
-                try:
-                    if isinstance(text, DataError):
-                        raise text
-                    audio = self._resolve(ref, place)
-                    info = probe(audio, self._describe(place, ref))
-                    if info.duration > self.max_seconds:
-                        raise DataError(f"{self._describe(place, ref)}: {info.duration:.2f} s is over "
-                                        f"max_seconds={self.max_seconds:g}; raise max_seconds")
-                except DataError as error:
-                    skip_or_raise(error, self.on_error)
-                    continue
-                check_stated_duration(stated, info.duration, self._describe(place, ref))
-                refs.append(ref)
-                texts.append(text)
-                seconds.append(info.duration)
-                where.append(place)
-            skipped.check(len(refs))
-        # numpy-backed where the rows are paths: forked workers share them instead of copying them
-        self._refs = StringArray(refs) if all(isinstance(ref, str) for ref in refs) else refs
-        self.texts, self.places = StringArray(texts), np.asarray(where, dtype=np.int64)
-        self.durations = np.asarray(seconds, dtype=np.float64)
+            key = None
+            if not table and options.index_dir is not None and self.durations_from == "headers":
+                key = [INDEX_VERSION, file_identities([source]), os.path.abspath(self.audio_root), audio_field,
+                       text_field]
+            index = None if key is None else HeaderIndex.load(options.index_dir, key)
+            if index is not None:
+                errors = self._refresh(index, options.index_dir, key)
+                raw: dict[int, Any] = {}
+            else:
+                rows = rows if table else manifest_rows(source, audio_field, text_field, on_error)
+                index, errors = self._build(rows, identify=key is not None)
+                raw = rows.raw
+                if key is not None and rows.clean:
+                    index.save(options.index_dir, key)
+            kept = self._check(index, errors, raw)
+            skipped.check(int(kept.sum()))
+        self._keep(index, kept)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
             from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
-            self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), texts)  # the list, read once
+            self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), list(self.texts))  # read once
             self._pad_id = find_pad_id(tokenizer)
+
+    def _build(self, rows: Rows, *, identify: bool) -> tuple[HeaderIndex, dict[int, DataError]]:
+        """``rows`` indexed afresh: each clip resolved, its header read (``"headers"``) or its row's
+        duration taken (``"manifest"``); the errors by row, raised or skipped in order by :meth:`_check`."""
+        headers, errors, sources = self.durations_from == "headers", {}, []
+        under = UnderRoot(self.audio_root) if headers and self.audio_root is not None else None
+        for row, (place, ref, text) in enumerate(zip(rows.places, rows.refs, rows.texts)):
+            try:
+                if isinstance(text, DataError):
+                    raise text
+                sources.append(self._resolve(ref, place, under, lexical=not headers))
+            except DataError as error:
+                errors[row] = error
+                sources.append(error)
+        stated, count = np.asarray(rows.stated, dtype=np.float64), len(rows.places)
+        identities = np.full((count, 2), NO_FILE[0], dtype=np.int64)
+        if headers:
+            names = [self._describe(place, ref) for place, ref in zip(rows.places, rows.refs)]
+            found = read_headers(sources, names, identify=identify, description=f"reading the headers of {self.name}")
+            seconds = np.array([info.duration if isinstance(info, AudioInfo) else np.nan for info, _ in found])
+            for row, (info, identity) in enumerate(found):
+                identities[row] = identity
+                if isinstance(info, DataError):
+                    errors.setdefault(row, info)
+        else:
+            seconds = stated.copy()
+            for row in np.flatnonzero(~(stated > 0)).tolist():  # none given, or not a positive number
+                value = rows.raw[row] if row in rows.raw else None if np.isnan(stated[row]) else float(stated[row])
+                errors.setdefault(row, DataError(
+                    f"{self._describe(rows.places[row], rows.refs[row])}: the manifest's duration is {value!r}, not "
+                    "seconds; durations='manifest' takes each clip's length from its row (or read the headers: "
+                    "ReadOptions(durations='headers'))"))
+        refs = StringArray(rows.refs) if all(isinstance(ref, str) for ref in rows.refs) else list(rows.refs)
+        texts = StringArray(text if isinstance(text, str) else "" for text in rows.texts)
+        paths = [source if isinstance(source, str) else "" for source in sources]
+        index = HeaderIndex(np.asarray(rows.places, dtype=np.int64), refs, texts, stated, paths,
+                            identities[:, 0].copy(), identities[:, 1].copy(), seconds)
+        return index, errors
+
+    def _refresh(self, index: HeaderIndex, index_dir: Any, key: list[Any]) -> dict[int, DataError]:
+        """Read again the headers of ``index``'s stale rows (:meth:`HeaderIndex.stale`), keep the index
+        again if any changed, and return those that failed, by row."""
+        stale, errors = np.flatnonzero(index.stale()).tolist(), {}
+        if not stale:
+            return errors
+        under, sources = UnderRoot(self.audio_root), []
+        for row in stale:
+            try:
+                sources.append(self._resolve(index.refs[row], int(index.places[row]), under))
+            except DataError as error:
+                sources.append(error)
+        names = [self._describe(int(index.places[row]), index.refs[row]) for row in stale]
+        before = (index.seconds[stale].copy(), index.sizes[stale].copy(), index.mtimes[stale].copy())
+        for row, source, (info, identity) in zip(stale, sources, read_headers(sources, names, identify=True)):
+            index.paths[row] = source if isinstance(source, str) else ""
+            index.sizes[row], index.mtimes[row] = identity
+            index.seconds[row] = info.duration if isinstance(info, AudioInfo) else np.nan
+            if isinstance(info, DataError):
+                errors[row] = info
+        after = (index.seconds[stale], index.sizes[stale], index.mtimes[stale])
+        if not all(np.array_equal(old, new, equal_nan=True) for old, new in zip(before, after)):
+            index.save(index_dir, key)
+        return errors
+
+    def _check(self, index: HeaderIndex, errors: dict[int, DataError], raw: dict[int, Any]) -> np.ndarray:
+        """Which rows are kept: each error raised or skipped, each clip over ``max_seconds`` too, and a
+        stated duration that disagrees with a header warned of, in row order; the rest in one pass."""
+        seconds, stated = index.seconds, index.stated
+        valid = ~np.isnan(seconds)
+        over = np.where(valid, seconds, 0) > self.max_seconds
+        mismatch = np.zeros(len(seconds), dtype=bool)
+        if self.durations_from == "headers":
+            tolerance = np.maximum(DURATION_TOLERANCE, DURATION_RELATIVE_TOLERANCE * np.where(valid, seconds, 0))
+            mismatch = valid & ~np.isnan(stated) & (np.abs(np.nan_to_num(stated) - seconds) > tolerance)
+            mismatch[[row for row in raw if valid[row]]] = True
+        kept = np.ones(len(seconds), dtype=bool)
+        for row in sorted({*errors, *np.flatnonzero(over | mismatch).tolist()}):
+            where = self._describe(int(index.places[row]), index.refs[row])
+            if row in errors or over[row]:
+                kept[row] = False
+                skip_or_raise(errors.get(row) or DataError(
+                    f"{where}: {seconds[row]:.2f} s is over max_seconds={self.max_seconds:g}; raise max_seconds"),
+                    self.on_error)
+                continue
+            warnings.warn(f"{where}: the manifest's duration {raw.get(row, float(stated[row]))!r} disagrees with the "
+                          f"header's {seconds[row]:.3f} s; the header's is used (batching and max_seconds follow it)",
+                          ManifestDurationWarning, stacklevel=4)
+        return kept
+
+    def _keep(self, index: HeaderIndex, kept: np.ndarray) -> None:
+        """The kept rows as the dataset's arrays (numpy-backed where the rows are paths: forked workers
+        share them instead of copying them)."""
+        refs, texts = index.refs, index.texts
+        if not kept.all():
+            rows = np.flatnonzero(kept).tolist()
+            picked = [refs[row] for row in rows]
+            refs = StringArray(picked) if isinstance(refs, StringArray) else picked
+            texts = StringArray(texts[row] for row in rows)
+        self._refs, self.texts = refs, texts
+        self.places = np.asarray(index.places[kept], dtype=np.int64)
+        self.durations = np.asarray(index.seconds[kept], dtype=np.float64)
 
     @property
     def pad_id(self) -> int | None:
         """The id ``audio_collate`` pads transcripts with (the tokenizer's; None without one)."""
         return self._pad_id if self._pad_id is not None or self.tokens is None else 0
 
-    def _resolve(self, ref: Any, place: int) -> str | bytes:
-        """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``."""
+    def _resolve(self, ref: Any, place: int, under: UnderRoot | None = None, *, lexical: bool = False) -> str | bytes:
+        """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``:
+        in full, with ``under``'s folders resolved once, or by its letters only (``lexical``:
+        ``durations="manifest"`` opens nothing at index time)."""
         if isinstance(ref, dict):
             if ref.get("bytes"):
                 return ref["bytes"]
@@ -144,21 +262,37 @@ class SpeechDataset(Dataset):
             raise DataError(f"{self._describe(place, ref)}: no audio path or bytes")
         if self.audio_root is None:
             raise DataError(f"{self._describe(place, ref)}: a path without bytes needs audio_root=the folder it is in")
+        name = ref
         if os.path.isabs(ref):  # NeMo writes absolute paths: accepted inside audio_root
-            base, path = Path(self.audio_root).resolve(), Path(ref).resolve()
-            if not path.is_relative_to(base):
-                raise DataError(f"{self._describe(place, ref)}: {ref!r} is outside audio_root {base}; pass the "
-                                "folder that holds the clips as audio_root")
-            return str(path)
-        return str(resolve_under(self.audio_root, ref, source=self._describe(place, None)))
+            name = os.path.relpath(os.path.normpath(ref), os.path.abspath(self.audio_root)).replace(os.sep, "/")
+            if name == ".." or name.startswith("../"):
+                return self._resolved_inside(ref, place, lexical)
+        try:
+            if lexical:
+                return os.path.join(self.audio_root, check_relative(name))
+            return (under or UnderRoot(self.audio_root))(name)
+        except DataError as error:
+            raise DataError(f"{self._describe(place, None)}: {error}") from None
+
+    def _resolved_inside(self, ref: str, place: int, lexical: bool) -> str:
+        """An absolute path outside ``audio_root`` as written, accepted where it resolves inside it."""
+        base = Path(self.audio_root).resolve()
+        path = Path(os.path.normpath(ref)) if lexical else Path(ref).resolve()
+        if not path.is_relative_to(base):
+            raise DataError(f"{self._describe(place, ref)}: {ref!r} is outside audio_root {base}; pass the "
+                            "folder that holds the clips as audio_root")
+        return str(path)
 
     def _describe(self, place: int, ref: Any) -> str:
         name = ref.get("path") if isinstance(ref, dict) else ref
         return f"{self.name} {self._unit} {place}" + (f" ({name})" if name else "")
 
     def source(self, index: int) -> str | bytes:
-        """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``) or its bytes."""
-        return self._resolve(self._refs[index], int(self.places[index]))
+        """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``, checked again
+        as it is opened: the folders once a process, the file itself each time) or its bytes."""
+        if self._under is None and self.audio_root is not None:
+            self._under = UnderRoot(self.audio_root)  # built where it is used: each worker resolves its own
+        return self._resolve(self._refs[index], int(self.places[index]), self._under)
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: manifest line (or row) and clip."""
@@ -166,7 +300,7 @@ class SpeechDataset(Dataset):
 
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, the clip count and a
-        digest of the header durations (which the duration plans batch by)."""
+        digest of the durations (which the duration plans batch by)."""
         return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
@@ -178,10 +312,13 @@ class SpeechDataset(Dataset):
         return len(self.durations)
 
     def read_audio(self, index: int) -> torch.Tensor:
-        """Sample ``index``'s clip, float32 ``[C, N]``; override to read from elsewhere."""
+        """Sample ``index``'s clip, float32 ``[C, N]`` (int16 ``FixedPoint`` where :attr:`fixed_point` keeps
+        16-bit PCM: :func:`recipes.audio.folder.fixed_point_view`), its length checked against
+        :attr:`durations`; override to read from elsewhere."""
+        told = "the manifest" if self.durations_from == "manifest" else "its header"
         return decode(self.source(index), self.describe(index), sample_rate=self.sample_rate,
                       num_channels=self.num_channels, max_seconds=self.max_seconds,
-                      expected=float(self.durations[index]))
+                      expected=float(self.durations[index]), expected_from=told, fixed_point=self.fixed_point)
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         try:
@@ -199,89 +336,3 @@ class SpeechDataset(Dataset):
 
 def _is_table(source: Any) -> bool:
     return not isinstance(source, (str, os.PathLike)) or os.fspath(source).endswith(".parquet")
-
-
-def _manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) -> list[tuple[int, Any, Any, Any]]:
-    """``(line, audio, text or DataError, stated duration or None)`` of a JSONL or CSV manifest; a line
-    that cannot be read at all is raised or (``"skip"``) dropped here."""
-    suffix = Path(os.fspath(path)).suffix.lower()
-    if suffix not in (".jsonl", ".csv"):
-        raise ValueError(f"{shown(path)}: SpeechDataset reads .jsonl, .csv, .parquet or a datasets.Dataset, "
-                         f"not {suffix or 'a file without a suffix'}")
-    data, name, rows = read_bytes(path), shown(path), []
-    if suffix == ".csv":
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            line = data[: error.start].count(b"\n") + 1
-            raise DataError(f"{name} line {line}: not UTF-8 ({error.reason}); re-save the file as UTF-8") from None
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        for row in reader:
-            rows.append((reader.line_num, row.get(audio_field), _transcript(row, text_field, name, reader.line_num),
-                         row.get(DURATION_FIELD)))
-        return rows
-    for line, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except UnicodeDecodeError as error:
-            skip_or_raise(DataError(f"{name} line {line}: not UTF-8 ({error.reason})"), on_error)
-            continue
-        except ValueError as error:
-            skip_or_raise(DataError(f"{name} line {line}: not JSON ({error})"), on_error)
-            continue
-        if not isinstance(row, dict):
-            skip_or_raise(DataError(f"{name} line {line}: a JSON object per line expected"), on_error)
-            continue
-        audio = row.get(audio_field, row.get(NEMO_AUDIO_FIELD) if audio_field == "audio" else None)
-        rows.append((line, audio, _transcript(row, text_field, name, line), row.get(DURATION_FIELD)))
-    return rows
-
-
-def check_stated_duration(stated: Any, header: float, where: str) -> None:
-    """Warn (:class:`ManifestDurationWarning`, naming ``where``) when a manifest's ``duration`` disagrees
-    with the clip's header by more than :func:`recipes.audio.decoding.duration_tolerance`."""
-    if stated is None or stated == "":
-        return
-    if isinstance(stated, str):  # a CSV's cell
-        try:
-            stated = float(stated)
-        except ValueError:
-            pass
-    number = isinstance(stated, (int, float)) and not isinstance(stated, bool) and math.isfinite(stated)
-    if not number or abs(stated - header) > duration_tolerance(header):
-        warnings.warn(f"{where}: the manifest's duration {stated!r} disagrees with the header's {header:.3f} s; "
-                      "the header's is used (batching and max_seconds follow it)", ManifestDurationWarning, stacklevel=3)
-
-
-def _transcript(row: dict[str, Any], field: str, name: str, line: int) -> str | DataError:
-    text = row.get(field)
-    if not isinstance(text, str):
-        return DataError(f"{name} line {line}: the transcript {field!r} is missing or not a string ({sorted(row)})")
-    return text
-
-
-def _table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, list[tuple[int, Any, Any, None]]]:
-    """``(row, audio, text or DataError, None)`` of Parquet or a ``datasets.Dataset``; the audio bytes are
-    held in memory, as the rows of a manifest are (a corpus larger than memory: shard it, AudioShards)."""
-    if isinstance(source, (str, os.PathLike)):
-        import pyarrow.parquet as pq
-
-        name, table = shown(source), pq.read_table(os.fspath(source), memory_map=True)
-    elif not hasattr(source, "with_format"):
-        raise ValueError(f"SpeechDataset reads a .jsonl, .csv or .parquet path or a datasets.Dataset, not a "
-                         f"{type(source).__name__}; read a list of Parquet files with "
-                         "datasets.load_dataset('parquet', data_files=[...])")
-    else:
-        # the rows as the dataset shows them (after select, shuffle or filter), as one Arrow table
-        name, table = f"{type(source).__name__}", source.with_format("arrow")[:]
-    missing = [field for field in (audio_field, text_field) if field not in table.column_names]
-    if missing:
-        raise ValueError(f"{name}: no column {missing}; its columns are {table.column_names}")
-    audio, texts = table.column(audio_field).to_pylist(), table.column(text_field).to_pylist()
-    rows = []
-    for row, (clip, text) in enumerate(zip(audio, texts)):
-        bad = None if isinstance(text, str) else DataError(f"{name} row {row}: the transcript is not a string")
-        rows.append((row, clip, text if bad is None else bad, None))
-    return name, rows

@@ -33,6 +33,7 @@ from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcr
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core.contracts.read_options import ReadOptions
 from recipes.core.sources.storage import shown
 from recipes.core.sources.tar_samples import expand_shards, read_samples
 
@@ -87,8 +88,8 @@ def check_audio(path: Path, *, text_field: str = "text", max_seconds: float | No
             if path.is_dir():
                 dataset: Any = AudioFolderDataset(path, on_error="skip", num_channels=None, max_seconds=max_seconds)
             else:
-                dataset = SpeechDataset(path, text_field=text_field, on_error="skip", num_channels=None,
-                                        max_seconds=max_seconds)
+                dataset = SpeechDataset(path, text_field=text_field, on_error="skip", max_seconds=max_seconds,
+                                        read_options=ReadOptions(num_channels=None))
     except (DataError, ValueError, FileNotFoundError) as error:  # nothing to index: one problem says why
         report.problems.append(_problem(str(error)))
         if not path.is_dir():

@@ -21,6 +21,7 @@ from PIL import Image, ImageDraw
 
 from recipes.audio import LogMel
 from recipes.cli.drawing import LINE_HEIGHT, fit, text_band, wrap
+from recipes.core.contracts.fixed_point import fixed_to_float
 
 WIDTH = 1000  # px: the padded batch length
 WAVE_HEIGHT = 80  # px for the waveform, +-1 full scale
@@ -75,7 +76,7 @@ def spectrogram_band(log_mel: torch.Tensor, frames: int, used: int, floor: float
 def render_clips(batch: dict, *, sample_rate: int, names: Sequence[str], captions: Sequence[Sequence[str]]) -> Image.Image:
     """The picture of an ``audio_collate`` batch (``audio`` [B, T] or [B, C, T] and ``audio_lengths``):
     a row per clip with its waveform, spectrogram, ``names[i]`` and duration, then ``captions[i]``."""
-    audio, lengths = batch["audio"], batch["audio_lengths"]
+    audio, lengths = fixed_to_float(batch["audio"]), batch["audio_lengths"]  # 16-bit PCM crosses as int16
     if audio.dim() == 3:  # several channels: drawn as their mean, as the mono decode mixes them
         audio = audio.mean(dim=1)
     total = max(1, audio.shape[-1])

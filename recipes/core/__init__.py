@@ -3,7 +3,8 @@
 the rooms listed before it:
 
 - ``contracts``: what every room reads: the hooks a dataset offers (``protocols``), the bad-input
-  policy (``errors``), checked states and parameters, ``ReadOptions``, per-sample tables, collate helpers.
+  policy (``errors``), checked states and parameters, ``ReadOptions``, per-sample tables, collate
+  helpers, ``FixedPoint`` (integer samples a batch ships, made float on the device).
 - ``workers``: what runs in and around loader workers: the stall ``watchdog``, errors that keep their
   context, workers that end with their parent, batches packed in one buffer a dtype.
 - ``sampling``: which sample, when and on which rank: seeds, shuffles, epoch plans and draws, the
@@ -30,6 +31,8 @@ _HOMES = {
     "IMAGENET_MEAN": "loading.device",
     "IMAGENET_STD": "loading.device",
     "DevicePrefetcher": "loading.device",
+    "FixedPoint": "contracts.fixed_point",
+    "fixed_to_float": "contracts.fixed_point",
     "normalize_images": "loading.device",
     "to_device": "loading.device",
     "StringArray": "contracts.arrays",

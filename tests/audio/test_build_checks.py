@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from recipes.audio import AudioFolderDataset, AudioShards, LogMel, ManifestDurationWarning, SpeechDataset, audio_loader
+from recipes.core import ReadOptions
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 
 BAD = [("sample_rate", 10**9), ("sample_rate", 0), ("sample_rate", math.nan), ("sample_rate", 16000.5),
@@ -25,8 +26,15 @@ def speech(fixtures: Path) -> Path:
 def _builders(fixtures: Path) -> dict:
     speech = fixtures / "audio" / "speech"
     return {"folder": lambda **kw: AudioFolderDataset(fixtures / "audio" / "folder", **kw),
-            "manifest": lambda **kw: SpeechDataset(speech / "manifest.jsonl", **kw),
+            "manifest": lambda **kw: SpeechDataset(speech / "manifest.jsonl", **_channels_read(kw)),
             "shards": lambda **kw: AudioShards(sorted(str(p) for p in (speech / "shards").glob("*.tar")), **kw)}
+
+
+def _channels_read(keywords: dict) -> dict:
+    """SpeechDataset reads num_channels from its ReadOptions."""
+    if "num_channels" not in keywords:
+        return keywords
+    return {"read_options": ReadOptions(num_channels=keywords.pop("num_channels")), **keywords}
 
 
 @pytest.mark.parametrize("builder", ["folder", "manifest", "shards"])

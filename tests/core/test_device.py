@@ -7,6 +7,7 @@ import torch
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
+from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD, DevicePrefetcher, normalize_images, to_device
 
 Pair = namedtuple("Pair", "image label")
@@ -162,6 +163,35 @@ def test_cpu_prefetcher_gives_new_memory_in_the_batch_layout_and_never_writes_it
 def test_prefetcher_can_leave_images_as_uint8():
     batch = next(iter(DevicePrefetcher([torch.zeros(1, 3, 1, 1, dtype=torch.uint8)], "cpu", normalize=False)))
     assert batch.dtype == torch.uint8
+
+
+def test_fixed_point_becomes_the_exact_float_it_stands_for_and_plain_integers_stay():
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int16)
+    batch = {"samples": every.view(2, -1).as_subclass(FixedPoint), "ids": torch.arange(3, dtype=torch.int16)}
+    floats = fixed_to_float(batch)
+    assert type(floats["samples"]) is torch.Tensor and floats["samples"].dtype == torch.float32
+    assert torch.equal(floats["samples"].view(-1).double() * 2**15, every.double())  # every value, exactly
+    assert floats["ids"] is batch["ids"]  # an integer tensor without the mark is not scaled
+    eight = torch.tensor([-128, 64], dtype=torch.int8).as_subclass(FixedPoint)
+    assert fixed_to_float(eight).tolist() == [-1.0, 0.5]
+    assert isinstance(batch["samples"][0], FixedPoint)  # torch keeps the class through its operations
+
+
+def test_cpu_prefetcher_makes_fixed_point_float32_in_new_memory_whatever_the_image_dtype():
+    samples = torch.tensor([[-32768, 16384, 0]], dtype=torch.int16).as_subclass(FixedPoint)
+    loader = [{"samples": samples, "images": torch.zeros(1, 3, 2, 2, dtype=torch.uint8)}]
+    (batch,) = DevicePrefetcher(loader, "cpu", dtype=torch.bfloat16)
+    assert type(batch["samples"]) is torch.Tensor and batch["samples"].dtype == torch.float32
+    assert batch["samples"].tolist() == [[-1.0, 0.5, 0.0]] and batch["images"].dtype == torch.bfloat16
+    assert samples.tolist() == [[-32768, 16384, 0]]  # the raw batch is never written
+    assert fixed_to_float(torch.tensor([0.5]).as_subclass(FixedPoint)).tolist() == [0.5]  # floats kept as they are
+
+
+@pytest.mark.gpu
+def test_fixed_point_on_cuda_gives_the_cpu_floats():
+    samples = torch.randint(-(2**15), 2**15, (4, 1000), dtype=torch.int16).as_subclass(FixedPoint)
+    (batch,) = DevicePrefetcher([{"samples": samples.pin_memory()}], "cuda")
+    assert batch["samples"].is_cuda and torch.equal(batch["samples"].cpu(), fixed_to_float(samples))
 
 
 @pytest.mark.gpu

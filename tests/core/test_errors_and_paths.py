@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.sources.paths import check_relative, resolve_under
+from recipes.core.sources.paths import UnderRoot, check_relative, resolve_under
 
 
 def test_check_on_error_lists_the_valid_choices():
@@ -67,6 +67,23 @@ def test_resolve_under_names_the_source_in_errors(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         resolve_under(tmp_path, "missing.jpg")  # a missing file is not a path error
+
+
+def test_under_root_gives_resolve_unders_paths_and_refusals(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "real").mkdir(parents=True), outside.mkdir()
+    (outside / "secret.jpg").write_bytes(b"x")
+    (root / "real" / "a.jpg").write_bytes(b"x")
+    os.symlink(root / "real", root / "alias")
+    os.symlink(outside / "secret.jpg", root / "real" / "link.jpg")
+    os.symlink(outside, root / "away")
+    under = UnderRoot(root)
+    for name in ("real/a.jpg", "alias/a.jpg", "real/missing.jpg", "top.jpg", "alias/a.jpg"):
+        assert under(name) == str(resolve_under(root, name)), name
+    for name, reason in (("real/link.jpg", "outside the root"), ("away/secret.jpg", "outside the root"),
+                         ("../x.jpg", "escapes the dataset root"), ("/etc/passwd", "is absolute")):
+        with pytest.raises(DataError, match=f"rows.csv line 2: .*{reason}"):
+            under(name, source="rows.csv line 2")
 
 
 def _pathlib_verdict(name):

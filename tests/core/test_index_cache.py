@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from recipes.core.sources.disk_cache import DiskCache
-from recipes.core.sources.index_cache import cached_index, file_identities
+from recipes.core.sources.index_cache import cached_index, file_identities, load_index, save_index
 
 
 def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(tmp_path):
@@ -25,6 +25,15 @@ def test_an_index_is_built_once_per_identity_and_a_damaged_copy_is_built_again(t
     data.write_bytes(b"abcd")  # another size: another index
     cached_index(tmp_path / "cache", "lines", file_identities([data]), build)
     assert len(built) == 3 and len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_an_index_saved_again_replaces_the_last_and_a_missing_one_loads_as_none(tmp_path):
+    assert load_index(tmp_path, "headers", ["m", 1]) is None
+    save_index(tmp_path, "headers", ["m", 1], {"sizes": np.arange(3)})
+    save_index(tmp_path, "headers", ["m", 1], {"sizes": np.arange(4), "rates": np.ones(4)})
+    stored = load_index(tmp_path, "headers", ["m", 1])
+    assert np.array_equal(stored["sizes"], np.arange(4)) and len(list(tmp_path.iterdir())) == 1
+    assert load_index(tmp_path, "headers", ["m", 2]) is None
 
 
 def test_an_empty_folder_name_is_refused_for_every_cache_not_read_as_the_current_directory():

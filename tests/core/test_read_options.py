@@ -27,6 +27,12 @@ def test_a_truncation_must_be_one_the_tokens_module_knows():
         ReadOptions(truncation="cut")
 
 
+def test_durations_come_from_the_headers_or_the_manifest():
+    assert ReadOptions().durations == "headers" and ReadOptions(durations="manifest").durations == "manifest"
+    with pytest.raises(ValueError, match=r"ReadOptions.durations must be one of \('headers', 'manifest'\), got 'guess'"):
+        ReadOptions(durations="guess")
+
+
 @pytest.mark.parametrize("value", [-1, 2.0, False])
 def test_a_shuffle_buffer_must_be_an_int_of_at_least_zero(value):
     with pytest.raises(ValueError, match=r"StreamOrder.shuffle_buffer must be an int >= 0"):

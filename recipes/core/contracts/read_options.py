@@ -23,6 +23,7 @@ MAX_LINE_CHARS = 1_000_000
 MAX_ROW_GROUP_BYTES = 256 * 2**20
 SHARD_CACHE_BYTES = 64 * 2**30  # a local copy of remote shards: room for a few epochs' worth
 TRUNCATIONS = ("tokenizer", "slice")  # as recipes.core.tokens.truncation cuts; checked where the option is written
+DURATIONS = ("headers", "manifest")  # where a manifest's per-sample lengths come from
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,14 @@ class ReadOptions:
             line (each is tokenised whole: about 100 bytes of memory a character).
         index_dir: a stream of text files keeps its line index here (keyed by each file's path,
             size and modification time), so the next build of the same files reads none of them:
-            without it, rank 0 reads every file once when the stream is built.
+            without it, rank 0 reads every file once when the stream is built. A manifest of media
+            files keeps each file's header here, read again only for a file whose size or
+            modification time changed.
+        durations: where a manifest's per-sample lengths come from: ``"headers"``, each file's
+            header (read once, at build); ``"manifest"``, the manifest's own durations, no file
+            opened until it is decoded, and each decode checked against its row.
+        num_channels: the channels a decoded sample keeps: 1 mixes them down to one (their
+            mean), None keeps each file's.
         truncation: ``"tokenizer"``: a text over ``max_length`` is cut as the tokenizer's
             ``enable_truncation`` cuts, its special tokens kept; ``"slice"``:
             ``tokenizer.encode(text).ids[:max_length]``, which drops the closing special token (to
@@ -64,10 +72,14 @@ class ReadOptions:
     truncation: str = "tokenizer"
     index_dir: str | os.PathLike | None = None
     vocab_size: int | None = None
+    durations: str = "headers"
+    num_channels: int | None = 1
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"ReadOptions.truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        if self.durations not in DURATIONS:
+            raise ValueError(f"ReadOptions.durations must be one of {DURATIONS}, got {self.durations!r}")
         for name in ("cache_limit_bytes", "max_row_group_bytes", "max_line_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

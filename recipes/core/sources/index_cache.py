@@ -1,6 +1,7 @@
 """Indexes that cost a read of the data (line offsets, tar sample offsets), kept in a ``cache_dir``.
 
     arrays = cached_index(cache_dir, "lines", file_identities(paths, sizes), build)  # build() -> arrays
+    arrays = load_index(cache_dir, "headers", identity)   # or None; save_index(...) keeps new ones
 
 A stream that cuts its readers' shares by count reads every file once when it is built (on rank 0);
 for a large remote corpus that is a download before the first step. With a ``cache_dir`` the index
@@ -18,6 +19,7 @@ import os
 import secrets
 import zipfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,17 +50,32 @@ def cached_index(
     build of the same ``identity`` left them there (any unreadable file is built again and replaced)."""
     if cache_dir is None:
         return build()
-    digest = hashlib.sha256(json.dumps([INDEX_VERSION, kind, identity]).encode("utf-8")).hexdigest()[:32]
-    path = cache_folder(cache_dir, option="index_dir") / f"{kind}-index-{digest}.npz"
+    arrays = load_index(cache_dir, kind, identity)
+    if arrays is None:
+        arrays = build()
+        save_index(cache_dir, kind, identity, arrays)
+    return arrays
+
+
+def load_index(cache_dir: str | os.PathLike, kind: str, identity: list[Any]) -> dict[str, np.ndarray] | None:
+    """The arrays :func:`save_index` kept for ``identity``, or None (none yet, or a damaged file)."""
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with np.load(_index_path(cache_dir, kind, identity), allow_pickle=False) as stored:
             return {name: stored[name] for name in stored.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):  # none yet, or a damaged one: built again
-        pass
-    arrays = build()
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def save_index(cache_dir: str | os.PathLike, kind: str, identity: list[Any], arrays: dict[str, np.ndarray]) -> None:
+    """Keep ``arrays`` (numbers only: they load without pickle) for ``identity``, replacing any earlier."""
+    path = _index_path(cache_dir, kind, identity)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
     with open(partial, "wb") as file:  # a file object: savez would add ".npz" to a name
         np.savez(file, **arrays)
     os.replace(partial, path)  # readers see the whole index or none
-    return arrays
+
+
+def _index_path(cache_dir: str | os.PathLike, kind: str, identity: list[Any]) -> Path:
+    digest = hashlib.sha256(json.dumps([INDEX_VERSION, kind, identity]).encode("utf-8")).hexdigest()[:32]
+    return cache_folder(cache_dir, option="index_dir") / f"{kind}-index-{digest}.npz"

@@ -6,6 +6,7 @@ path, or a symlink that points outside the dataset folder must be refused, not o
     root = Path("data/coco/train2017")
     check_relative("000000000009.jpg", source="instances.json, image id 9")  # cheap, at index time
     path = resolve_under(root, "000000000009.jpg")                          # at open time
+    under = UnderRoot(root); paths = [under(name) for name in names]           # many, at index time
     folder = cache_folder(cache_dir)                                          # "" refused, "~" expanded
 """
 
@@ -55,6 +56,31 @@ def resolve_under(root: str | os.PathLike, name: str, *, source: str = "") -> Pa
         where = f"{source}: " if source else ""
         raise DataError(f"{where}path {name!r} resolves to {path}, outside the root {base}")
     return path
+
+
+class UnderRoot:
+    """:func:`resolve_under` for many names under one root: the root and each folder are resolved
+    once, then a name costs a lexical check and one ``lstat`` (a symlink is followed and checked
+    in full). A manifest of a million clips in a few folders resolves in seconds, not minutes.
+    """
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = os.fspath(root)
+        self._local = not is_url(self.root)
+        self._base = str(Path(self.root).resolve()) if self._local else self.root
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, name: str, *, source: str = "") -> str:
+        """``name``'s path inside the root, as a string; a DataError names ``source`` otherwise."""
+        if not self._local:
+            return str(resolve_under(self.root, name, source=source))
+        check_relative(name, source=source)
+        folder, _, file = name.rpartition("/")
+        real = self._folders.get(folder)
+        if real is None:
+            real = self._folders[folder] = str(resolve_under(self._base, folder or ".", source=source))
+        path = os.path.join(real, file)
+        return str(resolve_under(self._base, name, source=source)) if os.path.islink(path) else path
 
 
 def cache_folder(folder: str | os.PathLike, *, option: str = "cache_dir") -> Path:
