@@ -199,9 +199,9 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     Returns:
         ``audio`` ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the right, T
         the longest clip rounded up to ``pad_to_multiple_of``: int16 marked
-        :class:`recipes.core.loading.device.FixedPoint` where every clip is (16-bit PCM at the target rate,
+        :class:`recipes.core.contracts.fixed_point.FixedPoint` where every clip is (16-bit PCM at the target rate,
         decoded as stored: half float32's bytes to hand over; ``DevicePrefetcher`` or
-        :func:`recipes.core.loading.device.fixed_to_float` gives the float batch, exactly), float32
+        :func:`recipes.core.contracts.fixed_point.fixed_to_float` gives the float batch, exactly), float32
         otherwise or with ``float_audio=True`` (a trainer that moves batches itself); ``audio_lengths`` int64
         [B]; ``attention_mask`` bool [B, T] (True = real sample); ``labels`` int64 [B] with labels;
         ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
@@ -268,7 +268,7 @@ class AudioCollate:
 def fixed_point_view(dataset: Any) -> Any:
     """What :func:`audio_loader` reads: a shallow copy of ``dataset`` (a mixture's sources each) with
     ``fixed_point = True``, so that 16-bit PCM at the target rate reaches the collate as its int16
-    samples (:class:`recipes.core.loading.device.FixedPoint`) and crosses from the workers at half float32's
+    samples (:class:`recipes.core.contracts.fixed_point.FixedPoint`) and crosses from the workers at half float32's
     bytes; ``dataset[i]`` stays float32. A dataset without ``fixed_point`` is returned as it is."""
     if isinstance(dataset, MixedDataset):
         view = copy.copy(dataset)
@@ -306,9 +306,9 @@ def audio_loader(
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
     Where every clip of a batch is 16-bit PCM at the target rate (WAV, FLAC), its ``audio`` is their
-    int16 samples, a :class:`recipes.core.loading.device.FixedPoint` (:func:`fixed_point_view`): half the bytes
+    int16 samples, a :class:`recipes.core.contracts.fixed_point.FixedPoint` (:func:`fixed_point_view`): half the bytes
     from the workers, made the same float32 batch by ``DevicePrefetcher`` on the device (on the CPU,
-    in the main process), by :func:`recipes.core.loading.device.fixed_to_float`, or read as it is by :class:`LogMel`.
+    in the main process), by :func:`recipes.core.contracts.fixed_point.fixed_to_float`, or read as it is by :class:`LogMel`.
 
     Args:
         dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
