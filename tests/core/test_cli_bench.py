@@ -58,7 +58,7 @@ def test_decode_heavy_images_get_workers_and_in_memory_tokens_get_none(tmp_path,
     tokenizer = _train_tokenizer(tmp_path, lines)
     # a 200 ms step: loading 16 token rows in the main process (a few ms, even on a busy machine) stays
     # within the 5% tie, decoding and cropping 16 800x600 photos (~50-100 ms) does not
-    common = ["--batch-size", 16, "--step-ms", 200, "--max-workers", 2, "--device", "cpu", "--seconds", 20]
+    common = ["--batch-size", 16, "--step-ms", 200, "--max-workers", 2, "--device", "cpu", "--seconds", 8]
     image_out, image_rows, image_kwargs = _bench(["vision", tmp_path / "photos", *common], capsys)
     token_out, token_rows, token_kwargs = _bench(["text", lines, "--tokenizer", tokenizer, *common], capsys)
     assert image_kwargs["num_workers"] >= 1, image_out
