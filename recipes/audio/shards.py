@@ -62,6 +62,7 @@ class AudioShards(ResumableStream):
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
 
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     @moved_keywords("AudioShards", groups={"order": (StreamOrder, {"shuffle_buffer": "shuffle_buffer", "seed": "seed"})})
@@ -115,7 +116,8 @@ class AudioShards(ResumableStream):
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=self._items)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=self._items,
+                                  turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
         return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,

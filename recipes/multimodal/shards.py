@@ -92,6 +92,8 @@ class ImageTextShards(ResumableStream):
             only its size and modification time; a copy that differs is fetched again).
     """
 
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
+
     @moved_keywords("ImageTextShards", groups={"order": (StreamOrder, MOVED_TO_ORDER),
                                                "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
@@ -152,7 +154,8 @@ class ImageTextShards(ResumableStream):
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
         """One epoch of this slot's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
         items = functools.partial(self._items, epoch=epoch)
-        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=items)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=items,
+                                  turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
         return read_samples([self.shards[number] for number in numbers], start, storage_options=self.storage_options,

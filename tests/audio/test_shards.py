@@ -71,6 +71,23 @@ def test_the_loader_pads_stream_batches_and_refuses_a_seconds_budget(shards, tok
         audio_loader(AudioShards(shards), max_seconds=3.0)
 
 
+def test_every_sample_is_trained_on_within_two_epochs_in_shard_order_too(shards):
+    # 8 clips, 2 readers of 4 (2 ranks), batches of 3: a reader drops one clip an epoch, the end of its
+    # share in even epochs and one before its middle in odd ones (recipes.core.sources.streams.turning_point)
+    def trained_on(epoch):
+        keys = set()
+        for rank in (0, 1):
+            stream = AudioShards(shards, order=StreamOrder(seed=0, rank=rank, world_size=2))
+            stream.set_epoch(epoch)
+            loader = audio_loader(stream, 3, device="cpu", seed=0, num_workers=0)
+            keys |= {key for batch in loader for key in batch["key"]}
+        return keys
+
+    first, second = trained_on(0), trained_on(1)
+    assert len(first) == len(second) == 6
+    assert first != second and first | second == {item["key"] for item in AudioShards(shards)}
+
+
 def _make(pattern, workers):
     stream = AudioShards(pattern, order=StreamOrder(shuffle_buffer=3, seed=2))
     return audio_loader(stream, 2, device="cpu", seed=2, stateful=True, num_workers=workers)

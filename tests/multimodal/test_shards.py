@@ -178,9 +178,24 @@ def test_a_state_saved_when_readers_read_whole_shards_resumes_on_whole_shards(co
     everything = [item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))]
     shards = ImageTextShards(coco_shards, tokenizer, order=StreamOrder(rank=0, world_size=2))
     state = {**shards.state_dict(), "epoch": 0, "slots": 2, "position": [0, [1, 0], 0]}
+    del state["turns"]  # saved before passes turned, as such states were
     shards.load_state_dict(state)
     assert [item["key"] for item in items(shards)] == everything[4:6]  # the rest of shard 2
-    assert [item["key"] for item in items(shards)] == everything[:4]  # the next pass: shares by count
+    assert [item["key"] for item in items(shards)] == everything[:4]  # the next pass: shares by count, unturned
+
+
+def test_every_sample_is_trained_on_within_two_epochs_in_shard_order_too(coco_shards, tokenizer):
+    # 8 samples, 2 workers of 4, batches of 3: each worker drops one sample an epoch, the end of its
+    # share in even epochs and one before its middle in odd ones (recipes.core.sources.streams.turning_point)
+    everything = {item["key"] for item in items(ImageTextShards(coco_shards, tokenizer))}
+    shards = ImageTextShards(coco_shards, tokenizer, transform=RESIZE, order=StreamOrder(seed=0))
+    loader = multimodal_loader(shards, 3, device="cpu", seed=0, num_workers=2, persistent_workers=False)
+    epochs = []
+    for epoch in range(2):
+        shards.set_epoch(epoch)
+        epochs.append({key for batch in loader for key in batch["key"]})
+    assert len(everything) == 8 and len(epochs[0]) == len(epochs[1]) == 6
+    assert epochs[0] != epochs[1] and epochs[0] | epochs[1] == everything  # what one epoch drops, the next reads
 
 
 def test_shuffle_buffer_is_seeded_and_changes_with_the_epoch(coco_shards, tokenizer):

@@ -19,6 +19,7 @@ rank 0 when the dataset is built; with a ``cache_dir`` it is kept there and not 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,7 @@ import torch
 from recipes.core.sources.index_cache import cached_index, file_identities
 from recipes.core.sampling.seeding import epoch_generator
 from recipes.core.contracts.states import check_int
-from recipes.core.sources.streams import block_shuffler, shuffled_blocks
+from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
 from recipes.core.sources.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -39,8 +40,8 @@ Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard num
 
 @dataclass(frozen=True)
 class Run:
-    """Reader ``slot``'s samples ``[low, high)`` of the epoch's sequence: ``shards`` (shard numbers)
-    read from byte ``begin`` of the first, up to ``stop`` (list position, byte) or their end."""
+    """Samples ``[low, high)`` of the epoch's sequence (a reader's share, or part of it): ``shards``
+    (shard numbers) read from byte ``begin`` of the first, up to ``stop`` (list position, byte) or their end."""
 
     shards: list[int]
     begin: int
@@ -92,11 +93,14 @@ class ShardIndex:
         arrays = cached_index(cache_dir, "shards", identity, build)
         return cls(np.split(arrays["starts"], np.cumsum(arrays["counts"])[:-1]))
 
-    def run(self, order: list[int], slot: int, slots: int) -> Run:
-        """Reader ``slot`` of ``slots``' run of the epoch whose shards come in ``order``."""
+    def share(self, order: list[int], slot: int, slots: int) -> tuple[int, int]:
+        """Reader ``slot`` of ``slots``' samples ``[low, high)`` of the epoch whose shards come in ``order``."""
+        total = int(self.counts[order].sum())
+        return slot * total // slots, (slot + 1) * total // slots
+
+    def run(self, order: list[int], low: int, high: int) -> Run:
+        """The run of the epoch's samples ``[low, high)``, the shards coming in ``order``."""
         before = np.concatenate([[0], np.cumsum(self.counts[order])]).astype(np.int64)
-        total = int(before[-1])
-        low, high = slot * total // slots, (slot + 1) * total // slots
         if low == high:
             return Run([], 0, None, low, high, before[:0], [])
         first = int(np.searchsorted(before, low, side="right")) - 1  # holds sample low (not an empty shard)
@@ -107,28 +111,36 @@ class ShardIndex:
         begin = int(self.starts[shards[0]][low - before[first]])
         return Run(shards, begin, stop, low, high, before[first : last + 1], [self.starts[s] for s in shards])
 
-    def samples(self, order: list[int], slot: int, slots: int, resume: Any, read: Read, owner: str = "stream"
-                ) -> Iterator[tuple[list, Any]]:
-        """``([list position, byte offset, sample number], sample)`` for reader ``slot``'s run, from
+    def samples(self, order: list[int], slot: int, slots: int, resume: Any, read: Read, owner: str = "stream",
+                *, turn: Callable[[int, int], int] | None = None) -> Iterator[tuple[list, Any]]:
+        """``([list position, byte offset, sample number], sample)`` for reader ``slot``'s share, from
         ``resume`` (a position this yielded) on; ``read(shard numbers, begin)`` is ``read_samples``.
-        A ``resume`` that is not a sample of the run is a ValueError naming ``owner``'s state.
+        A ``resume`` that is not a sample of the share is a ValueError naming ``owner``'s state.
 
-        A two-item ``resume`` was saved when readers were dealt whole shards (``order[slot::slots]``):
-        that pass ends as it began, on the whole shards, and yields two-item positions.
+        With ``turn`` (``turn(low, high)``: where the share ``[low, high)`` starts this epoch,
+        :func:`recipes.core.sources.streams.turning_point`) the share is read from there to its end,
+        then from its start up to there: two runs, a position's list position counting in its own
+        (its sample number says which). A two-item ``resume`` was saved when readers were dealt whole
+        shards (``order[slot::slots]``): that pass ends as it began, on the whole shards.
         """
         if resume is not None and len(resume) == 2:
             yield from read(order[slot::slots], list(resume))
             return
-        run = self.run(order, slot, slots)
-        if not run.shards:
-            return
-        begin = [0, run.begin] if resume is None else self._checked(run, resume, slot, owner)
-        samples = read(run.shards, begin)
-        with contextlib.closing(samples):
-            for (position, offset), sample in samples:
-                if run.stop is not None and (position, offset) >= run.stop:
-                    return
-                yield [position, offset, run.sample(position, offset)], sample
+        low, high = self.share(order, slot, slots)
+        middle = low if turn is None else turn(low, high)
+        runs = [self.run(order, middle, high), self.run(order, low, middle)]  # unturned, the second is empty
+        if resume is not None and runs[1].low <= resume[2] < runs[1].high:
+            runs = runs[1:]  # the state was saved in the second run: the first was read whole
+        for number, run in enumerate(runs):
+            if not run.shards:
+                continue
+            begin = [0, run.begin] if resume is None or number else self._checked(run, resume, slot, owner)
+            samples = read(run.shards, begin)
+            with contextlib.closing(samples):
+                for (position, offset), sample in samples:
+                    if run.stop is not None and (position, offset) >= run.stop:
+                        break
+                    yield [position, offset, run.sample(position, offset)], sample
 
     @staticmethod
     def _checked(run: Run, resume: Any, slot: int, owner: str) -> list[int]:
@@ -165,15 +177,19 @@ class ShardEpochs:
     owner: str
 
     def blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None, *, seed: int, read: Read,
-               items: Callable[..., Iterable[Any]]) -> Iterator[tuple[int, Any, Iterator[Any]]]:
+               items: Callable[..., Iterable[Any]], turns: bool = True) -> Iterator[tuple[int, Any, Iterator[Any]]]:
         """Reader ``slot``'s share of the epoch's samples (shards in an order drawn from ``(seed, epoch)``
         when shuffled), in blocks of ``shuffle_buffer`` shuffled samples: ``(block, start, items)``.
         ``read(shard numbers, begin)`` reads samples (``read_samples``), ``items(shard, key, files)`` are a
-        sample's items (none: skipped); a resumed block leaves out the items taken before its state."""
+        sample's items (none: skipped); a resumed block leaves out the items taken before its state.
+        With ``turns`` (the stream's ``cursor.turns``) the share starts at the epoch's
+        :func:`recipes.core.sources.streams.turning_point`, so the samples a training loader drops at the
+        end of a share in one epoch are read in the next, in file order too."""
         order = shard_order(len(self.index.starts), seed, epoch, shuffled=self.shuffle_buffer > 0)
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
         rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
-        samples = self.index.samples(order, slot, slots, begin, read, self.owner)
+        turn = functools.partial(turning_point, epoch=epoch) if turns else None
+        samples = self.index.samples(order, slot, slots, begin, read, self.owner, turn=turn)
         for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
             produced = (item for record in records for item in items(*record))
             yield block, start, itertools.islice(produced, skip if block == first_block else 0, None)
