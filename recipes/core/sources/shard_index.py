@@ -14,6 +14,9 @@ shard in the epoch's shard order, are cut into ``slots`` contiguous runs of ``N 
 starts and ends mid-shard at a sample's first header, so more readers than shards work too. The
 index is one walk of the member headers per shard (8 bytes a sample kept), no payload read, on
 rank 0 when the dataset is built; with a ``cache_dir`` it is kept there and not walked again.
+A training loader still drops each reader's last partial batch: with ``turn``, a run starts at its
+epoch's turning point (:func:`recipes.core.sources.streams.turning_point`), so what one epoch drops
+the next one reads.
 """
 
 from __future__ import annotations
