@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import audio_options, crop, decode, probe
 from recipes.core.contracts.arrays import StringArray
-from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
 from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loading.loader import build_loader
@@ -174,18 +174,12 @@ class AudioFolderDataset(Dataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
+    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")
-    found = scan_class_folders(root, extensions)
-    if not found.classes:
-        raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class>/<audio files>, "
-                                f"e.g. {root}/dog/001.wav")
-    if found.empty and not allow_empty:
-        raise FileNotFoundError(f"no audio file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
-                                f"{', '.join(extensions)}); add files, remove the folders, or pass allow_empty=True")
-    return found.classes, found.relative, found.labels
+    return class_folder_files(root, extensions, allow_empty, kind="audio", example="dog/001.wav")
 
 
 def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
 from recipes.core.contracts.errors import check_on_error
 from recipes.core.sources.storage import shown
 from recipes.video.clip_dataset import ClipDataset
@@ -92,15 +92,9 @@ class VideoFolderDataset(ClipDataset):
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
+    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"video folder root {shown(root)!r} is not a folder: pass the folder holding one "
                                 "folder per class (a local path)")
-    found = scan_class_folders(root, extensions)
-    if not found.classes:
-        raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class>/<video files>, "
-                                f"e.g. {root}/archery/v_001.mp4")
-    if found.empty and not allow_empty:
-        raise FileNotFoundError(f"no video file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
-                                f"{', '.join(extensions)}); add videos, remove the folders, or pass allow_empty=True")
-    return found.classes, found.relative, found.labels
+    return class_folder_files(root, extensions, allow_empty, kind="video", example="archery/v_001.mp4")

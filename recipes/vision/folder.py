@@ -37,7 +37,7 @@ from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core.contracts.arrays import StringArray
-from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
+from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
 from recipes.core.pixels.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.contracts.errors import (
     DataError,
@@ -215,23 +215,13 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
 
 
 def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset`` (:mod:`recipes.core.sources.class_folders`), with its errors."""
+    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
+    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder root {shown(root)!r} does not exist")  # a URL too: local folders only
     if not os.path.isdir(root):
         raise NotADirectoryError(f"image folder root {root!r} is a file; pass the folder holding one folder per class")
-    found = scan_class_folders(root, extensions)
-    if not found.classes:
-        raise FileNotFoundError(
-            f"no class folder in {root!r}: expected {root}/<class name>/<image files> (e.g. {root}/cat/001.jpg)"
-        )
-    if found.empty and not allow_empty:
-        raise FileNotFoundError(
-            f"no image file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
-            f"{', '.join(extensions)}); add images, remove the folders, pass extensions=... "
-            "or allow_empty=True"
-        )
-    return found.classes, found.relative, found.labels
+    return class_folder_files(root, extensions, allow_empty, kind="image", example="cat/001.jpg")
 
 
 def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:

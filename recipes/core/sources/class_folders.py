@@ -2,13 +2,13 @@
 
     extensions = normalise_extensions((".wav", ".FLAC"))
     found = scan_class_folders("data/train", extensions)
-    if found.empty: ...   # the dataset raises its own error, naming its kind of file
+    classes, relative, labels = class_folder_files("data/train", extensions, False, kind="audio", example="dog/1.wav")
 
 ``root/<class>/**/<file>``: the class folders sorted by name, each walked with
 ``sorted(os.walk(..., followlinks=True))``, its files sorted, a file kept when its lowercased path
 ends with one of the extensions. That is ImageFolder's ``find_classes`` + ``make_dataset`` step for
 step, so ``classes``, ``class_to_idx`` and the sample order equal ImageFolder's. The caller checks
-the root first and words the errors: which files were missing and how to fix it is its to say.
+the root first; :func:`class_folder_files` words a folder dataset's errors, naming its kind of file.
 """
 
 from __future__ import annotations
@@ -63,3 +63,27 @@ def scan_class_folders(root: str, extensions: tuple[str, ...]) -> ClassFiles:
         if len(found.labels) == count:
             found.empty.append(name)
     return found
+
+
+def class_folder_files(root: str, extensions: tuple[str, ...], allow_empty: bool, *, kind: str, example: str
+                       ) -> tuple[list[str], list[str], list[int]]:
+    """:func:`scan_class_folders` of the existing folder ``root``, with a folder dataset's errors:
+    no class folder, or (unless ``allow_empty``) a class folder without a file of ``extensions``.
+
+    Args:
+        kind: what its files hold, for the messages (``"image"``).
+        example: one class folder and file, for the messages (``"cat/001.jpg"``).
+
+    Returns:
+        The classes, each file's path relative to ``root`` and each file's class index.
+    """
+    found = scan_class_folders(root, extensions)
+    if not found.classes:
+        raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class name>/<{kind} files> "
+                                f"(e.g. {os.path.join(root, example)})")
+    if found.empty and not allow_empty:
+        raise FileNotFoundError(
+            f"no {kind} file in the class folders {', '.join(found.empty)} of {root!r} (extensions: "
+            f"{', '.join(extensions)}); add {kind} files, remove the folders, pass extensions=... or allow_empty=True"
+        )
+    return found.classes, found.relative, found.labels
