@@ -46,17 +46,17 @@ def test_a_turned_share_reads_from_its_turn_to_its_end_then_up_to_it_and_resumes
     order, read = [3, 0, 6, 1, 5, 2, 4], _reader(index)
     epoch = [(shard, offset) for shard in order for offset in index.starts[shard].tolist()]
 
-    def middle(low, high):
+    def middle(low, high):  # where an odd epoch turns a share (turning_point)
         return low + (high - low) // 2
 
     for slot in range(slots):
         low, high = index.share(order, slot, slots)
         turn = middle(low, high)
-        passed = list(index.samples(order, slot, slots, None, read, turn=middle))
+        passed = list(index.samples(order, slot, slots, None, read, turned_in=1))
         assert [sample for _, sample in passed] == epoch[turn:high] + epoch[low:turn]
         assert [position[2] for position, _ in passed] == [*range(turn, high), *range(low, turn)]
         for k, (position, _) in enumerate(passed):  # a state saved before sample k: the rest, exactly
-            rest = list(index.samples(order, slot, slots, position, read, turn=middle))
+            rest = list(index.samples(order, slot, slots, position, read, turned_in=1))
             assert rest == passed[k:]
         unturned = list(index.samples(order, slot, slots, None, read))
         assert [sample for _, sample in unturned] == epoch[low:high]

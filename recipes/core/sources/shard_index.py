@@ -14,7 +14,7 @@ shard in the epoch's shard order, are cut into ``slots`` contiguous runs of ``N 
 starts and ends mid-shard at a sample's first header, so more readers than shards work too. The
 index is one walk of the member headers per shard (8 bytes a sample kept), no payload read, on
 rank 0 when the dataset is built; with a ``cache_dir`` it is kept there and not walked again.
-A training loader still drops each reader's last partial batch: with ``turn``, a run starts at its
+A training loader still drops each reader's last partial batch: turned, a share starts at its
 epoch's turning point (:func:`recipes.core.sources.streams.turning_point`), so what one epoch drops
 the next one reads.
 """
@@ -22,7 +22,6 @@ the next one reads.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -115,22 +114,22 @@ class ShardIndex:
         return Run(shards, begin, stop, low, high, before[first : last + 1], [self.starts[s] for s in shards])
 
     def samples(self, order: list[int], slot: int, slots: int, resume: Any, read: Read, owner: str = "stream",
-                *, turn: Callable[[int, int], int] | None = None) -> Iterator[tuple[list, Any]]:
+                *, turned_in: int | None = None) -> Iterator[tuple[list, Any]]:
         """``([list position, byte offset, sample number], sample)`` for reader ``slot``'s share, from
         ``resume`` (a position this yielded) on; ``read(shard numbers, begin)`` is ``read_samples``.
         A ``resume`` that is not a sample of the share is a ValueError naming ``owner``'s state.
 
-        With ``turn`` (``turn(low, high)``: where the share ``[low, high)`` starts this epoch,
-        :func:`recipes.core.sources.streams.turning_point`) the share is read from there to its end,
-        then from its start up to there: two runs, a position's list position counting in its own
-        (its sample number says which). A two-item ``resume`` was saved when readers were dealt whole
-        shards (``order[slot::slots]``): that pass ends as it began, on the whole shards.
+        With ``turned_in`` (an epoch) the share ``[low, high)`` is read from that epoch's
+        :func:`recipes.core.sources.streams.turning_point` to its end, then from its start up to there:
+        two runs, a position's list position counting in its own (its sample number says which).
+        A two-item ``resume`` was saved when readers were dealt whole shards (``order[slot::slots]``):
+        that pass ends as it began, on the whole shards.
         """
         if resume is not None and len(resume) == 2:
             yield from read(order[slot::slots], list(resume))
             return
         low, high = self.share(order, slot, slots)
-        middle = low if turn is None else turn(low, high)
+        middle = low if turned_in is None else turning_point(low, high, turned_in)
         runs = [self.run(order, middle, high), self.run(order, low, middle)]  # unturned, the second is empty
         if resume is not None and runs[1].low <= resume[2] < runs[1].high:
             runs = runs[1:]  # the state was saved in the second run: the first was read whole
@@ -191,8 +190,7 @@ class ShardEpochs:
         order = shard_order(len(self.index.starts), seed, epoch, shuffled=self.shuffle_buffer > 0)
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
         rng_of_block = block_shuffler(seed, epoch, slot, slots, self.shuffle_buffer)
-        turn = functools.partial(turning_point, epoch=epoch) if turns else None
-        samples = self.index.samples(order, slot, slots, begin, read, self.owner, turn=turn)
+        samples = self.index.samples(order, slot, slots, begin, read, self.owner, turned_in=epoch if turns else None)
         for block, start, records in shuffled_blocks(samples, max(self.shuffle_buffer, 1), rng_of_block, first_block):
             produced = (item for record in records for item in items(*record))
             yield block, start, itertools.islice(produced, skip if block == first_block else 0, None)
