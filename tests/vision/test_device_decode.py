@@ -65,6 +65,16 @@ def test_photos_decoded_at_reduced_scale_give_the_worker_path_batches_through_wo
     assert (scales > 1).sum() >= 8 and (scales == 1).any()  # reduced-scale JPEGs went to the device decoder
 
 
+def test_device_batches_through_two_workers_never_write_through_a_read_only_dlpack_view(fixtures):
+    # NumPy 2.1 and older give np.from_dlpack a read-only view: the batch is padded into NumPy's own
+    # memory, so this ran into "assignment destination is read-only" there (CI's floors pass runs it)
+    loader = vision_loader(ImageFolderDataset(fixtures / "vision", train_transform(32)), 4, device="cpu", seed=7,
+                           num_workers=2, decode="device")
+    images, labels = next(iter(DevicePrefetcher(loader, "cpu", normalize=False)))
+    assert images.shape == (4, 3, 32, 32) and images.dtype == torch.uint8 and labels.shape == (4,)
+    assert images.flatten(1).float().std(1).gt(0).all()  # pixels written, not the zeros they were padded into
+
+
 def _batches(dataset, decode, device="cpu", train=True, seed=3, batch_size=5, **overrides):
     loader = vision_loader(dataset, batch_size, train=train, device=device, seed=seed, decode=decode, num_workers=0,
                            **overrides)

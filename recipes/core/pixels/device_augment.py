@@ -205,12 +205,12 @@ def pad_images(images: list[torch.Tensor], sizes: torch.Tensor) -> torch.Tensor:
     height, width = max(image.shape[-2] for image in images), max(image.shape[-1] for image in images)
     if images[0].device.type != "cpu":
         return scatter_images(images, sizes, height, width)
-    out = torch.zeros((len(images), 3, height, width), dtype=torch.uint8)
-    view = np.from_dlpack(out)
+    out = np.zeros((len(images), 3, height, width), dtype=np.uint8)  # NumPy's own memory: always writable
     for j, image in enumerate(images):
-        # DLPack: the decoder's memory as NumPy sees it, strides and all, with no torch operation
-        view[j, :, : image.shape[-2], : image.shape[-1]] = np.from_dlpack(image)
-    return out
+        # DLPack: the decoder's memory as NumPy sees it, strides and all, with no torch operation. Only
+        # read: NumPy before 2.2 marks such a view read-only, so nothing is ever written through one
+        out[j, :, : image.shape[-2], : image.shape[-1]] = np.from_dlpack(image)
+    return torch.from_numpy(out)
 
 
 def scatter_images(images: list[torch.Tensor], sizes: torch.Tensor, height: int, width: int) -> torch.Tensor:
