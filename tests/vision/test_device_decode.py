@@ -65,10 +65,14 @@ def test_photos_decoded_at_reduced_scale_give_the_worker_path_batches_through_wo
     assert (scales > 1).sum() >= 8 and (scales == 1).any()  # reduced-scale JPEGs went to the device decoder
 
 
-def test_device_batches_through_two_workers_never_write_through_a_read_only_dlpack_view(fixtures):
+def test_device_batches_through_two_workers_never_write_through_a_read_only_dlpack_view(tmp_path):
     # NumPy 2.1 and older give np.from_dlpack a read-only view: the batch is padded into NumPy's own
     # memory, so this ran into "assignment destination is read-only" there (CI's floors pass runs it)
-    loader = vision_loader(ImageFolderDataset(fixtures / "vision", train_transform(32)), 4, device="cpu", seed=7,
+    for k in range(2):  # baseline JPEGs only: every image goes to the device decoder
+        (tmp_path / f"class_{k}").mkdir()
+        for j, size in enumerate([(64, 48), (40, 56)]):
+            photo(*size, seed=10 * k + j).save(tmp_path / f"class_{k}" / f"{j}.jpg", quality=90)
+    loader = vision_loader(ImageFolderDataset(tmp_path, train_transform(32)), 4, device="cpu", seed=7,
                            num_workers=2, decode="device")
     images, labels = next(iter(DevicePrefetcher(loader, "cpu", normalize=False)))
     assert images.shape == (4, 3, 32, 32) and images.dtype == torch.uint8 and labels.shape == (4,)
