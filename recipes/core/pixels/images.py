@@ -43,7 +43,7 @@ from PIL import Image, ImageOps
 from torchcodec import decoders
 
 from recipes.core.contracts.errors import DataError
-from recipes.core.pixels.image_headers import EXIF_ORIENTATION, MAX_PIXELS, header_size, jpeg_has_end, orientation_needs_pil
+from recipes.core.pixels.image_headers import EXIF_ORIENTATION, MAX_PIXELS, jpeg_has_end, read_header
 from recipes.core.sources.storage import cleaned, is_url, read_bytes, shown
 
 # The warnings libjpeg prints (jerror.h JWRN_*) when entropy-coded data or a marker is damaged;
@@ -122,11 +122,11 @@ def decode_image(
     # A JPEG or PNG that TorchCodec will orient as PIL would: no PIL needed at all. (TorchCodec
     # also decodes GIF and WebP, but every frame of an animation at once, which the header's
     # one-frame size would not bound; PIL decodes the first frame only.)
-    size = header_size(data)
+    size, needs_pil = read_header(data)
     deep = size is not None and size[2] == "PNG" and data[24:25] == b"\x10"  # IHDR bit depth 16
     if size is not None:
         check_pixels(size[0], size[1], source, max_pixels)  # before PIL, which may not read a crafted header
-    native = size is not None and not deep and not orientation_needs_pil(data, size[2])
+    native = size is not None and not deep and not needs_pil
     if native and 0 < size[0] * size[1] <= max_pixels and (draft_size is None or not _may_draft(size, draft_size)):
         decoded = _decode_with_torchcodec(data, size[2], source, strict=strict)
         return decoded.contiguous() if contiguous else decoded
