@@ -3,6 +3,7 @@ pictures several domains' fixtures hold.
 
     write(root / "corpus.txt", "one line\n")             # UTF-8 with "\n" line ends on every OS
     write_json(root / "instances.json", coco)            # sorted keys, one space indent
+    write(root / "tokenizer.json", tokenizer_json(tok))  # readable by tokenizers 0.19 and later
     save(picture(np.random.default_rng(0), 96, 64), root / "cat/rgb.jpg")   # fixed encoder settings
 
 Every picture is a smooth gradient with a few filled shapes and a little noise, drawn from a seeded
@@ -38,6 +39,22 @@ def write_json(path: Path, obj: object) -> None:
 def write_jsonl(path: Path, rows: list[dict]) -> None:
     """``rows`` as JSON Lines, each row's keys sorted."""
     write(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+
+
+def tokenizer_json(tokenizer: "tokenizers.Tokenizer") -> str:  # noqa: F821
+    """``tokenizer`` as a ``tokenizer.json`` that every tokenizers the pyproject allows reads.
+
+    tokenizers 0.20 and later write a BPE's merges as pairs (``["a", "b"]``), which 0.19 refuses
+    ("data did not match any variant of untagged enum ModelWrapper"); each merge is written as the
+    ``"a b"`` string that every release reads, as 0.19 wrote it itself.
+    """
+    content = json.loads(tokenizer.to_str())
+    model = content["model"]
+    if model["type"] == "BPE" and model["merges"] and not isinstance(model["merges"][0], str):
+        if any(" " in part for merge in model["merges"] for part in merge):
+            raise ValueError("a BPE merge holds a space, which the \"a b\" form of a merge cannot write")
+        model["merges"] = [" ".join(merge) for merge in model["merges"]]
+    return json.dumps(content, indent=2, ensure_ascii=False) + "\n"
 
 
 def save(img: Image.Image, path: Path, **kw: object) -> None:

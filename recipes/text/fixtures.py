@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from recipes.fixtures_files import write, write_jsonl
+from recipes.fixtures_files import tokenizer_json, write, write_jsonl
 from recipes.text.chat.fixtures_chat import chat_files
 
 LAYOUT = """\
@@ -106,7 +106,7 @@ def _train_tokenizer(texts: list[str]) -> str:
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
-    return tok.to_str(pretty=True) + "\n"
+    return tokenizer_json(tok)
 
 
 def sentence(rng: np.random.Generator, n_words: int) -> str:

@@ -14,6 +14,8 @@ import json
 
 import numpy as np
 
+from recipes.fixtures_files import tokenizer_json
+
 LLAMA3 = (
     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
     "message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
@@ -121,4 +123,4 @@ def _train_tokenizer(texts: list[str]) -> str:
     tokenizer.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=900, min_frequency=2, special_tokens=SPECIALS,
                                                              show_progress=False))
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 2)])
-    return tokenizer.to_str(pretty=True) + "\n"
+    return tokenizer_json(tokenizer)
