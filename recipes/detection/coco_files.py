@@ -135,7 +135,8 @@ def _read_fast(path: str, data: bytes, masks: bool) -> dict[str, Any] | None:
     if msgspec.UNSET in (images, anns, cats):
         try:  # the top-level keys, to name a missing one (the schema skipped the others unread)
             top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-        except msgspec.DecodeError:  # e.g. bytes that are not UTF-8 in a skipped key
+        except (msgspec.DecodeError, UnicodeDecodeError):  # bytes that are not UTF-8 in a skipped key (msgspec 0.18
+            # raises the second)
             return None
         problem = next(key_problems(top), None)
         if problem is not None:

@@ -119,7 +119,9 @@ def test_index_is_numpy_arrays_not_python_lists(fixtures):
 def _pil_oracle(path: str) -> np.ndarray:
     with Image.open(path) as opened:
         image = ImageOps.exif_transpose(opened)
-        if image.mode.startswith("I;16"):  # PIL's convert("RGB") clips 16-bit to white: keep the top byte
+        # 16-bit gray: mode "I;16" (newer Pillow) or "I" (Pillow 10.1), whose convert("RGB") clips
+        # it to white: keep the top byte
+        if image.mode.startswith("I"):
             gray = (np.asarray(image).astype(np.int64) >> 8).astype(np.uint8)
             return np.repeat(gray[:, :, None], 3, axis=2)
         return np.asarray(image.convert("RGB"))
