@@ -217,3 +217,33 @@ def test_a_signed_url_is_one_file_not_a_glob():
     assert expand_shards(shard) == [shard] and parquet_entries(table) == [table]  # no listing asked for
     assert has_glob("https://host/a/shard-*.tar?sig=x") and has_glob("/data/shard-00?.tar")
     assert not has_glob("https://host/a/shard-000.tar?sig=x")
+
+
+def _read_in_a_child(url, results):
+    results.put(_read_all(url))
+
+
+def test_a_forked_child_reads_a_url_after_its_parent_did(folder):
+    # fsspec before 2025.3.1 hands a forked child the parent's event loop, whose thread stayed behind:
+    # the child's first read waited forever (a DataLoader worker over shards, CI's floors pass)
+    import multiprocessing
+
+    with FaultyHTTPServer(folder) as server:
+        url = server.url("small.jsonl")
+        assert _read_all(url) == (folder / "small.jsonl").read_bytes()  # the parent's loop is running now
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        child = context.Process(target=_read_in_a_child, args=(url, results))
+        child.start()
+        child.join(60)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+        assert not hung, "the forked child's read did not finish"
+        assert results.get(timeout=5) == (folder / "small.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("version, old", [("2024.2.0", True), ("2025.3.0", True), ("2025.3.1", False),
+                                          ("2026.9.0", False), ("2025.10.0", False)])
+def test_the_fsspec_releases_that_keep_the_parents_loop(version, old):
+    assert storage._fsspec_keeps_the_parents_loop(version) is old

@@ -23,10 +23,12 @@ fsspec is the one dependency; its backends are extras of the distribution ``data
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import io
 import os
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,13 +52,46 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     """
     import fsspec
 
+    options = with_timeouts(url, storage_options)
+    if urlsplit(url).scheme in BACKENDS and _fsspec_keeps_the_parents_loop(fsspec.__version__):
+        options = {"loop": _own_loop(), **options}
     try:
-        return fsspec.core.url_to_fs(url, **with_timeouts(url, storage_options))
+        return fsspec.core.url_to_fs(url, **options)
     except ImportError as error:
         scheme = urlsplit(url).scheme
         backend = BACKENDS.get(scheme)
         fix = f"pip install {backend}" if backend else f"install the fsspec backend for {scheme}://"
         raise ImportError(f"reading {scheme}:// URLs needs a package that is missing ({error}): {fix}") from None
+
+
+def _fsspec_keeps_the_parents_loop(version: str) -> bool:
+    """Whether this fsspec predates 2025.3.1, which resets its event loop in a forked child. An older
+    one hands a forked DataLoader worker the parent's loop, whose thread the fork left behind: the
+    worker's first URL read waits forever. Its async backends then run on :func:`_own_loop`."""
+    numbers = re.findall(r"\d+", version)[:3]
+    return tuple(int(number) for number in numbers) < (2025, 3, 1)
+
+
+_loop: list[asyncio.AbstractEventLoop | None] = [None]  # this process's, made on first use
+_loop_lock = threading.Lock()
+
+
+def _own_loop() -> asyncio.AbstractEventLoop:
+    """An event loop of this process, running in a daemon thread, for fsspec's ``loop=`` argument."""
+    with _loop_lock:
+        if _loop[0] is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="recipes-fsspec-loop", daemon=True).start()
+            _loop[0] = loop
+        return _loop[0]
+
+
+def _forget_the_loop_in_a_child() -> None:
+    global _loop_lock
+    _loop[0], _loop_lock = None, threading.Lock()  # the parent's thread and a lock it may have held stay behind
+
+
+os.register_at_fork(after_in_child=_forget_the_loop_in_a_child)
 
 
 def stream_size(
