@@ -170,12 +170,11 @@ class CocoDataset(Dataset):
         """Image ``index`` as uint8 [3,H,W], before ``transforms``: its ``file_name`` under
         ``image_root``, decoded, its size checked against the annotations. Override it to read
         images another way (an archive, a database); a :class:`DataError` it raises follows ``on_error``."""
-        source = self._source(index)
-        path = self._path(self.index.file_names[index], source)
+        path = self._path(index)
         try:
             image = read_image(path, contiguous=False, strict=self.strict_decode)  # the decoder's layout: no copy
         except DataError as error:  # it names the file; add which image of the annotations
-            raise DataError(f"{source}: {error}") from None
+            raise DataError(f"{self._source(index)}: {error}") from None
         if tuple(image.shape[-2:]) != (int(self.index.heights[index]), int(self.index.widths[index])):
             raise DataError(self._size_mismatch(path, index, image.shape[-1], image.shape[-2]))
         return image
@@ -190,7 +189,7 @@ class CocoDataset(Dataset):
         target = {
             "image_id": int(ix.image_ids[index]),
             "boxes": tv_tensors.BoundingBoxes(
-                torch.from_numpy(ix.boxes[rows]), format="XYXY", canvas_size=(height, width)
+                torch.from_numpy(ix.boxes[rows]), format=tv_tensors.BoundingBoxFormat.XYXY, canvas_size=(height, width)
             ),
             "labels": torch.from_numpy(labels[rows]),
             "area": torch.from_numpy(ix.areas[rows]),
@@ -205,15 +204,18 @@ class CocoDataset(Dataset):
     def _source(self, index: int) -> str:
         return f"{shown(self.ann_file)}, image {self.index.image_ids[index]}"
 
-    def _path(self, name: str, source: str) -> str:
+    def _path(self, index: int) -> str:
         # The root was resolved once; a one-component name that is not a symlink stays inside it
         # (COCO's flat folders: one lstat). Otherwise follow links with os.path.realpath, cheaper
         # than pathlib's resolve(); what lands outside gets resolve_under's verdict.
+        name = self.index.file_names[index]
         path = self._real_root + name
         if "/" not in name and os.sep not in name and not os.path.islink(path):
             return path
         path = os.path.realpath(path)
-        return path if path.startswith(self._real_root) else resolve_under(self.image_root, name, source=source)
+        if path.startswith(self._real_root):
+            return path
+        return resolve_under(self.image_root, name, source=self._source(index))
 
     def _size_mismatch(self, path: str | Path, index: int, got_width: int, got_height: int) -> str:
         """Say what is wrong, and whether the annotations were drawn on an EXIF-rotated photo's

@@ -62,6 +62,8 @@ def stack_into(tensors: list[torch.Tensor], out: torch.Tensor) -> torch.Tensor:
     ``[H,W,3]`` into ``out`` seen as ``[B,H,W,3]``, which is what this does.
     """
     order = sorted(range(1, out.ndim), key=lambda dim: -out.stride(dim))  # out's dimensions, outermost first
+    if order == list(range(1, out.ndim)):  # contiguous: torch.stack walks it in order already
+        return torch.stack(tensors, out=out)
     torch.stack([tensor.permute([dim - 1 for dim in order]) for tensor in tensors], out=out.permute(0, *order))
     return out
 
