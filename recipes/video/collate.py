@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import default_collate, get_worker_info
 from torchvision import tv_tensors
 
-from recipes.core.contracts.batching import extra_columns, stack_into
+from recipes.core.contracts.batching import extra_columns
 from recipes.core.contracts.errors import drop_skipped
 from recipes.video.device import EncodedClip
 
@@ -63,7 +63,7 @@ def stack_clips(clips: Sequence[torch.Tensor], layout: str = "BTCHW") -> torch.T
                                 device=first.device)
     if batch.device.type == "cpu" and get_worker_info() is not None:
         batch.share_memory_()  # still unwritten: each clip is copied once, into what crosses to the main process
-    stack_into([clip.as_subclass(torch.Tensor) for clip in clips], batch)
+    torch.stack([clip.as_subclass(torch.Tensor) for clip in clips], out=batch)
     return batch.as_subclass(tv_tensors.Video) if layout == "BTCHW" else batch.permute(0, 2, 1, 3, 4)
 
 

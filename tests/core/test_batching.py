@@ -1,9 +1,9 @@
-"""stack_images and stack_into: one copy per image, the images' own layout, errors that name the sample."""
+"""stack_images: one copy per image, the images' own layout, errors that name the sample."""
 
 import pytest
 import torch
 
-from recipes.core.contracts.batching import stack_images, stack_into
+from recipes.core.contracts.batching import stack_images
 
 
 def _hwc_images(count, height=5, width=7):
@@ -41,19 +41,3 @@ def test_an_empty_batch_and_errors_that_name_the_sample():
         stack_images([images[0], _hwc_images(1, 4, 7)[0]], fix="add a crop")
     with pytest.raises(ValueError, match="sample 0 is torch.float32"):
         stack_images([images[0].float()])
-
-
-@pytest.mark.parametrize("layout", ["channels_last", "contiguous", "clips_TCHW_in_CTHW_memory"])
-def test_stack_into_equals_torch_stack_and_keeps_the_out_strides(layout):
-    generator = torch.Generator().manual_seed(1)
-    if layout == "clips_TCHW_in_CTHW_memory":  # the video collate's BCTHW batch read as BTCHW
-        tensors = [torch.randint(0, 256, (3, 4, 5, 6), dtype=torch.uint8, generator=generator).permute(1, 0, 2, 3)
-                   for _ in range(2)]
-        out = torch.empty((2, 3, 4, 5, 6), dtype=torch.uint8).permute(0, 2, 1, 3, 4)
-    else:
-        tensors = _hwc_images(4) if layout == "channels_last" else [image.contiguous() for image in _hwc_images(4)]
-        format = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-        out = torch.empty((4, 3, 5, 7), dtype=torch.uint8).contiguous(memory_format=format)
-    strides = out.stride()
-    assert stack_into(tensors, out) is out
-    assert out.stride() == strides and torch.equal(out, torch.stack(tensors))

@@ -50,22 +50,7 @@ def stack_images(images: list[torch.Tensor], *, caller: str = "collate", fix: st
     else:
         strides = (channels * height * width, height * width, width, 1)
     out = torch.empty_strided((len(images), channels, height, width), strides, dtype=torch.uint8)
-    return stack_into([image.as_subclass(torch.Tensor) for image in images], out)
-
-
-def stack_into(tensors: list[torch.Tensor], out: torch.Tensor) -> torch.Tensor:
-    """``torch.stack(tensors, out=out)``, copied in ``out``'s memory order; returns ``out``.
-
-    ``out`` is dense with the batch dimension outermost, in any order of the others (channels-last).
-    Stacking into such an ``out`` as it is walks it element by element: for eight uint8
-    ``[3,224,224]`` images with torch 2.14, 5.2 ms against 0.09 ms for the same bytes stacked as
-    ``[H,W,3]`` into ``out`` seen as ``[B,H,W,3]``, which is what this does.
-    """
-    order = sorted(range(1, out.ndim), key=lambda dim: -out.stride(dim))  # out's dimensions, outermost first
-    if order == list(range(1, out.ndim)):  # contiguous: torch.stack walks it in order already
-        return torch.stack(tensors, out=out)
-    torch.stack([tensor.permute([dim - 1 for dim in order]) for tensor in tensors], out=out.permute(0, *order))
-    return out
+    return torch.stack([image.as_subclass(torch.Tensor) for image in images], out=out)
 
 
 def extra_columns(batch: list[dict[str, Any]], known: Iterable[str], taken: Iterable[str], *, caller: str) -> dict[str, Any]:
