@@ -127,7 +127,8 @@ def _read_fast(path: str, data: bytes, masks: bool) -> dict[str, Any] | None:
     name as ``recipes check`` does."""
     try:
         doc = _DECODERS[masks].decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+    # msgspec 0.18 raises UnicodeDecodeError on bytes that are not UTF-8, newer releases DecodeError
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     images, anns, cats = doc.images, doc.annotations, doc.categories
     if cats is not msgspec.UNSET and not all(isinstance(c.name, str) for c in cats):
