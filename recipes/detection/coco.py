@@ -33,6 +33,7 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
+from torchvision.tv_tensors import BoundingBoxFormat
 
 from recipes.core.contracts.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.pixels.images import image_size, read_image
@@ -189,7 +190,7 @@ class CocoDataset(Dataset):
         target = {
             "image_id": int(ix.image_ids[index]),
             "boxes": tv_tensors.BoundingBoxes(
-                torch.from_numpy(ix.boxes[rows]), format=tv_tensors.BoundingBoxFormat.XYXY, canvas_size=(height, width)
+                torch.from_numpy(ix.boxes[rows]), format=BoundingBoxFormat.XYXY, canvas_size=(height, width)
             ),
             "labels": torch.from_numpy(labels[rows]),
             "area": torch.from_numpy(ix.areas[rows]),

@@ -59,7 +59,9 @@ def _jpeg_segments(data: bytes) -> list[tuple[int, int, int]] | None:
     return segments
 
 
-def _jpeg_size(data: bytes, segments: list[tuple[int, int, int]]) -> tuple[int, int, str] | None:
+def _jpeg_size(data: bytes, segments: list[tuple[int, int, int]] | None) -> tuple[int, int, str] | None:
+    if segments is None:  # not a JPEG
+        return None
     for marker, start, _ in segments:
         if marker in _JPEG_FRAMES:
             if start + 5 > len(data):
@@ -77,8 +79,7 @@ def header_size(data: bytes) -> tuple[int, int, str] | None:
     """
     if data[:8] == b"\x89PNG\r\n\x1a\n":
         return _png_size(data)
-    segments = _jpeg_segments(data)
-    return None if segments is None else _jpeg_size(data, segments)
+    return _jpeg_size(data, _jpeg_segments(data))
 
 
 def read_header(data: bytes) -> tuple[tuple[int, int, str] | None, bool]:
@@ -88,7 +89,7 @@ def read_header(data: bytes) -> tuple[tuple[int, int, str] | None, bool]:
         size = _png_size(data)
         return size, size is None or _png_orientation_needs_pil(data)
     segments = _jpeg_segments(data)
-    size = None if segments is None else _jpeg_size(data, segments)
+    size = _jpeg_size(data, segments)
     return size, size is None or _jpeg_orientation_needs_pil(data, segments)
 
 
@@ -188,7 +189,7 @@ def device_decodable(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[int, in
     :func:`decode_image` would refuse, goes back to it, so errors stay the worker's.
     """
     segments = _jpeg_segments(data)
-    size = None if segments is None else _jpeg_size(data, segments)
+    size = _jpeg_size(data, segments)
     if size is None or not 0 < size[0] * size[1] <= max_pixels:
         return None
     for marker, start, end in segments:
