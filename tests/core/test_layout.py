@@ -107,7 +107,12 @@ def _parameters(function) -> list[str]:
 
 def _public_core_callables():
     for info in pkgutil.walk_packages(recipes.core.__path__, "recipes.core."):
-        module = importlib.import_module(info.name)
+        try:
+            module = importlib.import_module(info.name)
+        except ModuleNotFoundError as error:  # recipes.core.loading.hf_trainer, without the trainers extra
+            if error.name != "transformers":
+                raise
+            continue
         for name, value in vars(module).items():
             if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
                 continue

@@ -175,6 +175,7 @@ def test_collate_of_different_sizes_asks_for_a_resize_and_crop(fixtures, tokeniz
 
 
 def test_one_clip_training_step_on_a_normalised_batch(fixtures, tokenizer):
+    pytest.importorskip("transformers")
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
     from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
 
@@ -326,6 +327,7 @@ def test_unknown_options_list_the_choices(fixtures, tokenizer):
 
 @pytest.mark.gpu
 def test_pinned_channels_last_batches_reach_a_cuda_clip_step_normalised(fixtures, tokenizer):
+    pytest.importorskip("transformers")
     from transformers import CLIPConfig, CLIPModel
 
     from recipes.core.loading.device import DevicePrefetcher

@@ -32,6 +32,7 @@ def _rows(path):
 
 def _wrapped(chat, name):
     """A transformers tokenizer over the fixture's tokenizer.json, with the config's template and tokens."""
+    pytest.importorskip("transformers")
     from transformers import PreTrainedTokenizerFast
 
     config = json.loads((chat / name / "tokenizer_config.json").read_text(encoding="utf-8"))

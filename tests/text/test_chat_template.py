@@ -25,6 +25,7 @@ def chat(fixtures):
 @pytest.fixture(scope="module")
 def saved(chat, tmp_path_factory):
     """A model folder as ``save_pretrained`` writes it, from the fixture's Llama-3 tokenizer_config.json."""
+    pytest.importorskip("transformers")
     from transformers import PreTrainedTokenizerFast
 
     config = json.loads((chat / "llama3" / "tokenizer_config.json").read_text(encoding="utf-8"))
@@ -37,6 +38,7 @@ def saved(chat, tmp_path_factory):
 
 
 def _loaded(folder):
+    pytest.importorskip("transformers")
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(folder, local_files_only=True)

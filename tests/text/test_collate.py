@@ -39,6 +39,7 @@ def test_the_collate_objects_batch_as_their_functions_and_pickle_with_their_opti
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("multiple", [None, 8], ids=["longest", "multiple8"])
 def test_text_collate_equals_hf_data_collator_with_padding(tok, items, side, multiple):
+    pytest.importorskip("transformers")
     from transformers import DataCollatorWithPadding, PreTrainedTokenizerFast
 
     hf_tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", padding_side=side)
@@ -63,6 +64,7 @@ def test_collates_drop_skipped_items_and_pad_with_the_given_id(items):
 
 
 def _tiny(kind):
+    pytest.importorskip("transformers")
     torch.manual_seed(0)
     if kind == "bert":
         from transformers import BertConfig, BertModel
@@ -100,6 +102,7 @@ def test_lstm_over_pack_padded_sequence_equals_each_unpadded_sample(items):
 
 
 def test_pack_collate_equals_hf_data_collator_with_flattening(items):
+    pytest.importorskip("transformers")
     from transformers import DataCollatorWithFlattening
 
     hf = DataCollatorWithFlattening(return_position_ids=True, return_flash_attn_kwargs=True)

@@ -16,6 +16,7 @@ from recipes.text import InstructionDataset, instruction_collate, pack_collate
 
 @pytest.fixture(scope="module")
 def model():
+    pytest.importorskip("transformers")
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)

@@ -14,6 +14,14 @@ from recipes.text import TokenizeBatch, TokenizedTextDataset
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+# Ray before 2.56 drops a log file and a child process it started to the garbage collector, which
+# reports them as unraisable ResourceWarnings inside ray.init: its cause, not a test's
+UNRAISABLE = "pytest.PytestUnraisableExceptionWarning"
+pytestmark = [
+    pytest.mark.filterwarnings(rf"ignore:Exception ignored in. <_io.FileIO \[closed\]>:{UNRAISABLE}"),
+    pytest.mark.filterwarnings(rf"ignore:Exception ignored in. <function Popen.__del__:{UNRAISABLE}"),
+]
+
 MAX_LENGTH = 12  # shorter than most corpus lines: most rows are cut and must keep [CLS] ... [SEP]
 
 

@@ -162,6 +162,8 @@ ONE_RANK_RESUME = {
 def test_each_trainer_resumes_mid_epoch_exactly_on_one_rank(tmp_path, trainer):
     # one device, as most fine-tuning runs: stopped after 10 of the epoch's 15 steps, resumed from the trainer's
     # own checkpoint, the steps are those of an uninterrupted run
+    if trainer == "hf":
+        pytest.importorskip("transformers")
     checkpoint, options = ONE_RANK_RESUME[trainer]
     config = {"factory": LINES, "epochs": EPOCHS, "workers": 1, "devices": 1, **options}
     stopped = launch(trainer, tmp_path, {**config, "run": "stopped", "stop_after": 10})[0]
