@@ -30,7 +30,6 @@ import torch
 from recipes.audio.decoding import audio_options, decode
 from recipes.core.sampling.distributed import shared_result
 from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
 from recipes.core.sources.storage import basename, shown
 from recipes.core.sampling.stream_order import StreamOrder, order_or_default
@@ -65,7 +64,6 @@ class AudioShards(ResumableStream):
     turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
-    @moved_keywords("AudioShards", groups={"order": (StreamOrder, {"shuffle_buffer": "shuffle_buffer", "seed": "seed"})})
     def __init__(
         self,
         urls: str | os.PathLike | Sequence[str | os.PathLike],

@@ -42,7 +42,6 @@ from recipes.audio.speech_rows import Rows, manifest_rows, table_rows
 from recipes.core.contracts.arrays import StringArray
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
 from recipes.core.sources.index_cache import file_identities
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.contracts.parameters import check_count
 from recipes.core.sources.paths import UnderRoot, check_relative
 from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
@@ -50,7 +49,6 @@ from recipes.core.contracts.states import sampled_digest
 from recipes.core.sources.storage import basename, shown
 
 SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
-MOVED_TO_READ_OPTIONS = {"num_channels": "num_channels"}  # still works, with a DeprecationWarning
 INDEX_VERSION = 1  # part of an index's key: bump when what it keeps changes
 
 
@@ -86,7 +84,6 @@ class SpeechDataset(Dataset):
     per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
-    @moved_keywords("SpeechDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         source: str | os.PathLike | Any,

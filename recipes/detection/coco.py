@@ -37,7 +37,6 @@ from torchvision.tv_tensors import BoundingBoxFormat
 
 from recipes.core.contracts.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
 from recipes.core.pixels.images import image_size, read_image
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.sources.paths import resolve_under
 from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
 from recipes.core.contracts.states import sampled_digest
@@ -46,8 +45,6 @@ from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
-# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
-MOVED_TO_READ_OPTIONS = {"strict": "strict_annotations", "strict_decode": "strict_decode"}
 
 
 class CocoDataset(Dataset):
@@ -85,7 +82,6 @@ class CocoDataset(Dataset):
             ``label_to_category`` map ids to 1..K and back.
     """
 
-    @moved_keywords("CocoDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         image_root: str | os.PathLike,

@@ -49,7 +49,6 @@ from recipes.core.contracts.errors import (
 )
 from recipes.core.pixels.images import decode_image, read_file
 from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.sources.parquet_files import entry_name, is_arrow_dataset, is_parquet
 from recipes.core.sources.paths import resolve_under
 from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
@@ -64,9 +63,6 @@ from recipes.multimodal.parquet_captions import index_caption_parquet
 
 CAPTION_CHOICES = ("random", "first", "all")
 PAIRS_READ_OPTIONS = ("strict_decode", "max_row_group_bytes", "truncation")
-# the constructor keywords that moved into read_options (each still works, with a DeprecationWarning)
-MOVED_TO_READ_OPTIONS = {"strict_decode": "strict_decode", "max_row_group_bytes": "max_row_group_bytes",
-                         "truncation": "truncation"}
 # OpenAI CLIP's normalisation (open_clip OPENAI_DATASET_MEAN/STD); pass to DevicePrefetcher.
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -111,7 +107,6 @@ class ImageTextDataset(Dataset):
     Parquet columns named other than ``image`` and ``caption``: :meth:`from_parquet`.
     """
 
-    # above __init__, whose deprecated image_field= / caption_field= spelling runs it (moved_keywords)
     def _init_columns(
         self,
         manifest: Any,
@@ -173,8 +168,6 @@ class ImageTextDataset(Dataset):
         self.pad_id = caption_pad_id(tokenizer)
 
 
-    @moved_keywords("ImageTextDataset", groups={"read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
-                    mode=("from_parquet", _init_columns, ("image_field", "caption_field")))
     def __init__(
         self,
         manifest: str | os.PathLike | list[str | os.PathLike] | Any,

@@ -39,7 +39,6 @@ from recipes.core.sources.disk_cache import DiskCache
 from recipes.core.sampling.distributed import shared_result
 from recipes.core.contracts.errors import DataError, UserCode, check_on_error, skip_or_raise
 from recipes.core.pixels.images import decode_image
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
 from recipes.core.sampling.seeding import sample_seed, seeded
 from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
@@ -53,10 +52,6 @@ from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, re
 
 CAPTION_CHOICES = ("random", "first", "all")
 SHARDS_READ_OPTIONS = ("strict_decode", "truncation", "cache_limit_bytes", "verify_cache")
-# the constructor keywords that moved into order= and read_options= (each still works, with a DeprecationWarning)
-MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
-MOVED_TO_READ_OPTIONS = {"strict_decode": "strict_decode", "truncation": "truncation",
-                         "cache_limit_bytes": "cache_limit_bytes", "cache_verify": "verify_cache"}
 
 
 class ImageTextShards(ResumableStream):
@@ -94,8 +89,6 @@ class ImageTextShards(ResumableStream):
 
     turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
 
-    @moved_keywords("ImageTextShards", groups={"order": (StreamOrder, MOVED_TO_ORDER),
-                                               "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)})
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike],

@@ -41,7 +41,6 @@ from torch.utils.data import DataLoader, get_worker_info
 from recipes.core.sampling.distributed import shared_result
 from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
 from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.sources.parquet_files import (
     is_arrow_dataset,
     is_parquet,
@@ -62,8 +61,6 @@ from recipes.text.line_index import LineIndex
 from recipes.text.parquet_corpus import check_record
 from recipes.text.token_source import (
     IDS_READ_OPTIONS,
-    MOVED_IDS_KEYWORDS,
-    MOVED_TO_READ_OPTIONS,
     from_ids_instance,
     token_source,
 )
@@ -71,8 +68,6 @@ from recipes.text.token_source import (
 STREAM_FORMATS = (".txt", ".jsonl")
 CHUNK_LINES = 1024  # lines per encode_batch call: amortises the call, keeps memory flat
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "index_dir")
-# the constructor keywords that moved into order= (each still works, with a DeprecationWarning)
-MOVED_TO_ORDER = {"shuffle_buffer": "shuffle_buffer", "seed": "seed", "rank": "rank", "world_size": "world_size"}
 
 
 class StreamingTextDataset(ResumableStream):
@@ -111,7 +106,6 @@ class StreamingTextDataset(ResumableStream):
 
     turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
 
-    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
     def _init_ids(
         self,
         paths: Any,
@@ -121,13 +115,10 @@ class StreamingTextDataset(ResumableStream):
         read_options: ReadOptions | None = None,
         **fields: Any,
     ) -> None:
-        """:meth:`from_ids`'s setup, which ``StreamingTextDataset(..., ids_field=...)`` runs too."""
+        """:meth:`from_ids`'s setup, on the instance it makes."""
         options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
         self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
 
-    @moved_keywords("StreamingTextDataset", groups={"order": (StreamOrder, MOVED_TO_ORDER),
-                                                    "read_options": (ReadOptions, MOVED_TO_READ_OPTIONS)},
-                    mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,
@@ -148,7 +139,6 @@ class StreamingTextDataset(ResumableStream):
                     options=read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
 
     @classmethod
-    @moved_keywords("StreamingTextDataset.from_ids", groups={"read_options": (ReadOptions, MOVED_IDS_KEYWORDS)})
     def from_ids(
         cls,
         paths: str | os.PathLike | Sequence[str | os.PathLike] | Any,

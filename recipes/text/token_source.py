@@ -24,10 +24,6 @@ from recipes.core.tokens.truncation import check_truncation
 from recipes.text.parquet_ids import IdsColumn
 
 IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes", "vocab_size")  # what from_ids reads of its ReadOptions
-# the keywords both datasets moved into read_options= (each still works, with a DeprecationWarning)
-MOVED_IDS_KEYWORDS = {"vocab_size": "vocab_size"}  # from_ids's
-MOVED_TO_READ_OPTIONS = {"truncation": "truncation", "max_line_chars": "max_line_chars",
-                         "max_row_group_bytes": "max_row_group_bytes", **MOVED_IDS_KEYWORDS}
 
 Built = TypeVar("Built")
 
@@ -79,8 +75,7 @@ def token_source(
 
 
 def from_ids_instance(cls: type[Built], initialise: Callable[..., None], *args: Any, **options: Any) -> Built:
-    """What both datasets' ``from_ids`` return: a new ``cls`` set up by ``initialise``, its ids
-    initialiser (the one the deprecated ``cls(..., ids_field=...)`` spelling runs too)."""
+    """What both datasets' ``from_ids`` return: a new ``cls`` set up by ``initialise``, its ids initialiser."""
     instance = cls.__new__(cls)
     initialise(instance, *args, **options)
     return instance

@@ -30,7 +30,6 @@ from torch.utils.data import DataLoader, Dataset
 from recipes.core.contracts.arrays import TokenArray
 from recipes.core.contracts.errors import SkippedRows, check_on_error
 from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.sources.parquet_files import PARQUET_SUFFIX, is_parquet
 from recipes.core.sampling.plans import ByLength, TokenBudget
 from recipes.core.contracts.protocols import UsualCollate
@@ -46,14 +45,11 @@ from recipes.text.parquet_ids import read_id_corpus
 from recipes.text.token_cache import cache_prefix, load_cache, reuse_cache, save_cache
 from recipes.text.token_source import (
     IDS_READ_OPTIONS,
-    MOVED_IDS_KEYWORDS,
-    MOVED_TO_READ_OPTIONS,
     from_ids_instance,
     token_source,
 )
 
 TEXT_READ_OPTIONS = ("truncation", "max_line_chars", "max_row_group_bytes", "verify_cache")
-MOVED_KEYWORDS = {**MOVED_TO_READ_OPTIONS, "verify": "verify_cache"}  # verify= moved into read_options= too
 
 
 class TokenizedTextDataset(Dataset):
@@ -98,7 +94,6 @@ class TokenizedTextDataset(Dataset):
             ``cache_dir``, every cached file's CRC-32 is checked at open).
     """
 
-    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
     def _init_ids(
         self,
         path: Any,
@@ -111,18 +106,11 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
-        text_field: str = "text",  # the constructor's keywords, for its deprecated ids_field= spelling
-        cache_dir: str | os.PathLike | None = None,
     ) -> None:
-        """:meth:`from_ids`'s reading, which ``TokenizedTextDataset(..., ids_field=...)`` runs too."""
+        """:meth:`from_ids`'s reading, on the instance it makes."""
         options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
         parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
         self._no_tokenizer = tokenizer is None
-        if cache_dir is not None:
-            raise ValueError(
-                f"{self._name}: cache_dir stores the ids of tokenised text; ids_field={ids_field!r} reads ids "
-                "already made, straight from the file, so there is nothing to cache: drop cache_dir"
-            )
         source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
                               ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
                               on_error=on_error)
@@ -131,8 +119,6 @@ class TokenizedTextDataset(Dataset):
         corpus = read_id_corpus(parquet.entries, source.ids, **reading)
         self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
 
-    @moved_keywords("TokenizedTextDataset", groups={"read_options": (ReadOptions, MOVED_KEYWORDS)},
-                    mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -190,7 +176,6 @@ class TokenizedTextDataset(Dataset):
         self._set(tokens, labels, lines, names)
 
     @classmethod
-    @moved_keywords("TokenizedTextDataset.from_ids", groups={"read_options": (ReadOptions, MOVED_IDS_KEYWORDS)})
     def from_ids(
         cls,
         path: str | os.PathLike | list[str | os.PathLike] | Any,

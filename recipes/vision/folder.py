@@ -49,7 +49,6 @@ from recipes.core.contracts.errors import (
 )
 from recipes.core.pixels.images import read_file, read_image
 from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.contracts.protocols import SetsDraftSize, UsualCollate
 from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
 from recipes.core.contracts.states import sampled_digest
@@ -83,7 +82,6 @@ class ImageFolderDataset(Dataset):
     in a loop.
     """
 
-    @moved_keywords("ImageFolderDataset", groups={"read_options": (ReadOptions, {"strict_decode": "strict_decode"})})
     def __init__(
         self,
         root: str | os.PathLike,

@@ -48,13 +48,9 @@ def test_a_shuffle_buffer_reorders_each_epoch_and_keeps_every_sample(shards):
     assert sorted(first) == sorted(second) and len(set(first)) == 8 and first != second
 
 
-def test_the_old_shuffle_keywords_warn_at_the_caller_and_give_the_same_order(shards):
-    expected = [item["key"] for item in AudioShards(shards, order=StreamOrder(shuffle_buffer=3, seed=1))]
-    pattern = r"AudioShards\(shuffle_buffer=\.\.\., seed=\.\.\.\) is deprecated: pass order=StreamOrder\("
-    with pytest.warns(DeprecationWarning, match=pattern) as caught:
-        stream = AudioShards(shards, shuffle_buffer=3, seed=1)
-    assert len(caught) == 1 and caught[0].filename == str(Path(__file__).resolve())  # the caller's line
-    assert [item["key"] for item in stream] == expected
+def test_the_shuffle_is_set_by_order_only(shards):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shuffle_buffer'"):
+        AudioShards(shards, shuffle_buffer=3, seed=1)  # order=StreamOrder(shuffle_buffer=3, seed=1)
 
 
 def test_an_order_with_a_rank_reads_that_ranks_share_of_the_shards(shards):

@@ -5,7 +5,6 @@ opened at build, each decode checked against its row); num_channels moved into R
 import json
 import os
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from recipes.core import ReadOptions
 from recipes.core.contracts.errors import DataError
 from tests.harness import with_skip_warnings
 
-HERE = str(Path(__file__).resolve())
 MANIFEST = ReadOptions(durations="manifest")
 
 
@@ -135,13 +133,10 @@ def test_a_large_manifest_reads_its_headers_in_row_order_from_threads_or_not(spe
     assert dataset.durations.tolist() == [alone[k % 8] for k in kept] and len(messages) == 2
 
 
-def test_num_channels_moved_into_read_options_warns_at_the_caller_and_gives_the_same_items(speech):
-    expected = SpeechDataset(speech / "manifest.jsonl", read_options=ReadOptions(num_channels=None))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dataset = SpeechDataset(speech / "manifest.jsonl", num_channels=None)
-    assert len(caught) == 1 and issubclass(caught[0].category, DeprecationWarning) and caught[0].filename == HERE
-    assert "pass read_options=ReadOptions(num_channels=...)" in str(caught[0].message)
-    assert dataset.num_channels is None and all(torch.equal(dataset[i]["audio"], expected[i]["audio"]) for i in range(8))
+def test_num_channels_is_a_read_option(speech):
+    dataset = SpeechDataset(speech / "manifest.jsonl", read_options=ReadOptions(num_channels=None))
+    assert dataset.num_channels is None
+    with pytest.raises(TypeError, match="unexpected keyword argument 'num_channels'"):
+        SpeechDataset(speech / "manifest.jsonl", num_channels=None)
     with pytest.raises(ValueError, match=r"SpeechDataset does not read read_options.truncation"):
         SpeechDataset(speech / "manifest.jsonl", read_options=ReadOptions(truncation="slice"))

@@ -15,6 +15,7 @@
 import ast
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import subprocess
@@ -77,6 +78,14 @@ def test_no_folder_holds_more_than_twenty_modules():
     crowded = {str(folder.relative_to(PACKAGE)): count for folder in [PACKAGE, *PACKAGE.rglob("*/")]
                if folder.is_dir() and (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES}
     assert not crowded, f"folders of more than {MAX_MODULES} modules: {crowded}"
+
+
+def test_no_deprecation_shim_before_the_first_release():
+    # CHANGELOG.md: until 0.1.0 a keyword that moves just moves; an old spelling is a TypeError
+    shims = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+             if "DeprecationWarning" in (text := path.read_text(encoding="utf-8")) and "warnings.warn(" in text]
+    assert not shims, f"modules that warn of a deprecated spelling: {shims}"
+    assert importlib.util.find_spec("recipes.core.contracts.moved_keywords") is None
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "core").rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE / "core")))

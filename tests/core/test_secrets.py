@@ -75,11 +75,13 @@ def _after_one(stream: Any) -> Any:
 
 
 def _tok(w: Where, name: str, **options: Any) -> Any:
-    return TokenizedTextDataset(w.url(name), w.tokenizer, storage_options=w.options, **options)
+    make = TokenizedTextDataset.from_ids if "ids_field" in options else TokenizedTextDataset
+    return make(w.url(name), w.tokenizer, storage_options=w.options, **options)
 
 
 def _stream(w: Where, name: str, **options: Any) -> Any:
-    return StreamingTextDataset(w.url(name), w.tokenizer, storage_options=w.options, **options)
+    make = StreamingTextDataset.from_ids if "ids_field" in options else StreamingTextDataset
+    return make(w.url(name), w.tokenizer, storage_options=w.options, **options)
 
 
 def _pairs(w: Where, name: str, **options: Any) -> Any:

@@ -228,17 +228,14 @@ def test_what_ids_field_cannot_do_is_refused_by_name(tmp_path, fixtures, tokeniz
             reader(path)
         with pytest.raises(ValueError, match="ReadOptions.vocab_size must be a positive int or None, got 0"):
             reader.from_ids(path, ids_field="input_ids", read_options=ReadOptions(vocab_size=0))
-        with pytest.warns(DeprecationWarning, match=r"from_ids\(vocab_size=\.\.\.\) is deprecated: pass read_options="
-                          r"ReadOptions\(vocab_size=\.\.\.\)"):
-            assert reader.from_ids(path, tokenizer, ids_field="input_ids", vocab_size=900) is not None  # still works
-        with pytest.warns(DeprecationWarning, match=r"\(vocab_size=\.\.\.\) is deprecated: pass read_options="):
-            with pytest.raises(ValueError, match="does not read read_options.vocab_size"):
-                reader(path, tokenizer, vocab_size=800)  # the bound of stored ids: text has none
+        with pytest.raises(TypeError, match="unexpected keyword argument 'vocab_size'"):
+            reader.from_ids(path, tokenizer, ids_field="input_ids", vocab_size=900)  # read_options= holds it
+        with pytest.raises(ValueError, match="does not read read_options.vocab_size"):
+            reader(path, tokenizer, read_options=ReadOptions(vocab_size=800))  # the bound of stored ids: text has none
         with pytest.raises(TypeError, match="unexpected keyword argument 'text_field'"):
             reader.from_ids(path, ids_field="input_ids", text_field="text")  # from_ids lists what it takes
-    with pytest.warns(DeprecationWarning, match=r"ids_field=\.\.\.\) is deprecated: use TokenizedTextDataset.from_ids"):
-        with pytest.raises(ValueError, match="cache_dir stores the ids of tokenised text.*drop cache_dir"):
-            TokenizedTextDataset(path, tokenizer, ids_field="input_ids", cache_dir=tmp_path / "cache")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ids_field'"):  # from_ids reads stored ids
+        TokenizedTextDataset(path, tokenizer, ids_field="input_ids", cache_dir=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()
 
 

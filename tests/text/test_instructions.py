@@ -261,12 +261,11 @@ def test_pre_tokenised_ids_with_labels_or_a_mask_give_the_tokenised_items(writte
     assert stored.describe(3).endswith("row 3")
 
 
-def test_ids_field_moved_to_from_ids_and_gives_the_same_items(written):
+def test_stored_ids_are_read_by_from_ids_only(written):
     _, folder = written
-    with pytest.warns(DeprecationWarning, match=r"use InstructionDataset.from_ids\(\.\.\., ids_field=\.\.\.\)"):
-        old = InstructionDataset(folder / "labels.parquet", None, ids_field="input_ids")
-    new = InstructionDataset.from_ids(folder / "labels.parquet")
-    assert len(old) == len(new) and all(torch.equal(old[i]["labels"], new[i]["labels"]) for i in range(len(new)))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ids_field'"):
+        InstructionDataset(folder / "labels.parquet", None, ids_field="input_ids")
+    assert len(InstructionDataset.from_ids(folder / "labels.parquet", ids_field="input_ids")) > 0
 
 
 def test_pre_tokenised_rows_are_checked_and_cut(written, tok, tmp_path, quiet_datasets):

@@ -31,7 +31,6 @@ from torch.utils.data import Dataset
 from recipes.core.contracts.arrays import TokenArray
 from recipes.core.contracts.batching import extra_columns
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.contracts.moved_keywords import moved_keywords
 from recipes.core.contracts.parameters import check_count
 from recipes.core.sources.parquet_files import is_parquet, parquet_entries
 from recipes.core.tokens.padding import pad_batch, pad_to_width
@@ -95,7 +94,6 @@ class InstructionDataset(Dataset):
             whatever ``max_length``: about 100 bytes of memory a character.
     """
 
-    # above __init__, whose deprecated ids_field= spelling runs it (moved_keywords)
     def _init_ids(
         self,
         source: Any,
@@ -110,14 +108,13 @@ class InstructionDataset(Dataset):
         pad_id: int | None = None,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        """:meth:`from_ids`'s reading, which ``InstructionDataset(..., ids_field=...)`` runs too."""
+        """:meth:`from_ids`'s reading, on the instance it makes."""
         tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
         tokenizer = self._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
         with SkippedRows(self._name) as skipped:
             self._read_ids(source, ids_field, tokenizer, storage_options)
             skipped.check(len(self))
 
-    @moved_keywords("InstructionDataset", mode=("from_ids", _init_ids, ("ids_field",)))
     def __init__(
         self,
         source: str | os.PathLike | list[str | os.PathLike] | Any,
