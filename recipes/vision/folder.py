@@ -104,12 +104,25 @@ class ImageFolderDataset(Dataset):
         self.draft_size = draft_size
         self.strict_decode = options.strict_decode
         self.extensions = normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
-        self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
+        self.allow_empty = allow_empty
+        self.classes, relative, labels = self.find_samples(self.root)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         # ImageFolder's paths are os.path.join(root, class, ...): that prefix plus what we store
         self._prefix = os.path.join(self.root, "")
         self.paths = StringArray(relative)
         self.labels = np.asarray(labels, dtype=np.int64)
+        in_range = not len(self.labels) or 0 <= self.labels.min() <= self.labels.max() < len(self.classes)
+        if len(self.labels) != len(self.paths) or not in_range:
+            raise ValueError(
+                f"{type(self).__name__}.find_samples gave {len(self.paths)} files and {len(self.labels)} labels for "
+                f"{len(self.classes)} classes: it must give a label, an index into the classes, for each file"
+            )
+
+    def find_samples(self, root: str) -> tuple[list[str], list[str], list[int]]:
+        """``(classes, files relative to root, each file's index into classes)``: ImageFolder's
+        ``find_classes`` and ``make_dataset`` in one, from the class folders under ``root``. Override
+        it to list the samples another way, e.g. from a CSV (docs/copying.md, "Change tasks")."""
+        return _scan(root, self.extensions, self.allow_empty)
 
     def __len__(self) -> int:
         return len(self.labels)
