@@ -238,8 +238,9 @@ def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[li
 def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:
     """Stack ``(image, label)`` samples: ``(uint8 [B,3,H,W], int64 [B])``.
 
-    Images are copied once into a batch tensor allocated up front (timm's ``fast_collate``),
-    in shared memory inside a worker so the trip to the main process copies nothing more.
+    Images are copied once into a batch tensor allocated up front (timm's ``fast_collate``); in a
+    worker, the batch then moves into shared memory in one more copy, as DataLoader's own transfer
+    makes, and reaches the main process without another.
     Skipped samples (``None``) are dropped; if all were, the batch is empty (B = 0).
     With ``decode="device"`` the images are an :class:`EncodedBatch` for ``DevicePrefetcher``.
 
