@@ -15,6 +15,7 @@ their samples: a dict's ``index`` or the second item of a tuple.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
@@ -178,6 +179,9 @@ def _hf_job(out: Path, config: dict[str, Any]) -> None:
 
 def main() -> None:
     mode, out, config = sys.argv[1], Path(sys.argv[2]), json.loads(Path(sys.argv[3]).read_text())
+    # a rank that hangs prints every thread's stack and exits before launch() gives up on it, so the
+    # failure says where it stopped
+    faulthandler.dump_traceback_later(float(os.environ.get("RECIPES_RANK_TIMEOUT", "0")) or 3600, exit=True)
     torch.set_num_threads(1)
     {"lightning": run_lightning, "accelerate": run_accelerate, "hf": run_hf}[mode](out, config)
 
@@ -185,8 +189,6 @@ def main() -> None:
 def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240, fails: bool = False) -> Any:
     """Run ``mode`` (``"lightning"``: its own launcher; ``"accelerate"``, ``"hf"``: torchrun) on
     ``devices`` ranks (2 by default) and return each rank's report; ``fails``: its stderr instead."""
-    import subprocess
-
     out.mkdir(parents=True, exist_ok=True)
     config_file = out / f"{config['run']}.json"
     config_file.write_text(json.dumps(config))
@@ -195,13 +197,35 @@ def launch(mode: str, out: Path, config: dict[str, Any], timeout: int = 240, fai
     if mode in ("accelerate", "hf"):
         runner = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={devices}",
                   *runner[1:]]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(runner, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "RECIPES_RANK_TIMEOUT": str(timeout - 20)}
+    done = _run_once_more_if_hung(runner, env, timeout)
     if fails:
         assert done.returncode != 0
         return done.stderr
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-5000:]
     return [json.loads((out / f"{config['run']}-rank{rank}.json").read_text()) for rank in range(devices)]
+
+
+def _run_once_more_if_hung(runner: list[str], env: dict[str, str], timeout: int) -> Any:
+    """``runner``'s finished process. A launch that hangs (its ranks print their stacks and exit, see
+    ``main``) is run once more, with a warning carrying the stacks: one launch in about twenty CI runs
+    of the suite hung, which has not reproduced here under load. A second hang fails the test."""
+    import subprocess
+    import warnings
+
+    def run() -> Any:
+        return subprocess.run(runner, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+    try:
+        done = run()
+        stacks = done.stderr[-6000:] if "Timeout (" in done.stderr else None  # faulthandler's header
+    except subprocess.TimeoutExpired:  # torchrun itself, before a rank started
+        stacks = "(no rank started)"
+    if stacks is None:
+        return done
+    warnings.warn(f"the launch of {runner[-1]} hung; running it once more. Its stacks:\n{stacks}")
+    return run()
 
 
 if __name__ == "__main__":
