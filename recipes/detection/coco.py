@@ -12,8 +12,9 @@ Item = ``(image, target)``: ``image`` is ``tv_tensors.Image`` uint8 [3,H,W] (EXI
 decoder's memory layout; ``.contiguous()`` gives NCHW order); ``target`` = ``{"image_id": int,
 "boxes": BoundingBoxes XYXY float32 [N,4] (canvas_size=(H,W)), "labels": int64 [N] (COCO
 category ids, or 1..K with contiguous_labels=True), "area": float32 [N], "iscrowd": int64 [N],
-"masks": tv_tensors.Mask uint8 [N,H,W] (masks=True only)}``. An image without boxes has the
-same keys with N = 0, where torchvision's CocoDetection wrapper returns only ``image_id``.
+"masks": tv_tensors.Mask uint8 [N,H,W] (masks=True only), and a tensor [N] per ``extra_fields``
+name}``. An image without boxes has the same keys with N = 0, where torchvision's CocoDetection
+wrapper returns only ``image_id``.
 
 The same boxes and labels as ``torchvision.datasets.CocoDetection``, but the file is read once
 into a few numpy arrays (:mod:`recipes.detection.coco_index`), not a dict per annotation that forked
@@ -24,7 +25,7 @@ or when an image is read (unreadable, or a size other than the file says).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,11 @@ class CocoDataset(Dataset):
         contiguous_labels: ``labels`` are 1..K (category ids in sorted order, 0 = background)
             instead of COCO ids, for models built with ``num_classes=K + 1``.
         storage_options: passed to fsspec when ``ann_file`` is a URL; never shown.
+        extra_fields: more fields of each annotation to put in the target, each a tensor [N]
+            beside ``labels`` (int64 where every value is an integer or a boolean, else float32),
+            e.g. ``("occluded",)``. An annotation without one, or with a value that is not a number,
+            is a DataError naming the field and the annotation id (``on_error="skip"``: its image is
+            left out). For any other use of the annotations, override :meth:`extend_target`.
         read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``strict_annotations`` (raise on boxes with a non-positive or non-finite width or
             height instead of dropping them with one :class:`DegenerateBoxWarning`) and
@@ -95,8 +101,12 @@ class CocoDataset(Dataset):
         contiguous_labels: bool = False,
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
+        extra_fields: Sequence[str] = (),
     ) -> None:
         options = read_options_or_default(read_options, "CocoDataset", ("strict_annotations", "strict_decode"))
+        self.extra_fields = _checked_fields(extra_fields)
+        # the annotations whole only for an extend_target that reads them (no cost otherwise)
+        self._keeps_annotations = type(self).extend_target is not CocoDataset.extend_target
         self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
             raise FileNotFoundError(f"image_root {shown(image_root)} is not a directory")
@@ -106,7 +116,8 @@ class CocoDataset(Dataset):
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
         self.on_error, self.strict_decode = check_on_error(on_error), options.strict_decode
         self.index = index_instances(
-            read_instances(self.ann_file, masks=masks, storage_options=storage_options), shown(self.ann_file),
+            read_instances(self.ann_file, masks=masks, extra_fields=self.extra_fields, raw=self._keeps_annotations,
+                           storage_options=storage_options), shown(self.ann_file),
             on_error=on_error,
             include_crowd=include_crowd, remove_empty=remove_empty, strict=options.strict_annotations,
         )
@@ -196,6 +207,18 @@ class CocoDataset(Dataset):
             masks = decode_masks(ix.segments_of(rows), height, width, source=self._source(index),
                                  ann_ids=ix.ann_ids[rows].tolist())
             target["masks"] = tv_tensors.Mask(torch.from_numpy(masks))
+        for name, values in ix.extras.items():
+            target[name] = torch.from_numpy(values[rows])
+        if self._keeps_annotations:
+            target = self.extend_target(index, target, ix.annotations_of(rows))
+        return target
+
+    def extend_target(self, index: int, target: dict[str, Any], annotations: list[dict[str, Any]]) -> dict[str, Any]:
+        """Override it to build more of image ``index``'s target from its annotations, as the file
+        has them (dicts, one per box of ``target`` and in its order), as torchvision's
+        ``CocoDetection._load_target`` hands them over; return the target. Only an override is
+        called, and only then are the annotations kept (as JSON bytes in one buffer, which forked
+        workers share). A :class:`DataError` it raises follows ``on_error``."""
         return target
 
     def _source(self, index: int) -> str:
@@ -236,3 +259,16 @@ class CocoDataset(Dataset):
                 "on the stored pixels: rotate the image upright and its annotations with it, or strip the tag"
             )
         return message
+
+
+_TARGET_KEYS = ("image_id", "boxes", "labels", "area", "iscrowd", "masks")
+
+
+def _checked_fields(fields: Sequence[str]) -> tuple[str, ...]:
+    """``extra_fields`` as a tuple of new target keys, or a ValueError saying what is wrong."""
+    if isinstance(fields, str) or not all(isinstance(name, str) for name in fields):
+        raise ValueError(f"extra_fields must be a sequence of annotation field names, as ('occluded',), got {fields!r}")
+    taken = [name for name in fields if name in _TARGET_KEYS]
+    if taken:
+        raise ValueError(f"extra_fields {taken} would replace the target's own keys {list(_TARGET_KEYS)}")
+    return tuple(dict.fromkeys(fields))

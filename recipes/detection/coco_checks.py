@@ -32,6 +32,7 @@ from recipes.core.sources.paths import check_relative
 SECTIONS = ("images", "annotations", "categories")
 LABELS = {"images": "image", "annotations": "annotation", "categories": "category"}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MISSING = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # an extra field an annotation lacks
 DEGENERATE = "degenerate: CocoDataset drops it, or refuses it with strict=True"
 
 
@@ -319,6 +320,8 @@ class ColumnChecks:
         for k in np.flatnonzero(~self.good_boxes).tolist():
             yield Problem(f"annotation {ann_ids[k]}", _box_message(columns["bbox"][k].tolist()), "annotations", k,
                           drops="box")
+        for field, values in columns.get("extra", {}).items():
+            yield from _extra_problems(field, values, ann_ids)
 
     def image_of(self, row: int) -> int:
         """The position in 'images' (file order) of the image of annotation ``row`` (found)."""
@@ -338,6 +341,16 @@ class ColumnChecks:
                     except DataError as error:
                         message = str(error)
                 yield Problem(f"image {image_ids[k]}", message, "images", k, drops="image")
+
+
+def _extra_problems(field: str, values: list, ann_ids: np.ndarray) -> Iterator[Problem]:
+    """A missing or non-numeric value of an ``extra_fields`` field: its annotation's image cannot be used."""
+    for k, value in enumerate(values):
+        if type(value) is bool or is_number(value):
+            continue
+        got = "no such field" if value is MISSING else f"{_shown(value)}, not a number"
+        yield Problem(f"annotation {ann_ids[k]}", f"'{field}' (extra_fields): {got}", "annotations", k,
+                      drops="image")
 
 
 def _repeated(ids: np.ndarray, section: str, order: np.ndarray | None = None) -> Iterator[Problem]:

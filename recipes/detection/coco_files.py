@@ -31,7 +31,14 @@ import numpy as np
 
 from recipes.core.contracts.errors import DataError
 from recipes.core.sources.storage import read_bytes, shown
-from recipes.detection.coco_checks import SECTIONS, entry_fields, entry_problems, key_problems, top_problems
+from recipes.detection.coco_checks import (
+    MISSING,
+    SECTIONS,
+    entry_fields,
+    entry_problems,
+    key_problems,
+    top_problems,
+)
 
 try:
     import msgspec
@@ -77,7 +84,12 @@ if msgspec is not None:
 
 
 def read_instances(
-    path: str | os.PathLike, *, masks: bool, storage_options: dict[str, Any] | None = None
+    path: str | os.PathLike,
+    *,
+    masks: bool,
+    extra_fields: Sequence[str] = (),
+    raw: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Decode a COCO instances file into columns.
 
@@ -85,14 +97,17 @@ def read_instances(
         path: the instances JSON (``images``, ``annotations``, ``categories``), a local path or
             an fsspec URL.
         masks: also return each annotation's ``segmentation`` as raw JSON bytes.
+        extra_fields: also return these fields of each annotation, as parsed (:data:`MISSING`
+            where an annotation has none); ``recipes.detection.coco_checks`` checks them.
+        raw: also return each annotation whole, as raw JSON bytes.
         storage_options: passed to fsspec for a URL (see :mod:`recipes.core.sources.storage`).
 
     Returns:
         ``image_ids`` int64 [I], ``widths`` / ``heights`` float64 [I], ``file_names`` list[str];
         ``ann_ids``, ``ann_image_ids``, ``ann_category_ids`` int64 [A], ``iscrowd`` bool [A],
         ``bbox`` float64 [A,4] (XYWH), ``area`` float64 [A] (NaN where missing);
-        ``category_ids`` int64 [K], ``category_names`` list[str]; ``segments`` list[bytes] or None.
-        Everything in file order.
+        ``category_ids`` int64 [K], ``category_names`` list[str]; ``segments`` list[bytes] or None;
+        ``extra``: field -> list [A]; ``raw``: list[bytes] [A] or None. Everything in file order.
     """
     # The parse allocates a container or two per annotation and nothing that can form a cycle;
     # with the collector on, its full passes over the interpreter's heap (torch's modules...)
@@ -101,10 +116,49 @@ def read_instances(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _read(shown(path), data, masks)
+        columns = _read(shown(path), data, masks)
+        if extra_fields or raw:
+            columns.update(_annotation_parts(data, tuple(extra_fields), raw))
+        return columns
     finally:
         if collecting:
             gc.enable()
+
+
+def _annotation_parts(data: bytes, fields: tuple[str, ...], raw: bool) -> dict[str, Any]:
+    """``extra`` (each of ``fields`` of every annotation) and ``raw`` (every annotation's JSON, where
+    asked for) of a file that :func:`_read` has read, so a valid one."""
+    parsed = _msgspec_parts(data, fields, raw) if msgspec is not None else None
+    if parsed is None:  # without msgspec, or a file that is not strict JSON (NaN): the standard library's parse
+        annotations = json.loads(data).get("annotations", [])
+        parsed = annotations, [json.dumps(a).encode() for a in annotations] if raw else None
+    parts, rows = parsed
+    return {"extra": {f: [part.get(f, MISSING) for part in parts] for f in fields}, "raw": rows}
+
+
+def _msgspec_parts(data: bytes, fields: tuple[str, ...], raw: bool) -> tuple[list[dict], list[bytes] | None] | None:
+    """msgspec's ``(fields of each annotation, each annotation's raw JSON or None)``; None where it
+    cannot decode the file."""
+    try:
+        if raw:
+            rows = [bytes(row) for row in _decode_annotations(data, msgspec.Raw)]
+            return [msgspec.json.decode(row, type=dict[str, Any]) for row in rows] if fields else [], rows
+        found = _decode_annotations(data, _fields_struct(fields))  # the rest of each annotation skipped unread
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    pairs = (zip(fields, msgspec.structs.astuple(row)) for row in found)
+    return [{name: value for name, value in row if value is not msgspec.UNSET} for row in pairs], None
+
+
+def _decode_annotations(data: bytes, row_type: Any) -> list[Any]:
+    file_type = msgspec.defstruct("_Annotations", [("annotations", list[row_type], [])])
+    return msgspec.json.decode(data, type=file_type).annotations
+
+
+def _fields_struct(fields: tuple[str, ...]) -> Any:
+    """A struct of ``fields`` (any JSON value, UNSET where absent), in their order."""
+    renamed = {f"f{k}": name for k, name in enumerate(fields)}  # JSON keys need not be identifiers
+    return msgspec.defstruct("_Fields", [(key, Any, msgspec.UNSET) for key in renamed], rename=renamed)
 
 
 def _read(path: str, data: bytes, masks: bool) -> dict[str, Any]:

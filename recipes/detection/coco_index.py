@@ -14,8 +14,9 @@ are, where Python objects are copied into every worker by reference counting (py
 
 from __future__ import annotations
 
+import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,10 @@ class CocoIndex:
     XYXY float32 [A,4], ``areas`` float32 [A] (the box's where the file has none), ``iscrowd``
     int64 [A]. ``item_rows`` / ``item_offsets``: the rows an item shows (crowd regions only with
     ``include_crowd``). ``segments`` / ``segment_offsets``: each row's segmentation as raw JSON
-    bytes (with masks, else None). ``categories``: category id -> name, in id order.
+    bytes (with masks, else None). ``extras``: each ``extra_fields`` field, per row, int64 where
+    every value is an integer or a boolean, else float32. ``annotations`` / ``annotation_offsets``:
+    each row's annotation whole, as raw JSON bytes (where asked for, else None). ``categories``:
+    category id -> name, in id order.
     """
 
     image_ids: np.ndarray
@@ -60,6 +64,9 @@ class CocoIndex:
     segments: np.ndarray | None
     segment_offsets: np.ndarray | None
     categories: dict[int, str]
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    annotations: np.ndarray | None = None
+    annotation_offsets: np.ndarray | None = None
 
     def item_rows_of(self, image: int) -> np.ndarray:
         """Annotation rows of image position ``image`` that its item shows."""
@@ -67,8 +74,11 @@ class CocoIndex:
 
     def segments_of(self, rows: np.ndarray) -> list[bytes]:
         """The raw segmentation JSON of each row (an index built with masks)."""
-        offsets = self.segment_offsets
-        return [self.segments[offsets[row] : offsets[row + 1]].tobytes() for row in rows.tolist()]
+        return _pieces(self.segments, self.segment_offsets, rows)
+
+    def annotations_of(self, rows: np.ndarray) -> list[dict[str, Any]]:
+        """Each row's annotation as the file has it (an index built with its annotations)."""
+        return [json.loads(piece) for piece in _pieces(self.annotations, self.annotation_offsets, rows)]
 
     def ground_truth(self) -> dict[str, list[dict[str, Any]]]:
         """Images and boxes (crowd included) as a COCO dict, what pycocotools' COCOeval reads."""
@@ -152,11 +162,9 @@ def index_instances(
     kept = np.flatnonzero(keep_images)
     visible = shown[ann]
     area = columns["area"][ann]
-    segments = segment_offsets = None
-    if columns["segments"] is not None:
-        pieces = [columns["segments"][i] for i in ann]
-        segment_offsets = _offsets(np.array([len(s) for s in pieces], dtype=np.int64))
-        segments = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
+    segments, segment_offsets = _packed(columns["segments"], ann)
+    annotations, annotation_offsets = _packed(columns.get("raw"), ann)
+    extras = {name: _numbers([values[i] for i in ann]) for name, values in columns.get("extra", {}).items()}
     category_order = np.argsort(categories)
     return CocoIndex(
         image_ids=image_ids[kept],
@@ -175,7 +183,29 @@ def index_instances(
         segments=segments,
         segment_offsets=segment_offsets,
         categories={int(categories[i]): columns["category_names"][i] for i in category_order},
+        extras=extras,
+        annotations=annotations,
+        annotation_offsets=annotation_offsets,
     )
+
+
+def _packed(pieces: list[bytes] | None, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``pieces[rows]`` end to end in one uint8 buffer, and where each starts (None, None: no pieces)."""
+    if pieces is None:
+        return None, None
+    kept = [pieces[i] for i in rows]
+    return np.frombuffer(b"".join(kept), dtype=np.uint8).copy(), _offsets(np.array([len(p) for p in kept], np.int64))
+
+
+def _pieces(buffer: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> list[bytes]:
+    return [buffer[offsets[row] : offsets[row + 1]].tobytes() for row in rows.tolist()]
+
+
+def _numbers(values: list) -> np.ndarray:
+    """Checked numbers (coco_checks): int64 where all are integers or booleans, else float32."""
+    if all(type(value) in (int, bool) and -(2**63) <= value < 2**63 for value in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=np.float64).astype(np.float32)
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
