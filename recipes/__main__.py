@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     copy.add_argument("domain", choices=DOMAINS, metavar="DOMAIN", help=f"one of {', '.join(DOMAINS)}")
     copy.add_argument("dest", type=_local_path, metavar="DEST", help="your project's folder; the copy goes to "
                       "DEST/DOMAIN and is imported as DOMAIN with DEST on sys.path")
+    copy.add_argument("--standalone", action="store_true",
+                      help="also copy the modules of recipes the domain imports into DEST/DOMAIN/vendored/, its "
+                      "imports pointed there: the copy then runs without recipes installed")
     return parser
 
 

@@ -18,91 +18,29 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
-import io
-import re
-import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
 import recipes
+from recipes.cli.import_rewrite import rewrite_imports
+from recipes.cli.vendoring import VENDORED, needed_modules, vendored_files
 
 PACKAGE = Path(recipes.__file__).resolve().parent
 
 
 @dataclass(frozen=True)
 class CopiedFolder:
-    """What :func:`copy_domain` wrote: the folder, its files and lines, and what it still imports
-    from the installed package (``{"recipes.core": ["errors", ...], "recipes.text": [...]}``)."""
+    """What :func:`copy_domain` wrote: the folder, its files and lines, what it still imports from the
+    installed package (``{"recipes.core": ["errors", ...], "recipes.text": [...]}``; nothing when
+    standalone), and the files and lines vendored inside it."""
 
     target: Path
     files: int
     lines: int
     needs: dict[str, list[str]]
     datasets: list[str]
-
-
-def rewrite_imports(source: str, domain: str, name: str = "<source>") -> str:
-    """``source`` with its imports of ``recipes.<domain>`` pointed at a top-level ``<domain>``.
-
-    ``from recipes.<domain>[.x] import ...`` and ``import recipes.<domain>.x as y`` are rewritten
-    wherever they appear (functions included); text outside import statements is left alone.
-    ``import recipes.<domain>.x`` without ``as`` binds the name ``recipes``, which the copy
-    cannot keep, so it raises ``ValueError`` naming ``name`` and the line, as does
-    ``from recipes import <domain>``. Docstrings' examples (``from recipes.<domain> import``,
-    ``import recipes.<domain>.x as y``) are rewritten alike; comments and other strings are not.
-    """
-    prefix = f"recipes.{domain}"
-    lines = source.splitlines(keepends=True)
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    at = {token.start: position for position, token in enumerate(tokens) if token.type == tokenize.NAME}
-    cuts: list[tuple[int, int, int]] = []  # (row, first column, end column) of each "recipes." to remove
-
-    def char_column(row: int, byte_column: int) -> int:
-        return len(lines[row - 1].encode("utf-8")[:byte_column].decode("utf-8"))
-
-    def cut_after(row: int, byte_column: int, skip: int) -> None:
-        # tokens from the import's position: `skip` of them, then NAME recipes, OP ".", NAME <domain>
-        first = at[(row, char_column(row, byte_column))] + skip
-        words = [token.string for token in tokens[first : first + 3]]
-        if words != ["recipes", ".", domain] or tokens[first].start[0] != tokens[first + 2].start[0]:
-            raise ValueError(f"{name}, line {row}: cannot find {prefix} in {lines[row - 1].strip()!r}")
-        cuts.append((tokens[first].start[0], tokens[first].start[1], tokens[first + 2].start[1]))
-
-    for node in ast.walk(ast.parse(source, filename=name)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            if node.module == prefix or node.module.startswith(prefix + "."):
-                cut_after(node.lineno, node.col_offset, skip=1)  # after "from"
-            elif node.module == "recipes" and any(alias.name == domain for alias in node.names):
-                raise ValueError(f"{name}, line {node.lineno}: write `import {prefix} as {domain}`, "
-                                 f"which the copy can point at itself, not `from recipes import {domain}`")
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == prefix or alias.name.startswith(prefix + "."):
-                    if alias.asname is None:
-                        raise ValueError(f"{name}, line {node.lineno}: `import {alias.name}` binds the name recipes, "
-                                         "which the copy cannot point at itself; add `as NAME`")
-                    cut_after(alias.lineno, alias.col_offset, skip=0)
-    for row, start, end in sorted(cuts, reverse=True):  # right to left: earlier columns stay valid
-        lines[row - 1] = lines[row - 1][:start] + lines[row - 1][end:]
-    _rewrite_docstrings(lines, ast.parse(source, filename=name), domain, skip={row for row, _, _ in cuts})
-    return "".join(lines)
-
-
-def _rewrite_docstrings(lines: list[str], tree: ast.Module, domain: str, skip: set[int]) -> None:
-    """Point the import examples in docstrings at the copy, in place: a copied docstring's usage
-    example then runs against the copy, not the installed package. Rows in ``skip`` hold a rewritten
-    import statement (a docstring sharing its line is left alone)."""
-    example = re.compile(rf"(?<![\w.])(from|import) recipes\.{re.escape(domain)}(?=[\s.])")
-    owners = [node for node in ast.walk(tree)
-              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
-    for owner in owners:
-        first = owner.body[0] if owner.body else None
-        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)):
-            continue
-        for row in range(first.lineno, first.end_lineno + 1):
-            if row not in skip:
-                lines[row - 1] = example.sub(rf"\1 {domain}", lines[row - 1])
+    vendored_files: int = 0
+    vendored_lines: int = 0
 
 
 def _is_package(module: str) -> bool:
@@ -136,8 +74,10 @@ def installed_imports(source: str, domain: str) -> dict[str, set[str]]:
     return needs
 
 
-def copy_domain(domain: str, dest: Path) -> CopiedFolder:
-    """Copy ``recipes/<domain>/`` to ``dest/<domain>/`` with its own imports pointed at the copy.
+def copy_domain(domain: str, dest: Path, *, standalone: bool = False) -> CopiedFolder:
+    """Copy ``recipes/<domain>/`` to ``dest/<domain>/`` with its own imports pointed at the copy;
+    ``standalone``: with the modules of ``recipes`` it imports in ``dest/<domain>/vendored/``
+    (:mod:`recipes.cli.vendoring`), its other imports pointed there.
 
     Every file is rewritten before anything is written; an existing ``dest/<domain>`` is never
     touched (``FileExistsError``).
@@ -146,26 +86,37 @@ def copy_domain(domain: str, dest: Path) -> CopiedFolder:
     target = dest / domain
     if target.exists():
         raise FileExistsError(f"{target} already exists; remove it or copy into another DEST")
+    vendored = f"{domain}.{VENDORED}" if standalone else None
     files: dict[Path, str] = {}
     needs: dict[str, set[str]] = {}
+    originals = []
     for path in sorted(source.rglob("*.py")):
         relative = path.relative_to(source)
         if "__pycache__" in relative.parts:
             continue
         text = path.read_text(encoding="utf-8")
-        files[relative] = rewrite_imports(text, domain, name=f"recipes/{domain}/{relative.as_posix()}")
+        originals.append(text)
+        files[relative] = rewrite_imports(text, domain, name=f"recipes/{domain}/{relative.as_posix()}", vendored=vendored)
         for package, modules in installed_imports(text, domain).items():
             needs.setdefault(package, set()).update(modules)
+    extra = vendored_files(domain, needed_modules(domain, originals)) if standalone else {}
     dest.mkdir(parents=True, exist_ok=True)
     target.mkdir()  # FileExistsError if another process made it since the check above
-    for relative, text in files.items():
+    written = {**files, **{Path(VENDORED) / relative: text for relative, text in extra.items()}}
+    for relative, text in written.items():
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         (target / relative).write_text(text, encoding="utf-8", newline="")
     return CopiedFolder(
-        target, len(files), sum(text.count("\n") for text in files.values()),
-        {package: sorted(needs[package]) for package in sorted(needs, key=lambda package: package != "recipes.core")},
+        target, len(files), _lines(files),
+        {} if standalone else {package: sorted(needs[package])
+                               for package in sorted(needs, key=lambda package: package != "recipes.core")},
         _datasets(files.get(Path("__init__.py"), "")),
+        len(extra), _lines(extra),
     )
+
+
+def _lines(files: dict[Path, str]) -> int:
+    return sum(text.count("\n") for text in files.values())
 
 
 def _datasets(init: str) -> list[str]:
@@ -179,8 +130,11 @@ def _datasets(init: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Copy, then say what was copied, what it still needs from the installed package and how to import it."""
-    copied = copy_domain(args.domain, args.dest)
+    copied = copy_domain(args.domain, args.dest, standalone=args.standalone)
     print(f"{args.domain}/ ({copied.files} files, {copied.lines:,} lines) -> {copied.target}")
+    if args.standalone:
+        print(f"{args.domain}/{VENDORED}/ ({copied.vendored_files} files, {copied.vendored_lines:,} lines): the modules "
+              f"of recipes it imports; {copied.lines + copied.vendored_lines:,} lines in all, recipes not needed")
     for package, modules in copied.needs.items():
         print(f"it needs {package}: {', '.join(modules)}")
     names = ", ".join(copied.datasets) or "..."

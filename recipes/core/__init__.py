@@ -112,8 +112,8 @@ __all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
 def __getattr__(name: str) -> Any:
     """Import the module that defines ``name`` on first use (PEP 562)."""
     if name not in _HOMES:
-        raise AttributeError(f"module 'recipes.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"recipes.core.{_HOMES[name]}"), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)  # vendored copies too
     globals()[name] = value  # later lookups skip this function
     return value
 

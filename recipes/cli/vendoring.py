@@ -1,0 +1,95 @@
+"""``recipes copy DOMAIN DEST --standalone``: the package's modules a domain's copy imports, inside it.
+
+    python -m recipes copy vision my_project --standalone
+    # my_project/vision/            the domain, its imports of recipes.vision pointed at itself
+    # my_project/vision/vendored/   the modules of recipes it imports, directly or through each other
+
+The copy then runs where ``dataloader-recipes`` is not installed. What is vendored is found in the
+syntax trees, from the domain's import statements (those inside functions too: a feature reached at
+run time must be there) through every module they reach, and nothing else: the facade
+``vendored/core/__init__.py`` keeps only the names whose modules came along. Each vendored file is
+the package's own, its imports of ``recipes`` pointed at ``<domain>.vendored``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import recipes
+import recipes.core
+from recipes.cli.import_rewrite import rewrite_imports
+
+PACKAGE = Path(recipes.__file__).resolve().parent
+
+VENDORED = "vendored"  # the folder, inside the copy
+
+
+def module_file(module: str) -> Path | None:
+    """The source of ``recipes.x.y`` (a module, or a package's ``__init__.py``), None if there is none."""
+    folder = PACKAGE.joinpath(*module.split(".")[1:])
+    for path in (folder / "__init__.py", folder.with_name(folder.name + ".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported_modules(source: str) -> set[str]:
+    """The modules of ``recipes`` that ``source`` imports: a name from the facade counts as the module
+    that defines it, a name from a package as its module where it is one."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "recipes":
+            for alias in node.names:
+                if node.module == "recipes.core" and alias.name in recipes.core._HOMES:
+                    found.add(f"recipes.core.{recipes.core._HOMES[alias.name]}")
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if module_file(submodule) else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "recipes")
+    return found
+
+
+def needed_modules(domain: str, sources: list[str]) -> list[str]:
+    """Every module of ``recipes`` outside ``domain`` that ``sources`` (the domain's files) reach, with
+    the packages that hold them, sorted."""
+    own = f"recipes.{domain}"
+    needed: set[str] = set()
+    todo = [module for source in sources for module in imported_modules(source)]
+    while todo:
+        module = todo.pop()
+        if module in needed or module == own or module.startswith(own + "."):
+            continue
+        path = module_file(module)
+        if path is None:
+            raise ValueError(f"recipes/{domain} imports {module}, which is not a module of the installed package")
+        needed.add(module)
+        todo.extend(imported_modules(path.read_text(encoding="utf-8")))
+        parts = module.split(".")
+        todo.extend(".".join(parts[:end]) for end in range(1, len(parts)))  # the packages holding it
+    return sorted(needed)
+
+
+def vendored_files(domain: str, modules: list[str]) -> dict[Path, str]:
+    """``modules``' sources, by their path under ``<domain>/vendored/``, imports pointed there; the
+    facade keeps the names of the modules that are vendored."""
+    files: dict[Path, str] = {}
+    for module in modules:
+        path = module_file(module)
+        assert path is not None  # needed_modules found each
+        relative = path.relative_to(PACKAGE)
+        text = rewrite_imports(path.read_text(encoding="utf-8"), domain, name=f"recipes/{relative.as_posix()}",
+                               vendored=f"{domain}.{VENDORED}")
+        if module == "recipes.core":
+            text = _facade_of(text, {m.removeprefix("recipes.core.") for m in modules})
+        files[relative] = text
+    return files
+
+
+def _facade_of(text: str, rooms: set[str]) -> str:
+    """The facade's source with the ``_HOMES`` entries of modules that are not vendored left out."""
+    entry = re.compile(r'^\s+"(\w+)": "([\w.]+)",\n$')
+    lines = text.splitlines(keepends=True)
+    kept = [line for line in lines if not (match := entry.match(line)) or match.group(2) in rooms]
+    return "".join(kept)
