@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import audio_options, crop, decode, probe
 from recipes.core.contracts.arrays import StringArray
-from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
+from recipes.core.sources.class_folders import class_folder_files
 from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
 from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
 from recipes.core.loading.loader import build_loader
@@ -37,7 +37,6 @@ from recipes.core.contracts.parameters import check_positive
 from recipes.core.sampling.plans import ByLength, TokenBudget
 from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
 from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import shown
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
 MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.sampling.plans sort ints)
@@ -89,8 +88,9 @@ class AudioFolderDataset(Dataset):
         self.on_error = check_on_error(on_error)
         self.clip_seconds = check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
         self.random_crop = random_crop
-        self.extensions = normalise_extensions(AUDIO_EXTENSIONS if extensions is None else extensions)
-        self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
+        self.extensions = AUDIO_EXTENSIONS if extensions is None else extensions
+        self.classes, relative, labels = class_folder_files(self.root, self.extensions, allow_empty, kind="audio",
+                                                example="dog/001.wav")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
         with SkippedRows(self.root, "clip") as skipped:
@@ -171,15 +171,6 @@ class AudioFolderDataset(Dataset):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.root!r}, {len(self)} clips, {len(self.classes)} classes, "
                 f"sample_rate={self.sample_rate}, clip_seconds={self.clip_seconds})")
-
-
-def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
-    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"audio folder root {shown(root)!r} is not a folder: pass the folder holding one "
-                                "folder per class (a local path)")
-    return class_folder_files(root, extensions, allow_empty, kind="audio", example="dog/001.wav")
 
 
 def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pad_id: int = 0,

@@ -36,12 +36,21 @@ from torch.utils.data import Dataset
 from torchvision import tv_tensors
 from torchvision.tv_tensors import BoundingBoxFormat
 
-from recipes.core.contracts.errors import DataError, UserCode, check_on_error, describe_sample, skip_or_raise
-from recipes.core.pixels.images import image_size, read_image
-from recipes.core.sources.paths import resolve_under
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import basename, is_url, shown
+from recipes.core import (
+    DataError,
+    ReadOptions,
+    UserCode,
+    basename,
+    check_on_error,
+    image_size,
+    is_url,
+    read_image,
+    read_options_or_default,
+    resolve_under,
+    sampled_digest,
+    shown,
+    skip_or_raise,
+)
 from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
@@ -160,7 +169,7 @@ class CocoDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what Image(image) does, minus its checks
         if self.transforms is not None:
-            with UserCode(lambda: describe_sample(self, index), what="transforms"):  # names the image id and file
+            with UserCode.for_sample(self, index, what="transforms"):  # names the image id and file
                 image, target = self.transforms(image, target)
         return image, target
 

@@ -26,8 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.paths import check_relative
+from recipes.core import DataError, check_relative
 
 SECTIONS = ("images", "annotations", "categories")
 LABELS = {"images": "image", "annotations": "annotation", "categories": "category"}

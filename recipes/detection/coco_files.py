@@ -29,8 +29,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.storage import read_bytes, shown
+from recipes.core import DataError, read_bytes, shown
 from recipes.detection.coco_checks import (
     MISSING,
     SECTIONS,

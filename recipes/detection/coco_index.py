@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.errors import skip_or_raise
+from recipes.core import StringArray, skip_or_raise
 from recipes.detection.coco_checks import ColumnChecks
 
 

@@ -29,10 +29,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.contracts.errors import drop_skipped
-from recipes.core.loading.loader import build_loader
-from recipes.core.sampling.plans import ByGroup, Shuffle
-from recipes.core.contracts.protocols import KnowsAspectRatios, UsualCollate
+from recipes.core import ByGroup, KnowsAspectRatios, Shuffle, UsualCollate, build_loader, drop_skipped
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:

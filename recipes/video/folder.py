@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
+from recipes.core.sources.class_folders import class_folder_files
 from recipes.core.contracts.errors import check_on_error
-from recipes.core.sources.storage import shown
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions
@@ -68,8 +67,9 @@ class VideoFolderDataset(ClipDataset):
         self.root = os.path.expanduser(os.fspath(root))
         self.on_error = check_on_error(on_error)
         self.options = VideoOptions() if options is None else options
-        self.extensions = normalise_extensions(VIDEO_EXTENSIONS if extensions is None else extensions)
-        self.classes, relative, labels = _scan(self.root, self.extensions, allow_empty)
+        self.extensions = VIDEO_EXTENSIONS if extensions is None else extensions
+        self.classes, relative, labels = class_folder_files(self.root, self.extensions, allow_empty, kind="video",
+                                                example="archery/v_001.mp4")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         prefix = os.path.join(self.root, "")
         paths = [prefix + name for name in relative]
@@ -89,12 +89,3 @@ class VideoFolderDataset(ClipDataset):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.root!r}, {self.clips.videos} videos, {len(self.classes)} classes, "
                 f"{self.clips.sampling}, transform={self.transform!r})")
-
-
-def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
-    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"video folder root {shown(root)!r} is not a folder: pass the folder holding one "
-                                "folder per class (a local path)")
-    return class_folder_files(root, extensions, allow_empty, kind="video", example="archery/v_001.mp4")

@@ -36,23 +36,27 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.sources.class_folders import class_folder_files, normalise_extensions
-from recipes.core.pixels.device_decode import EncodedBatch, EncodedImage, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.contracts.errors import (
+from recipes.core import (
     DataError,
+    EncodedBatch,
+    ImagePlan,
+    ReadOptions,
+    SetsDraftSize,
+    StringArray,
+    UsualCollate,
     UserCode,
+    build_loader,
     check_on_error,
-    describe_sample,
+    class_folder_files,
     drop_skipped,
+    encode_image,
+    pack_images,
+    read_image,
+    read_options_or_default,
+    sampled_digest,
     skip_or_raise,
+    with_decode,
 )
-from recipes.core.pixels.images import read_file, read_image
-from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.protocols import SetsDraftSize, UsualCollate
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import shown
 
 
 class ImageFolderDataset(Dataset):
@@ -103,7 +107,7 @@ class ImageFolderDataset(Dataset):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
         self.strict_decode = options.strict_decode
-        self.extensions = normalise_extensions(IMG_EXTENSIONS if extensions is None else extensions)
+        self.extensions = IMG_EXTENSIONS if extensions is None else extensions
         self.allow_empty = allow_empty
         self.classes, relative, labels = self.find_samples(self.root)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
@@ -122,7 +126,7 @@ class ImageFolderDataset(Dataset):
         """``(classes, files relative to root, each file's index into classes)``: ImageFolder's
         ``find_classes`` and ``make_dataset`` in one, from the class folders under ``root``. Override
         it to list the samples another way, e.g. from a CSV (docs/copying.md, "Change tasks")."""
-        return _scan(root, self.extensions, self.allow_empty)
+        return class_folder_files(root, self.extensions, self.allow_empty, kind="image", example="cat/001.jpg")
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -178,7 +182,7 @@ class ImageFolderDataset(Dataset):
             return skip_or_raise(error, self.on_error)
         image = image.as_subclass(tv_tensors.Image)  # what tv_tensors.Image() does, minus its checks
         if self.transform is not None:
-            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the file
+            with UserCode.for_sample(self, index):  # a failing transform names the file
                 image = self.transform(image)
         if isinstance(image, torch.Tensor):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
@@ -190,7 +194,7 @@ class ImageFolderDataset(Dataset):
         """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
         return ImagePlan(self.transform)
 
-    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[EncodedImage | torch.Tensor, Any] | None:
+    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[Any, Any] | None:
         """``decode="device"``'s item, its image an :class:`EncodedImage`: the file's bytes and crop/flip
         parameters drawn as ``self[index]`` would draw them, or, for a file the device cannot decode,
         ``self[index]``'s pixels. Under ``strict_decode``, or with :meth:`load_image` overridden, it is
@@ -198,14 +202,11 @@ class ImageFolderDataset(Dataset):
         if self.strict_decode or type(self).load_image is not ImageFolderDataset.load_image:
             # only libjpeg on the CPU reports corrupt data, and only the worker runs an overridden load_image
             return self[index]
-        path = self.path(index)
         try:
-            data = read_file(path)
             # the transform runs here on the files the device cannot decode
-            with UserCode(lambda: describe_sample(self, index)):
-                image = encode_image(
-                    data, path, plan, self.transform, on_error=self.on_error, draft_size=self.draft_size
-                )
+            with UserCode.for_sample(self, index):
+                image = encode_image(self.path(index), None, plan, self.transform, on_error=self.on_error,
+                                     draft_size=self.draft_size)
             target = self.load_target(index)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
@@ -223,16 +224,6 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
     if image.ndim == 3 and image.shape[0] > 1 and image.stride(0) == 1:
         return image.permute(1, 2, 0).contiguous().permute(2, 0, 1)
     return image.contiguous()
-
-
-def _scan(root: str, extensions: tuple[str, ...], allow_empty: bool) -> tuple[list[str], list[str], list[int]]:
-    """ImageFolder's ``find_classes`` + ``make_dataset``, with the errors that name the fix
-    (:func:`recipes.core.sources.class_folders.class_folder_files`)."""
-    if not os.path.exists(root):
-        raise FileNotFoundError(f"image folder root {shown(root)!r} does not exist")  # a URL too: local folders only
-    if not os.path.isdir(root):
-        raise NotADirectoryError(f"image folder root {root!r} is a file; pass the folder holding one folder per class")
-    return class_folder_files(root, extensions, allow_empty, kind="image", example="cat/001.jpg")
 
 
 def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:

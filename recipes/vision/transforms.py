@@ -32,7 +32,7 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from recipes.core.loading.device import IMAGENET_MEAN, IMAGENET_STD
+from recipes.core import IMAGENET_MEAN, IMAGENET_STD
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "RandomHorizontalFlip", "RandomResizedCrop", "eval_transform", "train_transform"]
 

@@ -25,6 +25,7 @@ A bug in the user's own code (a transform, a ``collate_fn``) is not bad data: it
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
@@ -176,6 +177,12 @@ class UserCode:
 
     def __init__(self, where: str | Callable[[], str], *, what: str = "transform") -> None:
         self.where, self.what = where, what
+
+    @classmethod
+    def for_sample(cls, dataset: Any, index: int, *, what: str = "transform") -> UserCode:
+        """User code run for sample ``index`` of ``dataset``, its errors naming it as
+        :func:`describe_sample` does: ``with UserCode.for_sample(self, index): image = self.transform(image)``."""
+        return cls(functools.partial(describe_sample, dataset, index), what=what)
 
     def __enter__(self) -> None:
         return None

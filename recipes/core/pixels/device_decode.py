@@ -27,6 +27,7 @@ Transforms it reads, anything else being a ``ValueError`` at the loader: ``train
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -38,7 +39,8 @@ from torchvision.transforms import v2
 from recipes.core.contracts.batching import stack_images
 from recipes.core.contracts.errors import check_on_error
 from recipes.core.pixels.image_headers import MAX_PIXELS, device_decodable
-from recipes.core.pixels.images import decode_image
+from recipes.core.pixels.images import decode_image, read_file
+from recipes.core.sources.storage import shown
 from recipes.core.contracts.protocols import DeviceDecodable, DrawsCropBoxes, DrawsEpochs, check_hooks
 from recipes.core.contracts.states import source_of
 
@@ -218,16 +220,19 @@ class EncodedImage:
 
 
 def encode_image(
-    data: bytearray, source: str, plan: ImagePlan, transform: Any, *, on_error: str = "raise",
+    data: bytearray | str | os.PathLike, source: str | None, plan: ImagePlan, transform: Any, *, on_error: str = "raise",
     draft_size: tuple[int, int] | None = None, max_pixels: int = MAX_PIXELS,
 ) -> EncodedImage:
     """``data`` as a worker ships it: its bytes and parameters if the device can decode it, else
     ``pixels``, the worker path's ``transform(decode_image(data))``, dense and channels-last (a
-    :class:`DataError` if the file is bad).
+    :class:`DataError` if the file is bad). ``data`` may be a file's path, read here (``source``
+    None: the path names it in messages).
 
     ``draft_size`` is the dataset's, as the worker path passes it to ``decode_image``: the
     parameters are drawn on the size that decode would give, which may be reduced.
     """
+    if not isinstance(data, (bytes, bytearray)):
+        data, source = read_file(data), shown(data) if source is None else source
     size = device_decodable(data, max_pixels)
     if size is not None:
         scale = draft_scale(size[0], size[1], draft_size)

@@ -7,8 +7,8 @@
 ``root/<class>/**/<file>``: the class folders sorted by name, each walked with
 ``sorted(os.walk(..., followlinks=True))``, its files sorted, a file kept when its lowercased path
 ends with one of the extensions. That is ImageFolder's ``find_classes`` + ``make_dataset`` step for
-step, so ``classes``, ``class_to_idx`` and the sample order equal ImageFolder's. The caller checks
-the root first; :func:`class_folder_files` words a folder dataset's errors, naming its kind of file.
+step, so ``classes``, ``class_to_idx`` and the sample order equal ImageFolder's.
+:func:`class_folder_files` words a folder dataset's errors, naming its kind of file.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from typing import NamedTuple
+
+from recipes.core.sources.storage import shown
 
 
 class ClassFiles(NamedTuple):
@@ -65,10 +67,11 @@ def scan_class_folders(root: str, extensions: tuple[str, ...]) -> ClassFiles:
     return found
 
 
-def class_folder_files(root: str, extensions: tuple[str, ...], allow_empty: bool, *, kind: str, example: str
+def class_folder_files(root: str, extensions: str | Sequence[str], allow_empty: bool, *, kind: str, example: str
                        ) -> tuple[list[str], list[str], list[int]]:
-    """:func:`scan_class_folders` of the existing folder ``root``, with a folder dataset's errors:
-    no class folder, or (unless ``allow_empty``) a class folder without a file of ``extensions``.
+    """:func:`scan_class_folders` of ``root``, with a folder dataset's errors, each naming the fix: a
+    root that is not a local folder, no class folder, or (unless ``allow_empty``) a class folder
+    without a file of ``extensions`` (any case: :func:`normalise_extensions`).
 
     Args:
         kind: what its files hold, for the messages (``"image"``).
@@ -77,6 +80,13 @@ def class_folder_files(root: str, extensions: tuple[str, ...], allow_empty: bool
     Returns:
         The classes, each file's path relative to ``root`` and each file's class index.
     """
+    extensions = normalise_extensions(extensions)
+    if os.path.isfile(root):
+        raise NotADirectoryError(f"{kind} folder root {root!r} is a file, not a folder: pass the folder holding one "
+                                 "folder per class")
+    if not os.path.isdir(root):  # a URL too: local folders only
+        raise FileNotFoundError(f"{kind} folder root {shown(root)!r} is not a folder (it does not exist): pass the "
+                                "folder holding one folder per class (a local path)")
     found = scan_class_folders(root, extensions)
     if not found.classes:
         raise FileNotFoundError(f"no class folder in {root!r}: expected {root}/<class name>/<{kind} files> "
