@@ -42,8 +42,8 @@ def imported_modules(source: str) -> set[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "recipes":
             for alias in node.names:
-                if node.module == "recipes.core" and alias.name in recipes.core._HOMES:
-                    found.add(f"recipes.core.{recipes.core._HOMES[alias.name]}")
+                if node.module == "recipes.core" and alias.name in recipes.core.HOMES:
+                    found.add(f"recipes.core.{recipes.core.HOMES[alias.name]}")
                 submodule = f"{node.module}.{alias.name}"
                 found.add(submodule if module_file(submodule) else node.module)
         elif isinstance(node, ast.Import):
@@ -88,7 +88,7 @@ def vendored_files(domain: str, modules: list[str]) -> dict[Path, str]:
 
 
 def _facade_of(text: str, rooms: set[str]) -> str:
-    """The facade's source with the ``_HOMES`` entries of modules that are not vendored left out."""
+    """The facade's source with the ``HOMES`` entries of modules that are not vendored left out."""
     entry = re.compile(r'^\s+"(\w+)": "([\w.]+)",\n$')
     lines = text.splitlines(keepends=True)
     kept = [line for line in lines if not (match := entry.match(line)) or match.group(2) in rooms]

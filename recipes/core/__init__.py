@@ -27,7 +27,7 @@ import importlib
 from typing import Any
 
 # public name -> the module of recipes.core that defines it
-_HOMES = {
+HOMES = {
     "IMAGENET_MEAN": "loading.device",
     "IMAGENET_STD": "loading.device",
     "DevicePrefetcher": "loading.device",
@@ -120,17 +120,17 @@ _HOMES = {
     "collate_of": "contracts.protocols",
     "dataset_pad_id": "contracts.protocols",
 }
-__all__ = sorted(_HOMES)  # a new public name is listed once, in _HOMES
+__all__ = sorted(HOMES)  # a new public name is listed once, in HOMES
 
 
 def __getattr__(name: str) -> Any:
     """Import the module that defines ``name`` on first use (PEP 562)."""
-    if name not in _HOMES:
+    if name not in HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)  # vendored copies too
+    value = getattr(importlib.import_module(f"{__name__}.{HOMES[name]}"), name)  # vendored copies too
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    return sorted({*globals(), *HOMES})

@@ -28,7 +28,18 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
-from recipes.core import ReadOptions, image_size, load_tokenizer, read_image, resolve_under
+from recipes.core import (
+    ImagePlan,
+    ReadOptions,
+    basename,
+    encode_image,
+    image_size,
+    load_tokenizer,
+    read_bytes,
+    read_image,
+    resolve_under,
+    shown,
+)
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
@@ -40,7 +51,7 @@ from recipes.text import (
     TokenizeInstructions,
 )
 from recipes.video import VideoDataset, VideoFolderDataset, VideoOptions
-from recipes.vision import ImageFolderDataset
+from recipes.vision import ImageFolderDataset, eval_transform
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 PASSWORD, TOKEN, KEY, SECRET = "pa55w0rd", "TOKEN123", "FAKEKEYID42", "FAKESECRET42"
@@ -191,6 +202,11 @@ CASES = [
     ("read-image-closed", "read_image", "closed", lambda w: read_image(w.url("a.jpg"))),
     ("read-image-s3-403", "read_image", "s3-403", lambda w: read_image(w.url("a.jpg"), storage_options=w.options)),
     ("image-size-url", "image_size", "http", lambda w: image_size(w.url("a.jpg"))),
+    ("read-bytes-404", "read_bytes", "http", lambda w: read_bytes(w.url("gone.jpg"), w.options)),
+    ("encode-image-404", "encode_image", "http",
+     lambda w: encode_image(w.url("gone.jpg"), None, ImagePlan(eval_transform(32)), eval_transform(32))),
+    ("shown-repr", "shown", "http", lambda w: shown(w.url("a.jpg"))),
+    ("basename-repr", "basename", "http", lambda w: basename(w.url("images/a.jpg"))),
     ("load-tokenizer-url", "load_tokenizer", "http", lambda w: load_tokenizer(w.url("tokenizer.json"))),
     ("resolve-under-url", "resolve_under", "http", lambda w: resolve_under(w.url("images"), "../up.jpg")),
     ("cli-check-url", "cli check", "http", lambda w: _cli("check", "text", w.url("rows.jsonl"))),
