@@ -97,7 +97,6 @@ HOMES = {
     "Trial": "loading.tuning",
     "tune_loader": "loading.tuning",
     "DefaultCollate": "contracts.protocols",
-    "UsualCollate": "contracts.protocols",
     "Described": "contracts.protocols",
     "DeviceDecodable": "contracts.protocols",
     "DrawsEpochs": "contracts.protocols",
