@@ -43,7 +43,6 @@ from recipes.core.contracts.errors import (
     SkippedRows,
     UserCode,
     check_on_error,
-    describe_sample,
     drop_skipped,
     skip_or_raise,
 )
@@ -272,7 +271,7 @@ class ImageTextDataset(Dataset):
             encoded = plan is not None and not self.strict_decode
             if encoded:
                 # the transform runs here on the files the device cannot decode
-                with UserCode(lambda: describe_sample(self, index)):
+                with UserCode.for_sample(self, index):
                     image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
             else:
                 # With a transform, keep the decoder's channels-last layout: no copy, and an
@@ -282,7 +281,7 @@ class ImageTextDataset(Dataset):
         except DataError as error:
             return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
         if not encoded and self.transform is not None:
-            with UserCode(lambda: describe_sample(self, index)):  # a failing transform names the line and image
+            with UserCode.for_sample(self, index):  # a failing transform names the line and image
                 image = self.transform(image)
         return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
 
