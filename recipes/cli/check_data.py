@@ -93,7 +93,7 @@ def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_fi
                 entries = parquet_entries(path)
                 report.summary["columns"] = columns_of(entries[0])
                 rows = list(parquet_rows(entries, on_error="skip", **fields))
-                texts, labels = [text for _, text, _ in rows], [label for _, _, label in rows]
+                texts, labels = [text for _, text, _, _ in rows], [label for _, _, label, _ in rows]
             else:
                 read = read_rows(path, on_error="skip", **fields)
                 texts, labels = read.texts, read.labels

@@ -57,6 +57,7 @@ class Rows:
     texts: list[str] = field(default_factory=list)
     labels: list[Any] | None = None
     lines: list[int] = field(default_factory=list)
+    extras: dict[str, list[Any]] = field(default_factory=dict)  # extra_fields: a value per kept sample each
 
 
 def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) -> str:
@@ -79,6 +80,7 @@ def read_rows(
     data: bytes | None = None,
     storage_options: dict[str, Any] | None = None,
     max_chars: int | None = None,
+    extra_fields: Sequence[str] = (),
 ) -> Rows:
     """Read every sample of a .txt, .jsonl or .csv file; see the module docstring.
 
@@ -91,39 +93,47 @@ def read_rows(
         max_chars: refuse a text longer than this many characters (None: no limit). Datasets pass
             their ``max_line_chars`` when there is no ``max_length``: tokenising a text whole costs
             memory in proportion to it (about 100 bytes a character).
+        extra_fields: numeric fields kept per sample in ``rows.extras`` (:func:`extra_value`).
     """
     check_on_error(on_error)
     path = path if is_url(path) else Path(path)
     suffix, name = check_format(path), shown(path)
-    if suffix == ".txt" and label_field is not None:
-        raise ValueError(f"{name}: a .txt file has no fields; label_field needs a .jsonl or .csv file")
+    for option, given in (("label_field", label_field is not None), ("extra_fields", bool(extra_fields))):
+        if suffix == ".txt" and given:
+            raise ValueError(f"{name}: a .txt file has no fields; {option} needs a .jsonl or .csv file")
     if data is None:
         data = read_bytes(path, storage_options)
     data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
-    rows = Rows(path, labels=[] if label_field is not None else None)
+    rows = Rows(path, labels=[] if label_field is not None else None, extras={name: [] for name in extra_fields})
     skipped: list[DataError] = []  # warned at the end, once it is known whether any line has the fields
     if suffix == ".csv":
-        numbered = _csv_records(name, data, text_field, label_field)
+        numbered = _csv_records(name, data, text_field, label_field, extra_fields)
     else:
         numbered = enumerate(data.split(b"\n"), start=1)
-    for number, record in numbered:
+    fields = {"text_field": text_field, "label_field": label_field, "max_chars": max_chars}
+    for number, raw in numbered:
         where = f"{name} line {number}"
         try:
-            if suffix == ".csv":
-                row = check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
+            record = raw if suffix == ".csv" else decode_line(raw, where, json_row=suffix == ".jsonl")
+            if record is None:
+                continue  # a blank line
+            if suffix == ".txt":
+                check_length(record, where, "the line", max_chars)
+                row = record, None
             else:
-                fields = {"text_field": text_field, "label_field": label_field, "max_chars": max_chars}
-                row = parse_line(record, where, json_row=suffix == ".jsonl", **fields)
+                row = check_fields(record, where, **fields)
+            extras = [extra_value(record, where, extra, text=suffix == ".csv") for extra in extra_fields]
         except DataError as error:
             if on_error == "raise":
                 raise
             skipped.append(error)
             continue
-        if row is not None:
-            rows.texts.append(row[0])
-            rows.lines.append(number)
-            if rows.labels is not None:
-                rows.labels.append(row[1])
+        rows.texts.append(row[0])
+        rows.lines.append(number)
+        if rows.labels is not None:
+            rows.labels.append(row[1])
+        for extra, value in zip(extra_fields, extras):
+            rows.extras[extra].append(value)
     warn_skipped(skipped, kept=len(rows.texts))
     return rows
 
@@ -152,17 +162,18 @@ def warn_skipped(skipped: list[DataError], *, kept: int) -> None:
         skip_or_raise(error, "skip")
 
 
-def _csv_records(name: str, data: bytes, text_field: str, label_field: str | None):
+def _csv_records(name: str, data: bytes, text_field: str, label_field: str | None, extra_fields: Sequence[str] = ()):
     # surrogateescape keeps undecodable bytes as lone surrogates: check_fields then names the
     # record that holds them instead of failing the whole file
     reader = csv.DictReader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
     columns = reader.fieldnames or []
-    wanted = {"text_field": text_field, "label_field": label_field}
-    missing = {option: name for option, name in wanted.items() if name is not None and name not in columns}
+    wanted = [("text_field", text_field), ("label_field", label_field), *(("extra_fields", f) for f in extra_fields)]
+    missing = [(option, field) for option, field in wanted if field is not None and field not in columns]
     if missing:
+        options = dict.fromkeys(option for option, _ in missing)
         raise DataError(
-            f"{name}: the header has no column {list(missing.values())} (columns: {columns}); "
-            f"pass {' / '.join(f'{option}=...' for option in missing)} naming existing columns"
+            f"{name}: the header has no column {[field for _, field in missing]} (columns: {columns}); "
+            f"pass {' / '.join(f'{option}=...' for option in options)} naming existing columns"
         )
     number = reader.line_num + 1
     for record in reader:
@@ -188,6 +199,17 @@ def parse_line(
             is the text and the label is None (.txt).
         max_chars: refuse a text longer than this many characters (None: no limit).
     """
+    line = decode_line(raw, where, json_row=json_row)
+    if line is None or not json_row:
+        if line is not None:
+            check_length(line, where, "the line", max_chars)
+        return None if line is None else (line, None)
+    return check_fields(line, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
+
+
+def decode_line(raw: bytes, where: str, *, json_row: bool) -> Any:
+    """One raw line as UTF-8 text (``json_row=False``) or the JSON value it holds; None for a blank
+    line; a DataError naming ``where`` for bytes that are not UTF-8 or JSON that does not parse."""
     raw = raw.removesuffix(b"\n").removesuffix(b"\r")
     try:
         line = raw.decode("utf-8").removeprefix("\ufeff")
@@ -200,16 +222,14 @@ def parse_line(
     if not line.strip():
         return None  # blank lines hold no sample (module docstring)
     if not json_row:
-        check_length(line, where, "the line", max_chars)
-        return line, None
+        return line
     try:
-        record = json.loads(line)
+        return json.loads(line)
     except json.JSONDecodeError as error:
         raise DataError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
     # ValueError: an integer of more than 4300 digits; RecursionError: absurdly deep nesting
     except (ValueError, RecursionError) as error:
         raise DataError(f"{where}: not valid JSON ({type(error).__name__}: {str(error)[:100]})") from None
-    return check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
 
 
 def check_length(text: str, where: str, what: str, max_chars: int | None) -> None:
@@ -254,6 +274,52 @@ def check_label(label: Any, where: str, label_field: str) -> int | str:
     if _out_of_int64(label):
         raise DataError(f"{where}: label {str(label)[:40]!r} is an integer too large for int64")
     return label
+
+
+def extra_value(record: dict[str, Any], where: str, name: str, *, text: bool = False) -> int | float:
+    """The number that field ``name`` of ``record`` holds (an ``extra_fields`` field; a boolean counts
+    as 0 or 1), or a DataError naming ``where`` and the field: for a missing or null field, or a
+    value that is not a number or an integer int64 cannot hold (``text``: a CSV cell, whose digits
+    are read as an integer, else as a float)."""
+    if record.get(name) is None:
+        raise _no_field(record, where, name, "extra_fields")
+    value = record[name]
+    if text and isinstance(value, str):
+        try:
+            value = int(value) if _INTEGER.fullmatch(value.strip()) else float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, (int, float)) or isinstance(value, int) and not -(2**63) <= value < 2**63:
+        what = "an integer too large for int64" if isinstance(value, int) else "not a number"
+        raise DataError(f"{where}: {name!r} (extra_fields): {str(value)[:40]!r}, {what}")
+    return value
+
+
+RESERVED_KEYS = ("input_ids", "index", "label", "labels", "attention_mask", "lengths", "position_ids", "cu_seqlens",
+             "max_seqlen")  # what the text items and batches name themselves: no extra field may
+
+
+def check_extra_fields(extra_fields: Sequence[str]) -> tuple[str, ...]:
+    """``extra_fields`` as a tuple of distinct names, or a ValueError saying what is wrong with it."""
+    if isinstance(extra_fields, str) or not all(isinstance(name, str) and name for name in extra_fields):
+        raise ValueError(f"extra_fields must be a tuple of field names, like ('weight',), got {extra_fields!r}")
+    extra_fields = tuple(extra_fields)
+    clashing = [name for name in extra_fields if name in RESERVED_KEYS]
+    if clashing or len(set(extra_fields)) != len(extra_fields):
+        what = f"{clashing[0]!r} is a key of the items or batches" if clashing else "a name is repeated"
+        raise ValueError(f"extra_fields={extra_fields!r}: {what}; name each field once, apart from {list(RESERVED_KEYS)}")
+    return extra_fields
+
+
+def extra_arrays(extras: dict[str, Sequence[int | float]]) -> dict[str, np.ndarray]:
+    """Each extra field's values as one array: int64 where every value is an integer, else float32."""
+    arrays = {}
+    for name, values in extras.items():
+        integers = all(isinstance(value, int) for value in values)
+        arrays[name] = np.asarray(values, dtype=np.int64 if integers else np.float32).reshape(-1)
+    return arrays
 
 
 def _no_field(record: dict, where: str, name: str, option: str) -> MissingField:

@@ -17,8 +17,8 @@ messages, and the content digest its token cache is keyed by.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from recipes.core.sources.parquet_files import (
 )
 from recipes.core.sources.storage import shown
 from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts
-from recipes.text.corpus_files import check_fields, integer_label
+from recipes.text.corpus_files import check_fields, extra_arrays, extra_value, integer_label
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
 
@@ -51,6 +51,7 @@ class ParquetCorpus:
     labels: np.ndarray | None
     label_names: list[str] | None
     rows: np.ndarray  # int64: each sample's row, counted from 0 across the entries in order
+    extras: dict[str, np.ndarray] = field(default_factory=dict)  # extra_fields: int64 or float32 [N] each
 
 
 @dataclass
@@ -77,6 +78,7 @@ class ParquetSource:
         on_error: str = "raise",
         max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
         max_chars: int | None = None,
+        extra_fields: Sequence[str] = (),
     ) -> ParquetCorpus:
         """Read and tokenise every row: :func:`read_parquet_corpus` of the entries."""
         return read_parquet_corpus(
@@ -89,6 +91,7 @@ class ParquetSource:
             storage_options=self.storage_options,
             max_row_group_bytes=max_row_group_bytes,
             max_chars=max_chars,
+            extra_fields=extra_fields,
         )
 
 
@@ -110,11 +113,12 @@ def parquet_source(source: Any, storage_options: dict[str, Any] | None = None) -
 
 
 def check_record(
-    record: dict[str, Any], where: str, *, text_field: str, label_field: str | None, max_chars: int | None = None
+    record: dict[str, Any], where: str, *, text_field: str, label_field: str | None, max_chars: int | None = None,
+    extra_fields: Sequence[str] = (),
 ) -> tuple[str, Any]:
-    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing;
-    a text over ``max_chars`` characters is refused (None: no limit)."""
-    for option, name in (("text_field", text_field), ("label_field", label_field)):
+    """``(text, label)`` of one Parquet row, checked as a JSONL row is; a null counts as missing
+    (in the ``extra_fields`` too); a text over ``max_chars`` characters is refused (None: no limit)."""
+    for name in (text_field, label_field, *extra_fields):
         if name is not None and record[name] is None:
             raise DataError(f"{where}: column {name!r} is null; drop the row", skip_hint="or pass on_error='skip'")
     return check_fields(record, where, text_field=text_field, label_field=label_field, max_chars=max_chars)
@@ -129,22 +133,28 @@ def parquet_rows(
     storage_options: dict[str, Any] | None = None,
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     max_chars: int | None = None,
-) -> Iterator[tuple[int, str, Any]]:
-    """``(row, text, label)`` for each usable row of ``entries``, checked by :func:`check_record`,
-    after checking that every entry has the columns (a :class:`DataError` listing them if not)."""
+    extra_fields: Sequence[str] = (),
+) -> Iterator[tuple[int, str, Any, tuple]]:
+    """``(row, text, label, extras)`` for each usable row of ``entries``, checked by :func:`check_record`,
+    after checking that every entry has the columns (a :class:`DataError` listing them if not);
+    ``extras`` holds the row's value of each of the ``extra_fields``."""
     check_on_error(on_error)
     for entry in entries:
         check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
-    columns = [text_field] if label_field is None else [text_field, label_field]
-    sizes, fields = row_counts(entries, storage_options), {"text_field": text_field, "label_field": label_field}
+        for name in extra_fields:
+            check_columns(entry, {"extra_fields": name}, storage_options)
+    columns = [name for name in (text_field, label_field, *extra_fields) if name is not None]
+    sizes = row_counts(entries, storage_options)
+    fields = {"text_field": text_field, "label_field": label_field, "extra_fields": extra_fields}
     options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
     for row, where, record in iter_rows(entries, columns, sizes, **options):
         try:
             text, label = check_record(record, where, max_chars=max_chars, **fields)
+            extras = tuple(extra_value(record, where, name) for name in extra_fields)
         except DataError as error:
             skip_or_raise(error, on_error)
             continue
-        yield row, text, label
+        yield row, text, label, extras
 
 
 def read_parquet_corpus(
@@ -158,11 +168,13 @@ def read_parquet_corpus(
     storage_options: dict[str, Any] | None = None,
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
     max_chars: int | None = None,
+    extra_fields: Sequence[str] = (),
 ) -> ParquetCorpus:
     """Read and tokenise every row of ``entries`` (from :func:`recipes.core.sources.parquet_files.parquet_entries`).
 
     ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own);
-    a text over ``max_chars`` characters is a DataError naming its row (None: no limit).
+    a text over ``max_chars`` characters is a DataError naming its row (None: no limit); each of the
+    ``extra_fields`` is kept as an array in ``extras`` (:func:`recipes.text.corpus_files.extra_arrays`).
     """
     if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
         tokenizer = TruncatingEncoder(tokenizer, max_length)
@@ -178,7 +190,10 @@ def read_parquet_corpus(
 
     fields = {"text_field": text_field, "label_field": label_field, "max_row_group_bytes": max_row_group_bytes}
     options = {"on_error": on_error, "storage_options": storage_options, "max_chars": max_chars}
-    for row, text, label in parquet_rows(entries, **options, **fields):
+    extras: dict[str, list[Any]] = {name: [] for name in extra_fields}
+    for row, text, label, values in parquet_rows(entries, **options, **fields, extra_fields=extra_fields):
+        for name, value in zip(extra_fields, values):
+            extras[name].append(value)
         texts.append(text)
         labels.append(label)
         rows.append(row)
@@ -188,7 +203,7 @@ def read_parquet_corpus(
         flush()
     label_ids, names = number_labels(label_parts) if label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-    return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows)
+    return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows, extra_arrays(extras))
 
 
 def label_array(labels: list[Any]) -> np.ndarray:

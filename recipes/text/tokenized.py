@@ -19,6 +19,7 @@ padding and packing collates are in :mod:`recipes.text.collates`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,15 @@ from recipes.core.contracts.states import sampled_digest
 from recipes.core.sources.storage import basename, is_url, read_bytes, shown
 from recipes.core.tokens.encoding import encode_texts, require_pad_id
 from recipes.text.collates import text_collate_for
-from recipes.text.corpus_files import TEXT_FORMATS, check_format, label_ids, read_rows, sample_index
+from recipes.text.corpus_files import (
+    TEXT_FORMATS,
+    check_extra_fields,
+    check_format,
+    extra_arrays,
+    label_ids,
+    read_rows,
+    sample_index,
+)
 from recipes.text.chat.instructions import InstructionDataset
 from recipes.text.parquet_corpus import parquet_source
 from recipes.text.parquet_ids import read_id_corpus
@@ -92,6 +101,10 @@ class TokenizedTextDataset(Dataset):
         read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars``, ``max_row_group_bytes`` and ``verify_cache`` (with
             ``cache_dir``, every cached file's CRC-32 is checked at open).
+        extra_fields: numeric JSON fields or CSV / Parquet columns carried into each item under
+            their own names, as a 0-d tensor (int64 where every value is an integer or a boolean,
+            else float32), which the collates batch to ``[B]``: ``extra_fields=("weight",)``. A
+            missing, null or non-numeric value is a DataError naming the line and the field.
     """
 
     def _init_ids(
@@ -132,8 +145,10 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
+        extra_fields: Sequence[str] = (),
     ) -> None:
         options = read_options_or_default(read_options, "TokenizedTextDataset", TEXT_READ_OPTIONS)
+        extra_fields = check_extra_fields(extra_fields)
         parquet, suffix = self._open_source(path, storage_options)
         if tokenizer is None:
             raise ValueError(
@@ -143,15 +158,16 @@ class TokenizedTextDataset(Dataset):
         source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id)
         tokenizer, encoder, self._pad_id = source.tokenizer, source.encoder, source.pad_id
         check_on_error(on_error)
-        fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error}
+        fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error, "extra_fields": extra_fields}
         if parquet is not None:  # its content digest reads every byte: only for a cache key
             key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
         else:
             key_path, data = self.path, read_bytes(self.path, storage_options)
         max_chars = options.max_line_chars if max_length is None else None  # with max_length a line is read in part
-        key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars]
+        key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars, *extra_fields]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
-        needed = ("lines",) if label_field is None else ("lines", "labels")
+        extra_columns = [f"extra{k}" for k in range(len(extra_fields))]  # cache columns are plain words
+        needed = ("lines", *extra_columns) if label_field is None else ("lines", "labels", *extra_columns)
         self._vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # cached ids are served below it
         cached = None if self._cache is None else reuse_cache(
             self._cache, verify=options.verify_cache, require_columns=needed, require_meta=("label_names",),
@@ -165,15 +181,17 @@ class TokenizedTextDataset(Dataset):
                 read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
                 corpus = parquet.read(encoder, **read, **fields)
                 tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
+                extras = corpus.extras
             else:
                 rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
                 tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
                 labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
-                lines = np.asarray(rows.lines, dtype=np.int64)
+                lines, extras = np.asarray(rows.lines, dtype=np.int64), extra_arrays(rows.extras)
             skipped.check(len(lines))
         if self._cache is not None:
-            save_cache(self._cache, tokens, {"lines": lines, "labels": labels}, label_names=names)
-        self._set(tokens, labels, lines, names)
+            columns = {"lines": lines, "labels": labels} | dict(zip(extra_columns, extras.values()))
+            save_cache(self._cache, tokens, columns, label_names=names, extra_fields=list(extra_fields))
+        self._set(tokens, labels, lines, names, extras)
 
     @classmethod
     def from_ids(
@@ -234,15 +252,19 @@ class TokenizedTextDataset(Dataset):
         self._name = shown(path)  # for messages
         return None, suffix
 
-    def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None) -> None:
+    def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None,
+             extras: dict[str, np.ndarray] | None = None) -> None:
         self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names
+        self.extras = extras or {}  # extra_fields: name -> int64 or float32 [N]
+        self.extra_fields = tuple(self.extras)
         self.lengths = tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
 
     def _load_cache(self) -> None:
         self._set_cached(*load_cache(self._cache, vocab_size=self._vocab_size))
 
     def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"])
+        extras = {name: columns[f"extra{k}"] for k, name in enumerate(meta.get("extra_fields", []))}
+        self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"], extras)
 
     @property
     def pad_id(self) -> int:
@@ -258,6 +280,8 @@ class TokenizedTextDataset(Dataset):
         item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
         if self.labels is not None:
             item["label"] = int(self.labels[index])
+        for name, values in self.extras.items():
+            item[name] = torch.tensor(values[index])
         return item
 
     def state_source(self) -> str:
@@ -273,14 +297,15 @@ class TokenizedTextDataset(Dataset):
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
-        return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names}
+        return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names,
+                "extra_fields": self.extra_fields}
 
     def __getstate__(self) -> dict[str, Any]:
         # A cached dataset travels to spawned workers as its cache path and is memory-mapped
         # again there, instead of pickling the whole token array into every worker.
         state = dict(self.__dict__)
         if self._cache is not None:
-            for name in ("tokens", "labels", "line_numbers", "label_names", "lengths"):
+            for name in ("tokens", "labels", "line_numbers", "label_names", "lengths", "extras"):
                 state.pop(name)
         return state
 
