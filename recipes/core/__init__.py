@@ -98,7 +98,7 @@ HOMES = {
     "tune_loader": "loading.tuning",
     "DefaultCollate": "contracts.protocols",
     "Described": "contracts.protocols",
-    "DeviceDecodable": "contracts.protocols",
+    "DeviceView": "pixels.device_decode",
     "DrawsEpochs": "contracts.protocols",
     "Mixable": "contracts.protocols",
     "NeedsPersistentWorkers": "contracts.protocols",

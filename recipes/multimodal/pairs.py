@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core.contracts.arrays import StringArray
 from recipes.core.contracts.batching import extra_columns
-from recipes.core.pixels.device_decode import ImagePlan, encode_image, pack_images, with_decode
+from recipes.core.pixels.device_decode import DeviceView, ImagePlan, encode_image, pack_images, with_decode
 from recipes.core.contracts.errors import (
     DataError,
     SkippedRows,
@@ -238,52 +238,69 @@ class ImageTextDataset(Dataset):
         return f"{self.where(row)}, {image}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
-        return self.encoded_item(index, None)
+        return caption_item(self, index, None)
 
-    def device_plan(self) -> ImagePlan:
-        """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
-        return ImagePlan(self.transform)
 
-    def encoded_item(self, index: int, plan: ImagePlan | None) -> dict[str, Any] | None:
-        """``self[index]``; with a ``plan`` (``decode="device"``), ``"image"`` is an :class:`EncodedImage`:
-        the file's bytes and crop/flip parameters drawn as ``self[index]`` draws them, or, for a file
-        the device cannot decode, ``self[index]``'s pixels. Under ``strict_decode`` it is ``self[index]``'s."""
-        if self.captions == "all":
-            caption = index
-            row = int(self.caption_image[index])
+class DeviceCaptions(DeviceView):
+    """``decode="device"``'s view of an :class:`ImageTextDataset`: each item's ``"image"`` is an
+    ``EncodedImage``, the file's bytes and the crop/flip parameters drawn as ``dataset[i]`` draws
+    them, or, for a file the device cannot decode, ``dataset[i]``'s pixels; under ``strict_decode``
+    (only libjpeg on the CPU reports corrupt data) the item is ``dataset[i]``.
+
+    Raises:
+        ValueError: ``dataset`` is not an ImageTextDataset, or its transform is one no plan reads.
+    """
+
+    def __init__(self, dataset: ImageTextDataset) -> None:
+        super().__init__(dataset)
+        if not isinstance(dataset, ImageTextDataset):
+            raise ValueError(f"decode='device' reads an ImageTextDataset's images; {type(dataset).__name__} is not "
+                             "one: use decode='worker'")
+        self.plan = ImagePlan(dataset.transform)
+
+    def __getitem__(self, index: int) -> dict[str, Any] | None:
+        return caption_item(self.dataset, index, self.plan)
+
+
+def caption_item(dataset: ImageTextDataset, index: int, plan: ImagePlan | None) -> dict[str, Any] | None:
+    """``dataset[index]``; with a ``plan`` (``decode="device"``, :class:`DeviceCaptions`), ``"image"``
+    is an ``EncodedImage`` (:func:`recipes.core.pixels.device_decode.encode_image`)."""
+    if dataset.captions == "all":
+        caption = index
+        row = int(dataset.caption_image[index])
+    else:
+        row = index
+        first, stop = int(dataset.caption_offsets[row]), int(dataset.caption_offsets[row + 1])
+        caption = first
+        if dataset.captions == "random" and stop - first > 1:
+            # torch's global generator: under the loader it is seeded by (seed, epoch, index)
+            caption = first + int(torch.randint(stop - first, ()))
+    try:
+        data = dataset.blobs[row] if dataset.blobs is not None else None
+        if data:  # embedded in Parquet
+            source = "embedded image"
+        elif dataset.image_root is None:
+            raise DataError(f"image {dataset.images[row]!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
         else:
-            row = index
-            first, stop = int(self.caption_offsets[row]), int(self.caption_offsets[row + 1])
-            caption = first
-            if self.captions == "random" and stop - first > 1:
-                # torch's global generator: under the loader it is seeded by (seed, epoch, index)
-                caption = first + int(torch.randint(stop - first, ()))
-        try:
-            data = self.blobs[row] if self.blobs is not None else None
-            if data:  # embedded in Parquet
-                source = "embedded image"
-            elif self.image_root is None:
-                raise DataError(f"image {self.images[row]!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
-            else:
-                path = resolve_under(self.image_root, self.images[row])
-                data, source = read_file(path, self.storage_options), shown(path)
-            # only libjpeg on the CPU reports corrupt data: strict_decode decodes in the worker
-            encoded = plan is not None and not self.strict_decode
-            if encoded:
-                # the transform runs here on the files the device cannot decode
-                with UserCode.for_sample(self, index):
-                    image = encode_image(data, source, plan, self.transform, on_error=self.on_error)
-            else:
-                # With a transform, keep the decoder's channels-last layout: no copy, and an
-                # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
-                contiguous = self.transform is None
-                image = decode_image(data, source=source, contiguous=contiguous, strict=self.strict_decode)
-        except DataError as error:
-            return skip_or_raise(DataError(f"{self.where(row)}: {error}"), self.on_error)
-        if not encoded and self.transform is not None:
-            with UserCode.for_sample(self, index):  # a failing transform names the line and image
-                image = self.transform(image)
-        return {"image": image, "input_ids": self.caption_tokens.tensor(caption), "index": index}
+            path = resolve_under(dataset.image_root, dataset.images[row])
+            data, source = read_file(path, dataset.storage_options), shown(path)
+        # only libjpeg on the CPU reports corrupt data: strict_decode decodes in the worker
+        encoded = plan is not None and not dataset.strict_decode
+        if encoded:
+            # the transform runs here on the files the device cannot decode
+            with UserCode.for_sample(dataset, index):
+                image = encode_image(data, source, plan, dataset.transform, on_error=dataset.on_error)
+        else:
+            # With a transform, keep the decoder's channels-last layout: no copy, and an
+            # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
+            contiguous = dataset.transform is None
+            image = decode_image(data, source=source, contiguous=contiguous, strict=dataset.strict_decode)
+    except DataError as error:
+        return skip_or_raise(DataError(f"{dataset.where(row)}: {error}"), dataset.on_error)
+    if not encoded and dataset.transform is not None:
+        with UserCode.for_sample(dataset, index):  # a failing transform names the line and image
+            image = dataset.transform(image)
+    return {"image": image, "input_ids": dataset.caption_tokens.tensor(caption), "index": index}
 
 
 def caption_pad_id(tokenizer: Tokenizer) -> int:
@@ -372,5 +389,5 @@ def multimodal_loader(
     prefetcher: the raw batches hold encoded bytes.
     """
     collate = UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
-    return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device, seed=seed,
+    return build_loader(with_decode(dataset, decode, DeviceCaptions), collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -9,8 +9,8 @@
 segments (a folder walk, manifest rows); each builds ``self.clips`` (a
 :class:`recipes.video.clips.ClipTable`), ``self.options`` and ``self.classes``, and this class
 gives the rest: items (:meth:`load_clip` and :meth:`load_target` are the seams a subclass
-overrides), the core's hooks (``describe``, ``batch_contract``, ``device_plan`` /
-``encoded_item``) and what ``video_loader`` asks (``with_random_clips``, ``decode_path``).
+overrides), the core's hooks (``describe``, ``batch_contract``) and what ``video_loader`` asks
+(``with_random_clips``, ``decode_path``); :class:`DeviceClips` is its view for ``decode="device"``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from recipes.core.pixels.device_decode import DeviceView
 from recipes.video.clips import ClipTable, copy_with, read_item
 from recipes.video.decoding import VideoOptions, decode_clip
 from recipes.video.device import decode_path, encoded_item
@@ -82,14 +83,25 @@ class ClipDataset(Dataset):
         """``"worker"`` or ``"device"``: where a loader for ``device`` decodes (``options.decode``)."""
         return decode_path(self.options.decode, device, self.clips)
 
-    def device_plan(self) -> str:
-        """``decode="device"``'s plan: each clip is decoded by its own ``EncodedClip``."""
-        return "clips"
 
-    def encoded_item(self, index: int, plan: Any) -> dict[str, Any] | None:
-        """``self[index]`` with an :class:`recipes.video.device.EncodedClip` for ``"video"`` (the file,
-        the frames and the transform's seed, drawn as ``self[index]`` draws them); with
-        :meth:`load_clip` overridden, ``self[index]`` itself (only a worker runs it)."""
-        if type(self).load_clip is not ClipDataset.load_clip:
-            return self[index]
-        return encoded_item(self, self.clips, index, self.path(self.clips.locate(index)[0]))
+class DeviceClips(DeviceView):
+    """``decode="device"``'s view of a :class:`ClipDataset`: each item's ``"video"`` is a
+    :class:`recipes.video.device.EncodedClip` (the file, the frames and the transform's seed, drawn as
+    ``dataset[i]`` draws them); with ``load_clip`` overridden it is ``dataset[i]`` itself (only a worker runs it).
+
+    Raises:
+        ValueError: ``dataset`` is not a ClipDataset (``VideoFolderDataset``, ``VideoDataset``).
+    """
+
+    def __init__(self, dataset: ClipDataset) -> None:
+        super().__init__(dataset)
+        if not isinstance(dataset, ClipDataset):
+            raise ValueError(f"decode='device' decodes a video dataset's clips; {type(dataset).__name__} is not "
+                             "one: use decode='worker'")
+        self.in_worker = type(dataset).load_clip is not ClipDataset.load_clip
+
+    def __getitem__(self, index: int) -> dict[str, Any] | None:
+        dataset = self.dataset
+        if self.in_worker:
+            return dataset[index]
+        return encoded_item(dataset, dataset.clips, index, dataset.path(dataset.clips.locate(index)[0]))

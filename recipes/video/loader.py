@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from recipes.core.pixels.device_decode import with_decode
 from recipes.core.loading.loader import build_loader
 from recipes.core.contracts.protocols import collate_of
+from recipes.video.clip_dataset import DeviceClips
 from recipes.video.collate import LAYOUTS, VideoCollate
 
 
@@ -104,6 +105,6 @@ def video_loader(
     if collate_fn is None:  # asked of the dataset as given (drawing its clips may hand on another object);
         collate_fn = collate_of(dataset) or VideoCollate(layout)  # build_loader checks the hooks, once
     dataset = clips_drawn(dataset, random=train)
-    decoded = with_decode(dataset, decode_of(dataset, device))
+    decoded = with_decode(dataset, decode_of(dataset, device), DeviceClips)
     return build_loader(decoded, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

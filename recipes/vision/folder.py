@@ -38,6 +38,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core import (
     DataError,
+    DeviceView,
     EncodedBatch,
     ImagePlan,
     ReadOptions,
@@ -164,7 +165,8 @@ class ImageFolderDataset(Dataset):
     def load_image(self, index: int) -> torch.Tensor:
         """Sample ``index``'s image as uint8 [3,H,W] RGB, before the transform: its file, decoded.
         Override it to read images another way (an archive, a database); a :class:`DataError` it
-        raises follows ``on_error``. ``decode="device"`` then decodes this subclass in the workers."""
+        raises follows ``on_error``. ``decode="device"`` then decodes this subclass in the workers
+        (:class:`DeviceImages`)."""
         # contiguous=False: the decoder's HWC memory is what the uint8 resize reads fastest
         return read_image(self.path(index), draft_size=self.draft_size, contiguous=False, strict=self.strict_decode)
 
@@ -190,33 +192,44 @@ class ImageFolderDataset(Dataset):
             image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
         return image, target
 
-    def device_plan(self) -> ImagePlan:
-        """``decode="device"``'s plan of :attr:`transform` (a ``ValueError`` for one it cannot read)."""
-        return ImagePlan(self.transform)
-
-    def encoded_item(self, index: int, plan: ImagePlan) -> tuple[Any, Any] | None:
-        """``decode="device"``'s item, its image an :class:`EncodedImage`: the file's bytes and crop/flip
-        parameters drawn as ``self[index]`` would draw them, or, for a file the device cannot decode,
-        ``self[index]``'s pixels. Under ``strict_decode``, or with :meth:`load_image` overridden, it is
-        ``self[index]`` itself."""
-        if self.strict_decode or type(self).load_image is not ImageFolderDataset.load_image:
-            # only libjpeg on the CPU reports corrupt data, and only the worker runs an overridden load_image
-            return self[index]
-        try:
-            # the transform runs here on the files the device cannot decode
-            with UserCode.for_sample(self, index):
-                image = encode_image(self.path(index), None, plan, self.transform, on_error=self.on_error,
-                                     draft_size=self.draft_size)
-            target = self.load_target(index)
-        except DataError as error:
-            return skip_or_raise(error, self.on_error)
-        return image, target
-
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}({self.root!r}, {len(self)} images, {len(self.classes)} classes, "
             f"transform={self.transform!r}, draft_size={self.draft_size})"
         )
+
+
+class DeviceImages(DeviceView):
+    """``decode="device"``'s view of an :class:`ImageFolderDataset`: item ``i`` holds an ``EncodedImage``,
+    the file's bytes and the crop/flip parameters drawn as ``dataset[i]`` would draw them, or, for a
+    file the device cannot decode, ``dataset[i]``'s pixels. Under ``strict_decode``, or with
+    ``load_image`` overridden, it is ``dataset[i]`` itself: only libjpeg on the CPU reports corrupt
+    data, and only a worker runs an overridden ``load_image``.
+
+    Raises:
+        ValueError: ``dataset`` is not an ImageFolderDataset, or its transform is one no plan reads.
+    """
+
+    def __init__(self, dataset: ImageFolderDataset) -> None:
+        super().__init__(dataset)
+        if not isinstance(dataset, ImageFolderDataset):
+            raise ValueError(f"decode='device' reads an ImageFolderDataset's files; {type(dataset).__name__} is not "
+                             "one: use decode='worker'")
+        self.plan = ImagePlan(dataset.transform)
+        self.in_worker = dataset.strict_decode or type(dataset).load_image is not ImageFolderDataset.load_image
+
+    def __getitem__(self, index: int) -> tuple[Any, Any] | None:
+        dataset = self.dataset
+        if self.in_worker:
+            return dataset[index]
+        try:
+            with UserCode.for_sample(dataset, index):  # the transform runs here on the files the device cannot decode
+                image = encode_image(dataset.path(index), None, self.plan, dataset.transform,
+                                     on_error=dataset.on_error, draft_size=dataset.draft_size)
+            target = dataset.load_target(index)
+        except DataError as error:
+            return skip_or_raise(error, dataset.on_error)
+        return image, target
 
 
 def _dense(image: torch.Tensor) -> torch.Tensor:
@@ -283,5 +296,5 @@ def vision_loader(
     (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :func:`image_collate`.
     """
     collate = UsualCollate.of(image_collate) if collate_fn is None else collate_fn
-    return build_loader(with_decode(dataset, decode), collate, batch_size=batch_size, train=train, device=device,
+    return build_loader(with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size, train=train, device=device,
                         seed=seed, stateful=stateful, **overrides)

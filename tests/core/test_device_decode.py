@@ -13,8 +13,10 @@ from torchvision.transforms import v2
 
 from recipes.core.loading.device import DevicePrefetcher
 from recipes.core.pixels.device_augment import augment_images, decode_batch, pad_images, resize_weights, scatter_images, weight_table
+from recipes.core.loading.mixing import MixedDataset
+from recipes.core.contracts.states import source_of
 from recipes.core.pixels.device_decode import (
-    DeviceDecodeDataset,
+    DeviceView,
     EncodedBatch,
     EncodedImage,
     ImageParams,
@@ -25,6 +27,7 @@ from recipes.core.pixels.device_decode import (
     encode_image,
     pack_images,
     resized_size,
+    with_decode,
 )
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.core.pixels.image_headers import device_decodable
@@ -257,8 +260,8 @@ def test_encode_image_gives_an_encoded_image_either_way_and_pixels_alone_stack()
     assert batch.on_device.tolist() == [False, True] and batch.image_params() == [jpeg.params]
 
 
-class _Routed(torch.utils.data.Dataset):
-    """A dataset of two halves with their own plans, routed by itself: the protocol, no mixture."""
+class _Halves(torch.utils.data.Dataset):
+    """A dataset of JPEGs whose halves have their own transforms."""
 
     def __init__(self) -> None:
         self.transforms = [v2.Compose([v2.Resize(8, antialias=True), v2.CenterCrop(8)]),
@@ -267,30 +270,51 @@ class _Routed(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return 4
 
-    def device_plan(self) -> dict[str, ImagePlan]:
-        return {"even": ImagePlan(self.transforms[0]), "odd": ImagePlan(self.transforms[1])}
+    def describe(self, index: int) -> str:
+        return f"{index}.jpg"
 
-    def encoded_item(self, index: int, plan: dict[str, ImagePlan]) -> tuple[EncodedImage, int]:
-        half = "odd" if index % 2 else "even"
-        return encode_image(bytearray(_jpeg(seed=index)), f"{index}.jpg", plan[half], None), index
+    def state_source(self) -> str:
+        return "four JPEGs"
 
 
-def test_any_dataset_with_the_protocol_routes_its_own_plans():
-    dataset = DeviceDecodeDataset(_Routed())
-    assert dataset.epoch_indices is None
-    items = [dataset[i] for i in range(4)]
+class _HalvesOnDevice(DeviceView):
+    """Its view for decode="device": a plan per half, routed by the view."""
+
+    def __init__(self, dataset: _Halves) -> None:
+        super().__init__(dataset)
+        self.plans = [ImagePlan(transform) for transform in dataset.transforms]
+
+    def __getitem__(self, index: int) -> tuple[EncodedImage, int]:
+        return encode_image(bytearray(_jpeg(seed=index)), f"{index}.jpg", self.plans[index % 2], None), index
+
+
+def test_a_domains_view_ships_encoded_items_and_answers_for_its_dataset():
+    view = with_decode(_Halves(), "device", _HalvesOnDevice)
+    assert with_decode(view.dataset, "worker", _HalvesOnDevice) is view.dataset
+    assert len(view) == 4 and view.describe(3) == "3.jpg" and source_of(view) == "four JPEGs"
+    items = [view[i] for i in range(4)]
     assert [image.params.flip for image, _ in items] == [0, 1, 0, 1]
     pixels, keep = decode_batch(pack_images([image for image, _ in items], caller="test", fix="-"), "cpu")
     for (image, index), got in zip(items, pixels):
-        expected = dataset.dataset.transforms[index % 2](decode_image(bytearray(image.data)))
+        expected = view.dataset.transforms[index % 2](decode_image(bytearray(image.data)))
         assert_near_worker(got, expected)
-    # the worker side names no mixture: a mixture is one more dataset with the protocol
-    tree = ast.parse(inspect.getsource(inspect.getmodule(DeviceDecodeDataset)))
+    # the worker side names no mixture: with_decode puts a mixture's sources through the view
+    tree = ast.parse(inspect.getsource(inspect.getmodule(DeviceView)))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "recipes.core.loading.mixing" not in imported and "MixedDataset" not in ast.unparse(tree)
 
 
-def test_datasets_without_the_protocol_are_refused_with_the_reason():
+def test_a_mixture_is_decoded_through_each_sources_view_with_its_own_draws():
+    mixture = MixedDataset([_Halves(), _Halves()], [1, 3], samples_per_epoch=12)
+    view = with_decode(mixture, "device", _HalvesOnDevice)
+    assert isinstance(view, MixedDataset) and all(isinstance(source, _HalvesOnDevice) for source in view.datasets)
+    assert list(view.epoch_indices(0, 1)) == list(mixture.epoch_indices(0, 1))
+    assert view.state_source() == mixture.state_source() and mixture.datasets[0].__class__ is _Halves
+    image, index = view[6]  # source 1, its index 2: an even half's plan
+    assert isinstance(image, EncodedImage) and image.params.flip == 0 and index == 2
+
+
+def test_what_has_no_device_path_is_refused_with_the_reason():
     class Plain(torch.utils.data.Dataset):
         def __len__(self) -> int:
             return 1
@@ -299,10 +323,14 @@ def test_datasets_without_the_protocol_are_refused_with_the_reason():
         def __iter__(self):
             return iter(())
 
-    with pytest.raises(ValueError, match="encoded_item and device_plan.*Plain has none: use decode='worker'"):
-        DeviceDecodeDataset(Plain())
+    with pytest.raises(ValueError, match="no device path for Plain: use decode='worker'"):
+        with_decode(Plain(), "device", None)
     with pytest.raises(ValueError, match="map-style dataset; Stream is iterable: use decode='worker'"):
-        DeviceDecodeDataset(Stream())
+        with_decode(Stream(), "device", _HalvesOnDevice)
+    with pytest.raises(ValueError, match="decode must be one of"):
+        with_decode(Plain(), "gpu", _HalvesOnDevice)
+    with pytest.raises(NotImplementedError, match="DeviceView must implement __getitem__"):
+        DeviceView(Plain())[0]
 
 
 @pytest.mark.gpu

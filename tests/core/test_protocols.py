@@ -24,8 +24,8 @@ HOOK_NAMES = sorted(SHAPES)
 
 def test_the_hook_names_are_the_ones_the_reviewers_grep_for():
     assert HOOK_NAMES == sorted([
-        "adopt_seed", "batch_contract", "check_state", "default_collate_fn", "describe", "detached", "device_plan",
-        "encoded_item", "epoch_indices", "load_state_dict", "max_workers", "needs_persistent_workers",
+        "adopt_seed", "batch_contract", "check_state", "default_collate_fn", "describe", "detached",
+        "epoch_indices", "load_state_dict", "max_workers", "needs_persistent_workers",
         "per_sample_fields", "rank", "read_paths", "state_dict", "state_source", "world_size",
     ])
 

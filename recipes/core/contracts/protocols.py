@@ -90,20 +90,17 @@ class DrawsEpochs(Protocol):
 
 
 @runtime_checkable
-class DeviceDecodable(Protocol):
-    """What a map-style dataset has for ``decode="device"`` (:class:`recipes.core.pixels.device_decode.DeviceDecodeDataset`
-    calls them).
+class Viewable(Protocol):
+    """``viewed(view) -> Dataset``: this dataset made of others (a mixture), each of them seen
+    through ``view``, with the same draws and names.
 
-    ``device_plan()`` is called once, at the loader: an ``ImagePlan`` of the dataset's
-    transform (its ``ValueError`` for one it cannot read), or whatever ``encoded_item`` routes by
-    (a mixture: its sources' plans). ``encoded_item(index, plan)`` is ``self[index]`` with the
-    image as ``encode_image`` gives it (or the worker path's image, where the worker decodes).
-    Without them ``decode="device"`` is refused with a ``ValueError`` that says to use ``"worker"``.
+    Called by :func:`recipes.core.pixels.device_decode.with_decode` for ``decode="device"``, whose
+    ``view`` is a domain's :class:`recipes.core.pixels.device_decode.DeviceView`. Not a hook a
+    domain's dataset implements (:class:`recipes.core.loading.mixing.MixedDataset` does). Without it
+    the view is asked to wrap the dataset itself, and refuses one that is not its domain's.
     """
 
-    def device_plan(self) -> Any: ...
-
-    def encoded_item(self, index: int, plan: Any) -> Any: ...
+    def viewed(self, view: Callable[[Any], Any]) -> Any: ...
 
 
 @runtime_checkable
@@ -216,7 +213,7 @@ class DecodesOnDevice(Protocol):
     def decode_on(self, device: Any) -> Any: ...
 
 
-HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, DeviceDecodable, NeedsPersistentWorkers, ShardLimited,
+HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, NeedsPersistentWorkers, ShardLimited,
          RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 
 

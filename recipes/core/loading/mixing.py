@@ -126,18 +126,13 @@ class MixedDataset(Dataset):
         source, local = self.locate(index)
         return f"source {source}, {describe_sample(self.datasets[source], local)}"
 
-    def device_plan(self) -> list[Any]:
-        """``decode="device"``'s plan (:class:`recipes.core.contracts.protocols.DeviceDecodable`): each
-        source's own, which :meth:`encoded_item` routes by; a source without one is refused."""
-        from recipes.core.pixels.device_decode import device_plan  # imported where used: only decode="device" needs it
-
-        return [device_plan(dataset) for dataset in self.datasets]
-
-    def encoded_item(self, index: int, plans: Sequence[Any]) -> Any:
-        """``decode="device"``'s item: the source's own ``encoded_item``, with ``plans[source]``,
-        that source's plan from :meth:`device_plan`."""
-        source, local = self.locate(index)
-        return _as_mixture_item(self.datasets[source].encoded_item(local, plans[source]), index)
+    def viewed(self, view: Callable[[Dataset], Dataset]) -> MixedDataset:
+        """This mixture with each source seen through ``view`` (``decode="device"``'s
+        :class:`recipes.core.pixels.device_decode.DeviceView`): the same draws, indices and names,
+        each item the view's. The sources' contract was checked here already."""
+        mixture = copy.copy(self)
+        mixture.datasets = [view(dataset) for dataset in self.datasets]
+        return mixture
 
     def epoch_indices(self, seed: int, epoch: int) -> EpochDraws:
         """The mixture indices epoch ``epoch`` draws (``sum(self.draws)`` of them), interleaved at

@@ -4,8 +4,8 @@
     for images, labels in DevicePrefetcher(loader, "cuda"):   # decoded, cropped, resized there
 
 Why: libjpeg-turbo costs a loader worker about one core per ~600 images/s, and a GPU node has
-8-12 cores per GPU. A dataset with the two methods of :class:`recipes.core.contracts.protocols.DeviceDecodable`
-gives its :class:`ImagePlan`; per sample, a worker reads the file, checks its header and draws the crop box
+8-12 cores per GPU. A domain's :class:`DeviceView` of its dataset makes an :class:`ImagePlan` of the
+dataset's transform; per sample, a worker reads the file, checks its header and draws the crop box
 and flip from the sample's seed, exactly as the worker path does (the transform's ``draw_box``
 and ``torch.rand``), then ships the bytes and those numbers, an :class:`ImageParams`.
 :class:`recipes.core.loading.device.DevicePrefetcher` decodes the batch in one call (nvJPEG on CUDA) and
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -41,10 +42,9 @@ from recipes.core.contracts.errors import check_on_error
 from recipes.core.pixels.image_headers import MAX_PIXELS, device_decodable
 from recipes.core.pixels.images import decode_image, read_file
 from recipes.core.sources.storage import shown
-from recipes.core.contracts.protocols import DeviceDecodable, DrawsCropBoxes, DrawsEpochs, check_hooks
+from recipes.core.contracts.protocols import Described, DrawsCropBoxes, Viewable
 from recipes.core.contracts.states import source_of
 
-DECODE_CHOICES = ("worker", "device")
 
 
 class ImageParams(NamedTuple):
@@ -245,53 +245,67 @@ def encode_image(
     return EncodedImage(None, None, source, on_error, pixels=dense)
 
 
-def device_plan(dataset: Dataset) -> Any:
-    """``dataset.device_plan()``, the plan its ``encoded_item`` takes.
+class DeviceView(Dataset):
+    """``decode="device"``'s view of a domain's map-style dataset: item ``i`` is ``dataset[i]`` as a
+    worker ships it for the device to decode, its images :class:`EncodedImage` s. A domain subclasses
+    it with the ``__getitem__`` that ships its items (the vision domain's ``DeviceImages``); the
+    view answers for the dataset where the loader asks (its length, a sample's description, the data
+    a state names), so a state saved through the view resumes without it, and the reverse.
+
+        class DeviceImages(DeviceView):
+            def __init__(self, dataset):
+                super().__init__(dataset)
+                self.plan = ImagePlan(dataset.transform)   # a ValueError for a transform it cannot read
+
+            def __getitem__(self, index):
+                return encode_image(self.dataset.path(index), None, self.plan, self.dataset.transform), ...
 
     Raises:
-        ValueError: an iterable dataset, one without the :class:`DeviceDecodable` methods, or a
-            transform no plan reads; the message says which and to use ``decode="worker"``.
+        ValueError: ``dataset`` is iterable: the device path needs to read items by index.
     """
-    name = type(dataset).__name__
-    if isinstance(dataset, IterableDataset):
-        raise ValueError(f"decode='device' needs a map-style dataset; {name} is iterable: use decode='worker'")
-    if not isinstance(check_hooks(dataset), DeviceDecodable):
-        raise ValueError(
-            f"decode='device' needs a map-style dataset with encoded_item and device_plan "
-            f"(recipes.core.contracts.protocols.DeviceDecodable); {name} has none: use decode='worker'"
-        )
-    return dataset.device_plan()
-
-
-class DeviceDecodeDataset(Dataset):
-    """``dataset`` whose items ship :class:`EncodedImage` s: ``self[i]`` is ``dataset.encoded_item(i, plan)``,
-    with the plan :func:`device_plan` gives; ``epoch_indices``, where ``dataset`` has them, go on
-    drawing the loader's epochs."""
 
     def __init__(self, dataset: Dataset) -> None:
-        self.dataset, self.plan = dataset, device_plan(dataset)
-        self.epoch_indices = dataset.epoch_indices if isinstance(dataset, DrawsEpochs) else None  # the sampler's draws
+        if isinstance(dataset, IterableDataset):
+            raise ValueError(f"decode='device' needs a map-style dataset; {type(dataset).__name__} is iterable: "
+                             "use decode='worker'")
+        self.dataset = dataset
 
     def __len__(self) -> int:
         return len(self.dataset)
 
     def __getitem__(self, index: int) -> Any:
-        return self.dataset.encoded_item(index, self.plan)
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__: the item decode='device' ships")
 
     def describe(self, index: int) -> str:
-        """The wrapped dataset's description of sample ``index``: its file (or line)."""
-        return self.dataset.describe(index)
+        """The wrapped dataset's description of sample ``index`` (its file or line), else its type and index."""
+        if isinstance(self.dataset, Described):
+            return self.dataset.describe(index)
+        return f"{type(self.dataset).__name__} index {index}"
 
     def state_source(self) -> str:
         """The wrapped dataset's data, for loader states (:func:`recipes.core.contracts.states.source_of`)."""
         return source_of(self.dataset)
 
 
-def with_decode(dataset: Dataset, decode: str) -> Dataset:
-    """``dataset`` for ``decode="worker"``, a :class:`DeviceDecodeDataset` for ``"device"``."""
+DECODE_CHOICES = ("worker", "device")
+
+
+def with_decode(dataset: Dataset, decode: str, view: Callable[[Dataset], Dataset] | None) -> Dataset:
+    """``dataset`` for ``decode="worker"``; for ``"device"``, ``view(dataset)``, the domain's
+    :class:`DeviceView` (a mixture, :class:`recipes.core.contracts.protocols.Viewable`: each source
+    through it, nested mixtures too). ``view`` None: the preset has no device path, and ``"device"``
+    is a ValueError."""
     if decode not in DECODE_CHOICES:
         raise ValueError(f"decode must be one of {DECODE_CHOICES}, got {decode!r}")
-    return dataset if decode == "worker" else DeviceDecodeDataset(dataset)
+    if decode == "worker":
+        return dataset
+    if view is None:
+        raise ValueError(f"decode='device' has no device path for {type(dataset).__name__}: use decode='worker'")
+
+    def through(source: Dataset) -> Dataset:
+        return source.viewed(through) if isinstance(source, Viewable) else view(source)
+
+    return through(dataset)
 
 
 @dataclass(frozen=True)
