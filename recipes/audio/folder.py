@@ -66,7 +66,6 @@ class AudioFolderDataset(Dataset):
     file headers, capped at ``clip_seconds``.
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (fixed_point_view)
 
     def __init__(
@@ -139,7 +138,7 @@ class AudioFolderDataset(Dataset):
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "classes": self.classes, "sample_rate": self.sample_rate,
-                "num_channels": self.num_channels}
+                "num_channels": self.num_channels, "per_sample": ("durations",)}
 
     @property
     def samples(self) -> list[tuple[str, int]]:
@@ -305,7 +304,7 @@ def audio_loader(
         device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
         collate_fn: used as given. Default: the collate the dataset asks for
-            (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :class:`AudioCollate` with its pad id
+            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :class:`AudioCollate` with its pad id
             (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
             :func:`recipes.core.loading.loader.preset_kwargs`).

@@ -81,7 +81,6 @@ class SpeechDataset(Dataset):
             (1, the default, mixes to mono, the mean of the channels; None keeps each file's).
     """
 
-    per_sample_fields = ("durations",)  # what a mixture lays end to end (recipes.core.loading.mixing)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     def __init__(
@@ -303,7 +302,7 @@ class SpeechDataset(Dataset):
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
-                "pad_id": self._pad_id}
+                "pad_id": self._pad_id, "per_sample": ("durations",)}
 
     def __len__(self) -> int:
         return len(self.durations)

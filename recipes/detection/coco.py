@@ -147,11 +147,10 @@ class CocoDataset(Dataset):
         """Width / height of every image, from the annotation file (no image is opened)."""
         return self.index.widths / self.index.heights
 
-    per_sample_fields = ("aspect_ratios",)  # what a mixture lays end to end (recipes.core.loading.mixing)
-
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
-        return {"collate": "detection_collate", "label_to_category": self.label_to_category}
+        return {"collate": "detection_collate", "label_to_category": self.label_to_category,
+                "per_sample": ("aspect_ratios",)}
 
     def ground_truth(self) -> dict[str, list[dict[str, Any]]]:
         """This dataset's images and boxes (crowd included) as a COCO dict, for :func:`evaluate`."""

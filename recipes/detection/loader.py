@@ -146,7 +146,7 @@ def detection_loader(
             image once across ranks.
         device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
         collate_fn: used as given; :class:`PaddedDetectionCollate` pads. Default: the collate the dataset
-            asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :func:`detection_collate`.
+            asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`detection_collate`.
             Its batches leave worker processes packed (:func:`recipes.core.workers.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision

@@ -378,7 +378,7 @@ def multimodal_loader(
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). ``collate_fn`` is used as given;
-    by default the collate the dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`),
+    by default the collate the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`),
     else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
 
     ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):

@@ -386,7 +386,7 @@ def streaming_loader(
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
         collate_fn: used as given (``pack_collate`` packs). Default: the collate the stream asks for
-            (:class:`recipes.core.contracts.protocols.DefaultCollate`: a mixture's sources' one), else
+            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`: a mixture's sources' one), else
             :class:`StreamCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """

@@ -293,12 +293,10 @@ class TokenizedTextDataset(Dataset):
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
         return f"{self._name} {self._line_name} {self.line_numbers[index]}"
 
-    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.loading.mixing)
-
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "text_collate", "pad_id": self._pad_id, "label_names": self.label_names,
-                "extra_fields": self.extra_fields}
+                "extra_fields": self.extra_fields, "per_sample": ("lengths",)}
 
     def __getstate__(self) -> dict[str, Any]:
         # A cached dataset travels to spawned workers as its cache path and is memory-mapped
@@ -345,7 +343,7 @@ def text_loader(
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
         device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
         collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
-            dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`:
+            dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`:
             :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
             else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;

@@ -93,7 +93,7 @@ def video_loader(
         layout: ``"BTCHW"`` (``[B, T, 3, H, W]``, video transformers) or ``"BCTHW"``
             (``[B, 3, T, H, W]``, 3-D CNNs such as torchvision's ``r3d_18`` and ``mvit``).
         collate_fn: used as given (``layout`` is then the collate's to apply). Default: the collate
-            the dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :class:`VideoCollate`.
+            the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :class:`VideoCollate`.
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
             :func:`recipes.core.loading.loader.preset_kwargs`).
 

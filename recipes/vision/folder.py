@@ -293,7 +293,7 @@ def vision_loader(
     resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
     :func:`recipes.core.loading.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
     ``collate_fn`` is used as given; by default the collate the dataset asks for
-    (:class:`recipes.core.contracts.protocols.DefaultCollate`), else :func:`image_collate`.
+    (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`image_collate`.
     """
     collate = UsualCollate.of(image_collate) if collate_fn is None else collate_fn
     return build_loader(with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size, train=train, device=device,

@@ -48,7 +48,8 @@ class Rows(Dataset):
     def describe(self, index: int) -> str:
         return f"rows.csv line {index + 2}"  # a header line, then one row a sample
 
-    per_sample_fields = ("lengths",)
+    def batch_contract(self) -> dict:
+        return {"collate": "rows_collate", "per_sample": ("lengths",)}
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,14 @@ def test_a_batch_crosses_from_a_worker_in_one_buffer_a_dtype():
 
 
 class AsksForItsCollate(Rows):
-    """Rows whose items need a collate of their own (DefaultCollate)."""
+    """Rows whose items need a collate of their own: the contract's "collate" is the collate itself."""
 
     def __init__(self, size: int, noise: bool = False) -> None:
         super().__init__(size)
         self.noise = noise
 
-    def default_collate_fn(self) -> RowsCollate:
-        return RowsCollate(noise=self.noise)
+    def batch_contract(self) -> dict:
+        return {"collate": RowsCollate(noise=self.noise), "per_sample": ("lengths",)}
 
 
 def test_a_dataset_asks_for_its_collate_through_a_subset_and_a_mixture():
@@ -128,7 +129,7 @@ def test_a_dataset_asks_for_its_collate_through_a_subset_and_a_mixture():
     assert collate_of(Rows(4)) is None
     assert collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6)], [1, 1])) == RowsCollate(noise=False)
     assert collate_of(MixedDataset([Rows(4), Rows(6)], [1, 1])) is None
-    with pytest.raises(ValueError, match=r"the sources ask for different collates \(RowsCollate\(noise=False\), Rows"):
+    with pytest.raises(ValueError, match=r"different collate functions \(RowsCollate\(noise=False\), Rows"):
         collate_of(MixedDataset([AsksForItsCollate(4), AsksForItsCollate(6, noise=True)], [1, 1]))
 
 
@@ -187,7 +188,7 @@ class Counted:
 
 
 class Asking(Dataset):
-    """A domain's dataset that asks for a collate of its own (DefaultCollate); anything else is the dataset's."""
+    """A domain's dataset that asks for a collate of its own (its contract's "collate"); anything else is the dataset's."""
 
     def __init__(self, dataset) -> None:
         self.dataset = dataset
@@ -201,8 +202,9 @@ class Asking(Dataset):
     def __getattr__(self, name):
         return getattr(self.__dict__["dataset"], name)
 
-    def default_collate_fn(self) -> Counted:
-        return Counted("asked")
+    def batch_contract(self) -> dict:
+        contract = self.dataset.batch_contract() if hasattr(self.dataset, "batch_contract") else {}
+        return {**contract, "collate": Counted("asked")}
 
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda entry: entry.nickname)

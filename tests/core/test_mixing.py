@@ -17,14 +17,12 @@ class Numbers(Dataset):
     """Items ``(name, i)``; ``lengths`` = i + 1, for the length-grouping sampler. It takes part in
     mixtures as the domains' datasets do: a batch contract and per-sample fields."""
 
-    per_sample_fields = ("lengths",)
-
     def __init__(self, name, size, pad_id=0):
         self.name, self.size, self.pad_id = name, size, pad_id
         self.lengths = np.arange(1, size + 1)
 
     def batch_contract(self):
-        return {"collate": "numbers", "pad_id": self.pad_id}
+        return {"collate": "numbers", "pad_id": self.pad_id, "per_sample": ("lengths",)}
 
     def __len__(self):
         return self.size

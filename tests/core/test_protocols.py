@@ -24,9 +24,9 @@ HOOK_NAMES = sorted(SHAPES)
 
 def test_the_hook_names_are_the_ones_the_reviewers_grep_for():
     assert HOOK_NAMES == sorted([
-        "adopt_seed", "batch_contract", "check_state", "default_collate_fn", "describe", "detached",
+        "adopt_seed", "batch_contract", "check_state", "describe", "detached",
         "epoch_indices", "load_state_dict", "max_workers", "needs_persistent_workers",
-        "per_sample_fields", "rank", "read_paths", "state_dict", "state_source", "world_size",
+        "rank", "read_paths", "state_dict", "state_source", "world_size",
     ])
 
 
@@ -93,17 +93,13 @@ class ConstantDraws(Lines):
 
 
 class Fields(Lines):
-    per_sample_fields = "lengths"  # a string, where a tuple of names is expected
+    def batch_contract(self):
+        return {"per_sample": "lengths"}  # a string, where a tuple of names is expected
 
 
 class Contract(Lines):
     def batch_contract(self, pad_id):
         return {"pad_id": pad_id}
-
-
-class AsksWithABatch(Lines):
-    def default_collate_fn(self, batch):  # the hook returns a collate; it is not one
-        return batch
 
 
 def _collate(batch):
@@ -112,10 +108,9 @@ def _collate(batch):
 
 @pytest.mark.parametrize(
     ("dataset", "hook"),
-    [(NoIndex(), "describe"), (ConstantDraws(), "epoch_indices"), (Fields(), "per_sample_fields"),
-     (Contract(), "batch_contract"), (AsksWithABatch(), "default_collate_fn")],
-    ids=["describe without index", "epoch_indices not callable", "fields as a string", "contract with an argument",
-         "collate hook with an argument"],
+    [(NoIndex(), "describe"), (ConstantDraws(), "epoch_indices"), (Fields(), "batch_contract"),
+     (Contract(), "batch_contract")],
+    ids=["describe without index", "epoch_indices not callable", "fields as a string", "contract with an argument"],
 )
 def test_a_hook_of_the_wrong_shape_is_refused_by_the_loader_and_the_mixture(dataset, hook):
     with pytest.raises(TypeError, match=rf"{type(dataset).__name__}\.{hook}"):

@@ -40,41 +40,27 @@ class Described(Protocol):
 
 @runtime_checkable
 class Mixable(Protocol):
-    """``batch_contract() -> dict``: what sources mixed with this one must share
-    (``{"collate": "text_collate", "pad_id": 0}``, ``classes``...).
+    """``batch_contract() -> dict``: how this dataset's items batch, and what sources mixed with it
+    must share (``{"collate": "text_collate", "pad_id": 0, "per_sample": ("lengths",)}``, ``classes``...).
+
+    Two keys are read apart from the rest:
+
+    - ``"collate"``: the name of the collate the items need (sources that differ are refused), or
+      the collate itself where the domain's usual one would batch the items wrongly (an
+      instruction dataset's labels padded with -100): a preset given no ``collate_fn`` then uses
+      it (:func:`collate_of`).
+    - ``"per_sample"``: names of the dataset's arrays with one entry per sample (``("lengths",)``),
+      which a mixture lays end to end, so a plan (``ByLength(mixed.lengths)``) reads a mixture as
+      it reads one source.
 
     Called by :class:`recipes.core.loading.mixing.MixedDataset` / ``MixedStream``, which refuse sources
-    whose contracts differ and answer those names as their first source does. Without it a
-    mixture cannot tell that two sources' batches or labels disagree, nor answer ``pad_id``.
+    whose other entries differ and answer those names as their first source does, and by
+    :func:`recipes.core.loading.loader.build_loader` through :func:`chosen_collate`. Without it a
+    mixture cannot tell that two sources' batches or labels disagree, nor answer ``pad_id``, and a
+    preset batches the items with its domain's usual collate.
     """
 
     def batch_contract(self) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class DefaultCollate(Protocol):
-    """``default_collate_fn() -> Callable | None``: the collate this dataset's items need, where its
-    domain's usual one would batch them wrongly (an instruction dataset's labels padded with -100).
-
-    Called by :func:`recipes.core.loading.loader.build_loader` through :func:`chosen_collate` where the
-    caller passes no ``collate_fn``, and by :class:`recipes.core.loading.mixing.MixedDataset` /
-    ``MixedStream``, which answer their sources' one. Without it the preset uses its domain's usual
-    collate (``text_collate``).
-    """
-
-    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None: ...
-
-
-@runtime_checkable
-class PerSampleFields(Protocol):
-    """``per_sample_fields``: names of arrays with one entry per sample (``("lengths",)``).
-
-    Read by :class:`recipes.core.loading.mixing.MixedDataset`, which lays those arrays end to end, so
-    a plan (``ByLength(mixed.lengths)``) reads a mixture as it reads one source. Without it a
-    mixture has no such array and its preset cannot group by it.
-    """
-
-    per_sample_fields: Sequence[str]
 
 
 @runtime_checkable
@@ -213,7 +199,7 @@ class DecodesOnDevice(Protocol):
     def decode_on(self, device: Any) -> Any: ...
 
 
-HOOKS = (Described, Mixable, DefaultCollate, PerSampleFields, DrawsEpochs, NeedsPersistentWorkers, ShardLimited,
+HOOKS = (Described, Mixable, DrawsEpochs, NeedsPersistentWorkers, ShardLimited,
          RankPlaced, Resumable, NamesItsData, ReadsPaths, ChecksStates)
 
 
@@ -292,9 +278,9 @@ def check_hooks(dataset: Any) -> Any:
 
     Raises:
         TypeError: a method hook that is not callable or does not take the arguments the
-            protocol gives, ``per_sample_fields`` that is not a sequence of the dataset's attribute
-            names, ``needs_persistent_workers`` that is not a string, ``rank`` or ``world_size``
-            that is not an int; the message names the hook.
+            protocol gives, ``needs_persistent_workers`` that is not a string, ``rank`` or
+            ``world_size`` that is not an int, a contract's ``"per_sample"`` that is not a tuple of
+            the dataset's attribute names; the message names the hook.
     """
     owner = type(dataset).__name__
     for name, (protocol, parameters) in SHAPES.items():
@@ -303,28 +289,53 @@ def check_hooks(dataset: Any) -> Any:
             continue
         if parameters is not None:
             _check_method(f"{owner}.{name}", protocol, f"{name}({', '.join(parameters)})", value, len(parameters))
-        elif name == "per_sample_fields":
-            _check_fields(dataset, owner, value)
         elif name == "needs_persistent_workers" and not isinstance(value, str):
             raise TypeError(f"{owner}.{name} must be a string saying why ({protocol.__name__}), got {value!r}")
         elif protocol is RankPlaced and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
             raise TypeError(f"{owner}.{name} must be an int ({protocol.__name__}), got {value!r}")
+    per_sample_fields(dataset)  # the contract's arrays, a TypeError naming a wrong one
     return dataset
 
 
-def collate_of(dataset: Any) -> Callable[[list[Any]], Any] | None:
-    """The collate ``dataset`` (or the dataset under its ``Subset``) asks for
-    (:class:`DefaultCollate`), None where it asks for none. Its hooks are the caller's to check
-    first (:func:`check_hooks`; ``build_loader`` and the mixtures do)."""
+def contract_of(dataset: Any) -> dict[str, Any]:
+    """``dataset.batch_contract()`` (of the dataset under its ``Subset``; :class:`Mixable`), ``{}`` where it has none."""
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
-    return dataset.default_collate_fn() if isinstance(dataset, DefaultCollate) else None
+    return dataset.batch_contract() if isinstance(dataset, Mixable) else {}
+
+
+def collate_of(dataset: Any) -> Callable[[list[Any]], Any] | None:
+    """The collate ``dataset`` (or the dataset under its ``Subset``) asks for: its contract's
+    ``"collate"`` where that is a collate, not a name (:class:`Mixable`); None where it asks for
+    none. Its hooks are the caller's to check first (:func:`check_hooks`; ``build_loader`` and the
+    mixtures do)."""
+    asked = contract_of(dataset).get("collate")
+    return asked if callable(asked) else None
+
+
+def per_sample_fields(dataset: Any) -> tuple[str, ...]:
+    """The names of ``dataset``'s arrays with one entry per sample (its contract's ``"per_sample"``;
+    :class:`Mixable`), none where it names none, or for a ``Subset`` (whose arrays are not the dataset's).
+
+    Raises:
+        TypeError: ``"per_sample"`` is not a tuple of the dataset's attribute names.
+    """
+    if isinstance(dataset, Subset):
+        return ()
+    fields = contract_of(dataset).get("per_sample", ())
+    owner = type(dataset).__name__
+    if isinstance(fields, str) or not isinstance(fields, Sequence) or not all(isinstance(f, str) for f in fields):
+        raise TypeError(f"{owner}.batch_contract()['per_sample'] must be a tuple of attribute names, got {fields!r}")
+    missing = [name for name in fields if not hasattr(dataset, name)]
+    if missing:
+        raise TypeError(f"{owner}.batch_contract()['per_sample'] names {missing}, which {owner} does not have")
+    return tuple(fields)
 
 
 @dataclass(frozen=True)
 class UsualCollate:
     """A preset's own collate, built for the dataset only where it is used: where the caller passes
-    no ``collate_fn`` and the dataset asks for none (:class:`DefaultCollate`), ``make(dataset)``
+    no ``collate_fn`` and the dataset asks for none (:func:`collate_of`), ``make(dataset)``
     (``TextCollate`` with the dataset's pad id). :func:`chosen_collate` builds it."""
 
     make: Callable[[Any], Callable[[list[Any]], Any]]
@@ -360,16 +371,6 @@ def dataset_pad_id(dataset: Any, default: int | None = None) -> int | None:
     return default if found is None else found
 
 
-def agreed_collate(sources: list[Any]) -> Callable[[list[Any]], Any] | None:
-    """The collate every one of a mixture's ``sources`` asks for (:func:`collate_of`; None: none
-    asks for one); a ValueError if they differ."""
-    collates = [collate_of(source) for source in sources]
-    if any(collate != collates[0] for collate in collates[1:]):
-        shown = ", ".join(repr(collate)[:40] for collate in collates)
-        raise ValueError(f"the sources ask for different collates ({shown}): pass collate_fn=... to the preset")
-    return collates[0]
-
-
 def _check_method(where: str, protocol: type, shape: str, value: Any, arguments: int) -> None:
     if not callable(value):
         raise TypeError(f"{where} must be a method {shape} ({protocol.__name__}), got {type(value).__name__}")
@@ -384,13 +385,3 @@ def _check_method(where: str, protocol: type, shape: str, value: Any, arguments:
             f"{where}{signature} does not take the arguments the core passes: define it as {shape} "
             f"(recipes.core.contracts.protocols.{protocol.__name__})"
         ) from None
-
-
-def _check_fields(dataset: Any, owner: str, fields: Any) -> None:
-    if isinstance(fields, str) or not isinstance(fields, Sequence) or not all(isinstance(f, str) for f in fields):
-        raise TypeError(
-            f"{owner}.per_sample_fields must be a tuple of attribute names (PerSampleFields), got {fields!r}"
-        )
-    missing = [name for name in fields if not hasattr(dataset, name)]
-    if missing:
-        raise TypeError(f"{owner}.per_sample_fields names {missing}, which {owner} does not have (PerSampleFields)")

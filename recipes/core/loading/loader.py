@@ -203,7 +203,7 @@ def build_loader(
 
     The dataset's hooks are checked once, first (:func:`recipes.core.contracts.protocols.check_hooks`).
     ``collate_fn`` is used as given; None or a preset's :class:`recipes.core.contracts.protocols.UsualCollate`
-    takes the collate the dataset asks for (:class:`recipes.core.contracts.protocols.DefaultCollate`), else
+    takes the collate the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else
     that usual one (None: torch's ``default_collate``): :func:`recipes.core.contracts.protocols.chosen_collate`.
     A map-style dataset gets a :class:`SeededBatchSampler` (shuffled per epoch and batched as
     ``plan`` says when training, in order when not, split across ranks) and

@@ -19,7 +19,7 @@ sample ``locate(i)`` names, and the presets' plans draw each epoch through
 :class:`MixedStream` applies the rule to self-sharding streams. A source states what the others
 must share in ``batch_contract()``, e.g. ``{"collate": "text_collate", "pad_id": 0}``: sources
 that differ are refused, and the mixture answers those names as its first source does; the
-arrays its ``per_sample_fields`` names (``lengths``) are laid end to end.
+arrays its ``"per_sample"`` entry names (``lengths``) are laid end to end.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from recipes.core.contracts.protocols import (
     ChecksStates,
     Mixable,
     NamesItsData,
-    PerSampleFields,
     RankPlaced,
     ReadsPaths,
     Resumable,
     ShardLimited,
-    agreed_collate,
     check_hooks,
+    contract_of,
+    per_sample_fields,
 )
 from recipes.core.sampling.seeding import sample_seed
 from recipes.core.contracts.states import CURSOR_FIELDS, check_int, check_keys, check_source, sampled_digest
@@ -89,8 +89,9 @@ class MixedDataset(Dataset):
         if self.samples_per_epoch < 1:
             raise ValueError(f"samples_per_epoch must be >= 1, got {samples_per_epoch}")
         self.draws = _shares(self.samples_per_epoch, self.weights)  # per epoch, per source
-        self.per_sample_fields = tuple(
-            name for name in _fields(self.datasets[0]) if all(name in _fields(dataset) for dataset in self.datasets)
+        self.per_sample_fields = tuple(  # those of every source
+            name for name in per_sample_fields(self.datasets[0])
+            if all(name in per_sample_fields(dataset) for dataset in self.datasets)
         )
         for name in self.per_sample_fields:  # laid end to end, as the indices are
             setattr(self, name, np.concatenate([np.asarray(getattr(d, name)) for d in self.datasets]))
@@ -99,12 +100,9 @@ class MixedDataset(Dataset):
         return _shared(self, self.__dict__.get("datasets"), name)
 
     def batch_contract(self) -> dict[str, Any]:
-        """The sources' shared contract (see the module doc): a mixture mixes like its sources."""
-        return _contract(self.datasets[0]) or {}
-
-    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
-        """The collate the sources ask for (:class:`recipes.core.contracts.protocols.DefaultCollate`)."""
-        return agreed_collate(self.datasets)
+        """The sources' shared contract (see the module doc), with the arrays laid end to end: a
+        mixture mixes, and batches, like its sources."""
+        return {**contract_of(self.datasets[0]), "per_sample": self.per_sample_fields}
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -200,9 +198,9 @@ class MixedStream(ResumableStream):
     def __getattr__(self, name: str) -> Any:
         return _shared(self, self.__dict__.get("streams"), name)
 
-    def default_collate_fn(self) -> Callable[[list[Any]], Any] | None:
-        """The collate the sources ask for (:class:`recipes.core.contracts.protocols.DefaultCollate`)."""
-        return agreed_collate(self.streams)
+    def batch_contract(self) -> dict[str, Any]:
+        """The streams' shared contract (see the module doc): a mixture batches like its sources."""
+        return contract_of(self.streams[0])
 
     def max_workers(self) -> int:
         """The most DataLoader workers per rank that every stream can feed (``sys.maxsize``: none limits them)."""
@@ -325,7 +323,7 @@ def _as_mixture_item(item: Any, index: int) -> Any:
 def _shared(mixture: Any, sources: list[Any] | None, name: str) -> Any:
     """What the sources' contract names (``pad_id``, ``classes``...) is the first source's, read
     as it reads (a tokenizer without a pad token says what to do)."""
-    if sources and name != "collate" and name in (_contract(sources[0]) or {}):
+    if sources and name not in ("collate", "per_sample") and name in (_contract(sources[0]) or {}):
         return getattr(sources[0], name)
     raise AttributeError(f"{type(mixture).__name__!r} object has no attribute {name!r}")
 
@@ -358,7 +356,7 @@ def _check_compatible(datasets: list[Dataset], *, iterable: bool) -> None:
     collates = sorted({str(contract.get("collate")) for contract in contracts})
     if len(collates) > 1:
         raise ValueError(f"cannot mix datasets whose items need different collate functions ({', '.join(collates)})")
-    names = dict.fromkeys(name for contract in contracts for name in contract if name != "collate")
+    names = dict.fromkeys(name for contract in contracts for name in contract if name not in ("collate", "per_sample"))
     for name in names:  # in the contracts' own order: the most telling field first
         values = [contract.get(name) for contract in contracts]
         if any(not _equal(value, values[0]) for value in values[1:]):
@@ -371,11 +369,6 @@ def _contract(dataset: Dataset) -> dict[str, Any] | None:
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
     return dataset.batch_contract() if isinstance(dataset, Mixable) else None
-
-
-def _fields(dataset: Dataset) -> Sequence[str]:
-    """A dataset's ``per_sample_fields``, none for one that has none."""
-    return dataset.per_sample_fields if isinstance(dataset, PerSampleFields) else ()
 
 
 def _equal(a: Any, b: Any) -> bool:

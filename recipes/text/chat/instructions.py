@@ -285,15 +285,12 @@ class InstructionDataset(Dataset):
         """Where sample ``index`` comes from, for messages: ``"chat.jsonl line 18"`` (Parquet: row)."""
         return f"{self._name} {self._line_name} {self.line_numbers[index]}"
 
-    per_sample_fields = ("lengths",)  # what a mixture lays end to end (recipes.core.loading.mixing)
-
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
-        return {"collate": "instruction_collate", "pad_id": self._pad_id}
-
-    def default_collate_fn(self) -> InstructionCollate:
-        """What ``text_loader`` batches this dataset with (recipes.core.contracts.protocols.DefaultCollate)."""
-        return InstructionCollate(pad_id=self.pad_id)
+        # the collate itself: text_loader's usual text_collate would batch the per-token labels wrongly;
+        # without a pad id, its name, and text_loader asks for one (the pad_id property's ValueError)
+        collate = "instruction_collate" if self._pad_id is None else InstructionCollate(pad_id=self._pad_id)
+        return {"collate": collate, "pad_id": self._pad_id, "per_sample": ("lengths",)}
 
 
 def instruction_collate(
