@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError, SkippedSampleWarning
+from recipes.core import DataError, SkippedSampleWarning
 from recipes.video.decoding import decode_clip
 from recipes.video.folder import VideoFolderDataset
 from recipes.video.manifest import VideoDataset

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from recipes.core.pixels.device_decode import DeviceView
+from recipes.core import DeviceView
 from recipes.video.clips import ClipTable, copy_with, read_item
 from recipes.video.decoding import VideoOptions, decode_clip
 from recipes.video.device import decode_path, encoded_item

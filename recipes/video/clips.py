@@ -29,10 +29,16 @@ import numpy as np
 import torch
 from torchvision import tv_tensors
 
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.errors import DataError, SkippedSampleWarning, UserCode, describe_sample, skip_or_raise
-from recipes.core.sampling.seeding import seeded
-from recipes.core.contracts.states import sampled_digest
+from recipes.core import (
+    DataError,
+    SkippedSampleWarning,
+    StringArray,
+    UserCode,
+    describe_sample,
+    sampled_digest,
+    seeded,
+    skip_or_raise,
+)
 from recipes.video.decoding import VideoOptions
 from recipes.video.index import VideoIndex
 from recipes.video.probe import VideoInfo

@@ -24,8 +24,7 @@ import torch
 from torch.utils.data import default_collate, get_worker_info
 from torchvision import tv_tensors
 
-from recipes.core.contracts.batching import extra_columns
-from recipes.core.contracts.errors import drop_skipped
+from recipes.core import drop_skipped, extra_columns
 from recipes.video.device import EncodedClip
 
 LAYOUTS = ("BTCHW", "BCTHW")

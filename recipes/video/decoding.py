@@ -26,8 +26,7 @@ import torch
 from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.paths import cache_folder
+from recipes.core import DataError, cache_folder
 from recipes.video.probe import VideoInfo, check_ffmpeg, reason
 
 MAX_CLIP_BYTES = 2**30  # a clip's decoded bytes: 64 frames of 4K (3840 x 2160 x 3) fit, with room

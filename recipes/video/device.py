@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core.contracts.errors import DataError, skip_or_raise
-from recipes.core.loading.loader import resolve_device
+from recipes.core import DataError, resolve_device, skip_or_raise
 from recipes.video.clips import ClipTable, transformed
 from recipes.video.decoding import AUTO_DEVICE_PIXELS, VideoOptions, decode_clip
 from recipes.video.probe import VideoInfo

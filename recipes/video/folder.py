@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.sources.class_folders import class_folder_files
-from recipes.core.contracts.errors import check_on_error
+from recipes.core import check_on_error, class_folder_files
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.index_cache import cached_index
+from recipes.core import DataError, StringArray, cached_index
 from recipes.video.probe import VideoInfo, probe
 
 INDEX_KIND = "video"  # the cache file's prefix: <index_dir>/video-index-<digest>.npz

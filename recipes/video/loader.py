@@ -19,9 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core.pixels.device_decode import with_decode
-from recipes.core.loading.loader import build_loader
-from recipes.core.contracts.protocols import collate_of
+from recipes.core import build_loader, collate_of, with_decode
 from recipes.video.clip_dataset import DeviceClips
 from recipes.video.collate import LAYOUTS, VideoCollate
 
@@ -39,7 +37,7 @@ class DrawsClips(Protocol):
 
 def clips_drawn(dataset: Dataset, random: bool) -> Dataset:
     """``dataset`` drawing its clips at random or evenly spaced (through mixtures and subsets)."""
-    from recipes.core.loading.mixing import MixedDataset  # here: a plain video dataset needs no mixture machinery
+    from recipes.core import MixedDataset  # here: a plain video dataset needs no mixture machinery
 
     if isinstance(dataset, DrawsClips):
         return dataset.with_random_clips(random)
@@ -53,7 +51,7 @@ def clips_drawn(dataset: Dataset, random: bool) -> Dataset:
 
 def decode_of(dataset: Dataset, device: Any) -> str:
     """Where the loader decodes ``dataset`` (its sources must agree): ``"worker"`` or ``"device"``."""
-    from recipes.core.loading.mixing import MixedDataset
+    from recipes.core import MixedDataset
 
     if isinstance(dataset, DrawsClips):
         return dataset.decode_path(device)

@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.paths import resolve_under
-from recipes.core.sources.storage import basename, read_bytes, shown
+from recipes.core import DataError, basename, check_on_error, read_bytes, resolve_under, shown, skip_or_raise
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions

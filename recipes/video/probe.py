@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from torchcodec.decoders import Demuxer, get_container_metadata
 
-from recipes.core.contracts.errors import DataError
+from recipes.core import DataError
 
 MAX_FRAME_PIXELS = 8192 * 8192  # above 8K UHD (7680 x 4320); a header past it is broken or hostile
 MAX_FRAMES = 2**24  # 77 hours at 60 fps

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core.contracts.protocols import Described
+from recipes.core import Described
 
 FRAMES_SHOWN = 8
 MIN_SIDE = 96  # px: a smaller frame is enlarged
