@@ -20,7 +20,7 @@ type (floats, strings) is the file's problem and always raises, as a missing col
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ class IdsChunk:
     name: str  # the entry, for messages
     group: int | None  # its row group (None for a Dataset)
     shift: int  # row within the entry minus row across the entries
+    extras: dict[str, np.ndarray] = field(default_factory=dict)  # extra_fields: int64 or float64 [rows]
 
     def where(self, index: int) -> str:
         """Sample ``index`` of the chunk in messages: ``"train.parquet row 41 (row group 2)"``."""
@@ -76,6 +77,8 @@ class IdsColumn:
             ids: it cuts them as it cuts a text (its ``max_length`` and truncation are used).
             None: ``max_length`` slices, ``ids[:max_length]``.
         on_error: ``"raise"`` or ``"skip"``.
+        extra_fields: numeric columns kept per row (integers and booleans as int64, floats as
+            float64 here, float32 in the dataset); a null or a value that is not a number is a bad row.
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class IdsColumn:
         max_length: int | None = None,
         encoder: TruncatingEncoder | None = None,
         on_error: str = "raise",
+        extra_fields: Sequence[str] = (),
     ) -> None:
         integer = isinstance(vocab_size, (int, np.integer)) and not isinstance(vocab_size, bool)
         if vocab_size is not None and not (integer and vocab_size >= 1):
@@ -98,6 +102,7 @@ class IdsColumn:
         if vocab_size is None and encoder is not None:
             vocab_size = encoder.tokenizer.get_vocab_size(with_added_tokens=True)
         self.field, self.label_field, self.max_length, self.encoder = field, label_field, max_length, encoder
+        self.extra_fields = tuple(extra_fields)
         self.vocab_size, self.on_error = None if vocab_size is None else int(vocab_size), check_on_error(on_error)
         self.upper = UINT32_IDS if self.vocab_size is None else min(self.vocab_size, UINT32_IDS)
         # the stored dtype: uint16 when every allowed id fits in it, as for tokenised text
@@ -105,12 +110,14 @@ class IdsColumn:
 
     @property
     def columns(self) -> list[str]:
-        """The columns read: the ids, and the labels if any."""
-        return [self.field] if self.label_field is None else [self.field, self.label_field]
+        """The columns read: the ids, the labels if any, and the extra fields."""
+        return [name for name in (self.field, self.label_field, *self.extra_fields) if name is not None]
 
     def check_entry(self, entry: Any, storage_options: dict[str, Any] | None = None) -> None:
         """A DataError naming ``entry`` unless it has the columns and the id column holds integer lists."""
         check_columns(entry, {"ids_field": self.field, "label_field": self.label_field}, storage_options)
+        for name in self.extra_fields:
+            check_columns(entry, {"extra_fields": name}, storage_options)
         if is_arrow_dataset(entry):
             self.check_footer(entry, None)
         else:
@@ -154,6 +161,7 @@ class IdsColumn:
             if k not in problems:
                 problems[k] = DataError(f"{where(k)}: {reason}", skip_hint=SKIP_HINT)
         labels = self._labels(part, where, problems)
+        extras = {name: self._extra(part, name, where, problems) for name in self.extra_fields}
         keep = np.ones(count, dtype=bool)
         for k in sorted(problems):
             skip_or_raise(problems[k], self.on_error)
@@ -162,6 +170,7 @@ class IdsColumn:
         if not keep.all():
             ids, lengths = ids[np.repeat(keep, lengths)], lengths[keep]
             labels = None if labels is None else labels[keep]
+            extras = {name: values[keep] for name, values in extras.items()}
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
         dtype = self.dtype
@@ -173,7 +182,7 @@ class IdsColumn:
         elif self.max_length is not None:
             tokens = cut_tokens(tokens, self.max_length)
         rows = part.row + np.flatnonzero(keep).astype(np.int64)
-        return IdsChunk(tokens, rows, labels, part.name, part.group, part.first - part.row)
+        return IdsChunk(tokens, rows, labels, part.name, part.group, part.first - part.row, extras)
 
     def _id_problems(
         self, values: Any, ids: np.ndarray, offsets: np.ndarray, null_rows: np.ndarray | None
@@ -225,6 +234,29 @@ class IdsColumn:
         return label_array(labels)
 
 
+    def _extra(self, part: TablePart, name: str, where: Any, problems: dict[int, DataError]) -> np.ndarray:
+        """The group's values of extra field ``name``: int64 for integers and booleans, float64 for
+        floats; a null, or a column of another type, noted in ``problems`` row by row."""
+        pa = _pyarrow()
+        column = _one_array(part.table.column(name))
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind)):
+            for k, value in enumerate(column.to_pylist()):
+                got = "is null" if value is None else f"holds {str(value)[:40]!r}, not a number"
+                problems.setdefault(k, DataError(f"{where(k)}: column {name!r} (extra_fields) {got}", skip_hint=SKIP_HINT))
+            return np.zeros(len(column), dtype=np.int64)
+        for k in map(int, np.flatnonzero(np.asarray(column.is_null()))):
+            problems.setdefault(k, DataError(f"{where(k)}: column {name!r} is null", skip_hint=SKIP_HINT))
+        values = column.fill_null(False if pa.types.is_boolean(kind) else 0).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(kind):
+            return values.astype(np.float64)
+        if values.dtype == np.uint64 and values.size and int(values.max()) > 2**63 - 1:
+            for k in map(int, np.flatnonzero(values > 2**63 - 1)):
+                problems.setdefault(k, DataError(f"{where(k)}: column {name!r} (extra_fields) holds {int(values[k])}, "
+                                                 "an integer too large for int64", skip_hint=SKIP_HINT))
+        return values.astype(np.int64)
+
+
 def read_id_corpus(
     entries: list[Any],
     column: IdsColumn,
@@ -238,16 +270,29 @@ def read_id_corpus(
         column.check_entry(entry, storage_options)
     sizes = row_counts(entries, storage_options)
     parts, label_parts, row_parts = [], [], []
+    extra_parts: dict[str, list[np.ndarray]] = {name: [] for name in column.extra_fields}
     options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
     for chunk in column.chunks(entries, sizes, **options):
         parts.append(chunk.tokens)
         row_parts.append(chunk.rows)
         if chunk.labels is not None:
             label_parts.append(chunk.labels)
+        for name, values in chunk.extras.items():
+            extra_parts[name].append(values)
     labels, names = number_labels(label_parts) if column.label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     small = all(part.ids.dtype == np.uint16 for part in parts)  # every group's ids fit in 16 bits
-    return ParquetCorpus(concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype), labels, names, rows)
+    extras = {name: _joined_numbers(values) for name, values in extra_parts.items()}
+    return ParquetCorpus(concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype), labels, names, rows,
+                         extras)
+
+
+def _joined_numbers(parts: list[np.ndarray]) -> np.ndarray:
+    """One extra field's row groups end to end: int64 where every group's is, else float32 (as
+    :func:`recipes.text.corpus_files.extra_arrays` types a text file's values)."""
+    if parts and all(part.dtype == np.int64 for part in parts):
+        return np.concatenate(parts)
+    return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, dtype=np.int64)
 
 
 def ids_type_problem(kind: Any) -> str | None:

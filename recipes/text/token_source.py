@@ -49,6 +49,7 @@ def token_source(
     vocab_size: int | None = None,
     label_field: str | None = None,
     on_error: str = "raise",
+    extra_fields: tuple[str, ...] = (),
 ) -> TokenSource:
     """Check ``max_length`` and ``truncation``, load the tokenizer and build what makes the ids.
 
@@ -56,7 +57,7 @@ def token_source(
         tokenizer: a ``tokenizers.Tokenizer``, a ``tokenizer.json`` path, or None (stored ids only).
         max_length, truncation: the cut (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
-        ids_field, vocab_size, label_field, on_error: with ``ids_field``, the stored column's
+        ids_field, vocab_size, label_field, on_error, extra_fields: with ``ids_field``, the stored column's
             :class:`recipes.text.parquet_ids.IdsColumn`, which cuts with the encoder when there is one.
     """
     check_truncation(max_length, truncation)
@@ -65,7 +66,7 @@ def token_source(
     ids = None
     if ids_field is not None:
         ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
-                        encoder=encoder, on_error=on_error)
+                        encoder=encoder, on_error=on_error, extra_fields=extra_fields)
     # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
     if tokenizer is not None:
         pad_id = find_pad_id(tokenizer, pad_id)

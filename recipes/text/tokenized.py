@@ -119,18 +119,20 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
+        extra_fields: Sequence[str] = (),
     ) -> None:
         """:meth:`from_ids`'s reading, on the instance it makes."""
         options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        extra_fields = check_extra_fields(extra_fields)
         parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
         self._no_tokenizer = tokenizer is None
         source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
                               ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
-                              on_error=on_error)
+                              on_error=on_error, extra_fields=extra_fields)
         self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
         reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
         corpus = read_id_corpus(parquet.entries, source.ids, **reading)
-        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names)
+        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names, corpus.extras)
 
     def __init__(
         self,
@@ -206,6 +208,7 @@ class TokenizedTextDataset(Dataset):
         on_error: str = "raise",
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
+        extra_fields: Sequence[str] = (),
     ) -> TokenizedTextDataset:
         """Samples of a Parquet column of token-id lists, read as stored: nothing is tokenised.
 
@@ -221,14 +224,15 @@ class TokenizedTextDataset(Dataset):
             path: a ``.parquet`` file or URL, a list or a glob of them, or a ``datasets.Dataset``.
             tokenizer: None, or the tokenizer that made the ids.
             ids_field: the column of token-id lists.
-            label_field, max_length, pad_id, on_error, storage_options: as the constructor's.
+            label_field, max_length, pad_id, on_error, storage_options, extra_fields: as the constructor's.
             read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
                 ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
                 default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
         """
         return from_ids_instance(cls, cls._init_ids, path, tokenizer, ids_field=ids_field, label_field=label_field,
                                  max_length=max_length, pad_id=pad_id, on_error=on_error,
-                                 storage_options=storage_options, read_options=read_options)
+                                 storage_options=storage_options, read_options=read_options,
+                                 extra_fields=extra_fields)
 
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
         """``(the Parquet source or None, the format's suffix)``; sets ``path`` and the names messages use."""
@@ -280,8 +284,8 @@ class TokenizedTextDataset(Dataset):
         item: dict[str, Any] = {"input_ids": self.tokens.tensor(index), "index": index}
         if self.labels is not None:
             item["label"] = int(self.labels[index])
-        for name, values in self.extras.items():
-            item[name] = torch.tensor(values[index])
+        if self.extras:
+            item.update((name, torch.tensor(values[index])) for name, values in self.extras.items())
         return item
 
     def state_source(self) -> str:

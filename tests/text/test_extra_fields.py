@@ -162,3 +162,34 @@ def test_a_key_an_override_adds_reaches_the_batch(weighted, tokenizer):
     batch = next(iter(text_loader(dataset, 4, seed=0, num_workers=0)))
     assert batch["source"] == [f"line-{dataset.line_numbers[k]}" for k in batch["index"].tolist()]
     assert batch["n"].dtype == torch.int64
+
+
+def test_stored_ids_carry_their_rows_numeric_columns_too(tokenizer, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = [[2, 5 + k, 7, 3] for k in range(20)]
+    weights, counts = [k / 4 for k in range(20)], list(range(100, 120))
+    flags = [k % 2 == 1 for k in range(20)]
+    table = pa.table({"input_ids": ids, "weight": weights, "n": counts, "flag": flags})
+    pq.write_table(table, tmp_path / "ids.parquet", row_group_size=6)
+    dataset = TokenizedTextDataset.from_ids(tmp_path / "ids.parquet", tokenizer, extra_fields=("weight", "n", "flag"))
+    assert dataset.extras["weight"].dtype == np.float32 and dataset.extras["n"].dtype == np.int64
+    assert dataset.extras["weight"].tolist() == weights and dataset.extras["n"].tolist() == counts
+    assert dataset.extras["flag"].tolist() == [int(flag) for flag in flags]
+    batch = next(iter(text_loader(dataset, 4, seed=0, num_workers=0)))
+    assert batch["n"].tolist() == [counts[k] for k in batch["index"].tolist()]
+    nulls = table.set_column(2, "n", pa.array([None if k == 13 else k for k in range(20)], pa.int64()))
+    pq.write_table(nulls, tmp_path / "nulls.parquet", row_group_size=6)
+    with pytest.raises(DataError, match=r"nulls.parquet row 13 \(row group 2\): column 'n' is null"):
+        TokenizedTextDataset.from_ids(tmp_path / "nulls.parquet", tokenizer, extra_fields=("n",))
+    with pytest.warns(SkippedSampleWarning, match="row 13"):
+        kept = TokenizedTextDataset.from_ids(tmp_path / "nulls.parquet", tokenizer, extra_fields=("n",), on_error="skip")
+    assert kept.line_numbers.tolist() == [k for k in range(20) if k != 13] and 13 not in kept.extras["n"].tolist()
+    names = table.append_column("source", pa.array([f"s{k}" for k in range(20)]))
+    pq.write_table(names, tmp_path / "names.parquet")
+    message = r"names.parquet row 0 \(row group 0\): column 'source' \(extra_fields\) holds 's0', not a number"
+    with pytest.raises(DataError, match=message):
+        TokenizedTextDataset.from_ids(tmp_path / "names.parquet", tokenizer, extra_fields=("source",))
+    with pytest.raises(DataError, match=r"no column \['nope'\].*extra_fields=\.\.\."):
+        TokenizedTextDataset.from_ids(tmp_path / "ids.parquet", tokenizer, extra_fields=("nope",))
