@@ -32,9 +32,7 @@ import numpy as np
 import torch
 from torchcodec.decoders import AudioDecoder
 
-from recipes.core.contracts.fixed_point import FixedPoint
-from recipes.core.contracts.errors import DataError
-from recipes.core.contracts.parameters import check_count, check_positive
+from recipes.core import DataError, FixedPoint, check_count, check_positive
 
 # The per-sample limit: 10 minutes of 48 kHz stereo float32 decode to 230 MB before resampling;
 # ASR utterances last seconds, ESC-50 clips 5 s. Raise it with max_seconds= for long recordings.

@@ -22,8 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
-from recipes.core.contracts.parameters import check_count
+from recipes.core import FixedPoint, check_count, fixed_to_float
 
 _SLANEY_STEP = 200.0 / 3  # Hz per mel below 1 kHz
 _SLANEY_LOG_STEP = math.log(6.4) / 27.0  # mels above 1 kHz are logarithmic

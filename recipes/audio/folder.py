@@ -26,17 +26,26 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.audio.decoding import audio_options, crop, decode, probe
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.sources.class_folders import class_folder_files
-from recipes.core.contracts.fixed_point import FixedPoint, fixed_to_float
-from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.loading.loader import build_loader
-from recipes.core.loading.mixing import MixedDataset
-from recipes.core.tokens.padding import pad_batch
-from recipes.core.contracts.parameters import check_positive
-from recipes.core.sampling.plans import ByLength, TokenBudget
-from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
-from recipes.core.contracts.states import sampled_digest
+from recipes.core import (
+    ByLength,
+    DataError,
+    FixedPoint,
+    MixedDataset,
+    SkippedRows,
+    StringArray,
+    TokenBudget,
+    UsualCollate,
+    build_loader,
+    check_on_error,
+    check_positive,
+    class_folder_files,
+    dataset_pad_id,
+    drop_skipped,
+    fixed_to_float,
+    pad_batch,
+    sampled_digest,
+    skip_or_raise,
+)
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
 MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.sampling.plans sort ints)

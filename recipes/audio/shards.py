@@ -28,13 +28,21 @@ from typing import Any
 import torch
 
 from recipes.audio.decoding import audio_options, decode
-from recipes.core.sampling.distributed import shared_result
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
-from recipes.core.sources.storage import basename, shown
-from recipes.core.sampling.stream_order import StreamOrder, order_or_default
-from recipes.core.sources.streams import ResumableStream
-from recipes.core.sources.tar_samples import expand_shards, read_samples
+from recipes.core import (
+    DataError,
+    ResumableStream,
+    ShardEpochs,
+    ShardIndex,
+    StreamOrder,
+    basename,
+    check_on_error,
+    expand_shards,
+    order_or_default,
+    read_samples,
+    shared_result,
+    shown,
+    skip_or_raise,
+)
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
 # A member is read whole into memory, whatever its header claims: 256 MiB is 10 minutes of 48 kHz
@@ -89,7 +97,7 @@ class AudioShards(ResumableStream):
         self.on_error = check_on_error(on_error)
         self.encoder, self.pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
+            from recipes.core import TruncatingEncoder, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)

@@ -39,14 +39,22 @@ from recipes.audio.decoding import (
 )
 from recipes.audio.speech_index import NO_FILE, HeaderIndex, read_headers
 from recipes.audio.speech_rows import Rows, manifest_rows, table_rows
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, skip_or_raise
-from recipes.core.sources.index_cache import file_identities
-from recipes.core.contracts.parameters import check_count
-from recipes.core.sources.paths import UnderRoot, check_relative
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import basename, shown
+from recipes.core import (
+    DataError,
+    ReadOptions,
+    SkippedRows,
+    StringArray,
+    UnderRoot,
+    basename,
+    check_count,
+    check_on_error,
+    check_relative,
+    file_identities,
+    read_options_or_default,
+    sampled_digest,
+    shown,
+    skip_or_raise,
+)
 
 SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
 INDEX_VERSION = 1  # part of an index's key: bump when what it keeps changes
@@ -134,7 +142,7 @@ class SpeechDataset(Dataset):
         self._keep(index, kept)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
-            from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
+            from recipes.core import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer)
             self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), list(self.texts))  # read once

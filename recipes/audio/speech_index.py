@@ -25,9 +25,7 @@ from typing import Any
 import numpy as np
 
 from recipes.audio.decoding import AudioInfo, probe
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.index_cache import load_index, save_index
+from recipes.core import DataError, StringArray, load_index, save_index
 
 THREADS_FROM = 256  # fewer headers than this are read in the calling thread: a pool costs more to start
 CHUNK = 64  # headers a thread reads per task: a task per header would cost more than a WAV header read

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core.contracts.errors import DataError, skip_or_raise
-from recipes.core.sources.storage import read_bytes, shown
+from recipes.core import DataError, read_bytes, shown, skip_or_raise
 
 NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
 DURATION_FIELD = "duration"  # a manifest's stated length in seconds (NeMo's)
