@@ -39,7 +39,7 @@ def imported_modules(source: str) -> set[str]:
     """The modules of ``recipes`` that ``source`` imports: a name from the facade counts as the module
     that defines it, a name from a package as its module where it is one."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _run_time_nodes(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "recipes":
             for alias in node.names:
                 if node.module == "recipes.core" and alias.name in recipes.core.HOMES:
@@ -49,6 +49,24 @@ def imported_modules(source: str) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "recipes")
     return found
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a block that only static readers run."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but those inside ``if TYPE_CHECKING:`` blocks (their ``else`` kept)."""
+    nodes, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        children = node.orelse if _is_type_checking(node) else list(ast.iter_child_nodes(node))
+        todo.extend(children)
+    return nodes
 
 
 def needed_modules(domain: str, sources: list[str]) -> list[str]:
@@ -88,8 +106,16 @@ def vendored_files(domain: str, modules: list[str]) -> dict[Path, str]:
 
 
 def _facade_of(text: str, rooms: set[str]) -> str:
-    """The facade's source with the ``HOMES`` entries of modules that are not vendored left out."""
+    """The facade's source with the ``HOMES`` entries, and the imports its ``if TYPE_CHECKING:``
+    block makes for static readers, of modules that are not vendored left out."""
     entry = re.compile(r'^\s+"(\w+)": "([\w.]+)",\n$')
     lines = text.splitlines(keepends=True)
+    for block in [node for node in ast.walk(ast.parse(text)) if _is_type_checking(node)]:
+        for statement in block.body:
+            room = ".".join((getattr(statement, "module", None) or "").split(".core.")[1:])
+            if isinstance(statement, ast.ImportFrom) and room not in rooms:
+                lines[statement.lineno - 1 : statement.end_lineno] = [""] * (statement.end_lineno - statement.lineno + 1)
+        if not any(lines[statement.lineno - 1] for statement in block.body):
+            lines[block.body[0].lineno - 1] = "    pass\n"
     kept = [line for line in lines if not (match := entry.match(line)) or match.group(2) in rooms]
     return "".join(kept)

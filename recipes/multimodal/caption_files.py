@@ -28,9 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.paths import check_relative
-from recipes.core.sources.storage import is_url, read_bytes, shown, suffix
+from recipes.core import DataError, check_on_error, check_relative, is_url, read_bytes, shown, skip_or_raise, suffix
 from recipes.text.corpus_files import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}

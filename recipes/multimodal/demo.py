@@ -13,7 +13,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
-from recipes.core.sources.parquet_files import is_parquet
+from recipes.core import is_parquet
 from recipes.multimodal.pairs import ImageTextDataset, multimodal_loader
 
 

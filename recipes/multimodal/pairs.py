@@ -35,28 +35,43 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.contracts.arrays import StringArray
-from recipes.core.contracts.batching import extra_columns
-from recipes.core.pixels.device_decode import DeviceView, ImagePlan, encode_image, pack_images, with_decode
-from recipes.core.contracts.errors import (
+from recipes.core import (
     DataError,
+    DeviceView,
+    ImagePlan,
+    ReadOptions,
     SkippedRows,
+    StringArray,
+    TruncatingEncoder,
     UserCode,
+    UsualCollate,
+    basename,
+    build_loader,
+    check_count,
     check_on_error,
+    dataset_pad_id,
+    decode_image,
     drop_skipped,
+    encode_image,
+    encode_texts,
+    entry_name,
+    extra_columns,
+    find_pad_id,
+    is_arrow_dataset,
+    is_parquet,
+    is_url,
+    load_tokenizer,
+    pack_images,
+    pad_batch,
+    parent,
+    read_file,
+    read_options_or_default,
+    resolve_under,
+    sampled_digest,
+    shown,
     skip_or_raise,
+    with_decode,
 )
-from recipes.core.pixels.images import decode_image, read_file
-from recipes.core.loading.loader import build_loader
-from recipes.core.sources.parquet_files import entry_name, is_arrow_dataset, is_parquet
-from recipes.core.sources.paths import resolve_under
-from recipes.core.contracts.protocols import UsualCollate, dataset_pad_id
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import basename, is_url, parent, shown
-from recipes.core.tokens.padding import pad_batch
-from recipes.core.contracts.parameters import check_count
-from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
 

@@ -27,20 +27,28 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.contracts.arrays import StringArray, TokenArray, concat_strings, concat_tokens
-from recipes.core.sources.blob_file import BlobFile, BlobWriter, cached_blobs
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.parquet_files import (
+from recipes.core import (
+    BlobFile,
+    BlobWriter,
+    DataError,
     MAX_ROW_GROUP_BYTES,
+    StringArray,
+    TokenArray,
+    TruncatingEncoder,
+    cached_blobs,
     check_columns,
+    check_on_error,
     columns_of,
+    concat_strings,
+    concat_tokens,
+    encode_texts,
     entry_name,
     fingerprint,
     iter_rows,
     parquet_entries,
     row_counts,
+    skip_or_raise,
 )
-from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts
 from recipes.multimodal.caption_files import check_caption, check_image_name
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call

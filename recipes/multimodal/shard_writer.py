@@ -23,10 +23,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.core.contracts.errors import DataError, skip_or_raise
-from recipes.core.pixels.images import open_image
-from recipes.core.sources.parquet_files import MAX_ROW_GROUP_BYTES, is_arrow_dataset, is_parquet, parquet_entries
-from recipes.core.sources.paths import resolve_under
+from recipes.core import (
+    DataError,
+    MAX_ROW_GROUP_BYTES,
+    is_arrow_dataset,
+    is_parquet,
+    open_image,
+    parquet_entries,
+    resolve_under,
+    skip_or_raise,
+)
 from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
 from recipes.multimodal.parquet_captions import caption_rows
 from recipes.multimodal.tar_shards import EXTENSION_OF_FORMAT, caption_member

@@ -35,18 +35,31 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
-from recipes.core.sources.disk_cache import DiskCache
-from recipes.core.sampling.distributed import shared_result
-from recipes.core.contracts.errors import DataError, UserCode, check_on_error, skip_or_raise
-from recipes.core.pixels.images import decode_image
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.sampling.seeding import sample_seed, seeded
-from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
-from recipes.core.sources.storage import basename, filesystem, is_url, shown
-from recipes.core.sampling.stream_order import StreamOrder, order_or_default
-from recipes.core.sources.streams import ResumableStream
-from recipes.core.sources.tar_samples import expand_shards
-from recipes.core.tokens.encoding import TruncatingEncoder, load_tokenizer
+from recipes.core import (
+    DataError,
+    DiskCache,
+    ReadOptions,
+    ResumableStream,
+    ShardEpochs,
+    ShardIndex,
+    StreamOrder,
+    TruncatingEncoder,
+    UserCode,
+    basename,
+    check_on_error,
+    decode_image,
+    expand_shards,
+    filesystem,
+    is_url,
+    load_tokenizer,
+    order_or_default,
+    read_options_or_default,
+    sample_seed,
+    seeded,
+    shared_result,
+    shown,
+    skip_or_raise,
+)
 from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 

@@ -19,10 +19,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from recipes.core.sources import tar_samples
-from recipes.core.sources.disk_cache import DiskCache
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.tar_samples import split_key  # noqa: F401  (the member rule, importable from here too)
+from recipes.core import DataError, DiskCache, read_samples as read_tar_samples
+from recipes.core import split_key  # noqa: F401  (the member rule, importable from here too)
 from recipes.text.corpus_files import is_unicode
 
 # The member extensions read as the sample's image, in order of preference.
@@ -78,5 +76,5 @@ def read_samples(
 ) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
     """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample of
     ``shards`` (:func:`recipes.core.sources.tar_samples.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
-    return tar_samples.read_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
-                                    on_error=on_error, cache=cache)
+    return read_tar_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
+                            on_error=on_error, cache=cache)

@@ -19,11 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core.contracts.batching import extra_columns
-from recipes.core.contracts.errors import drop_skipped
-from recipes.core.tokens.padding import pad_batch
-from recipes.core.contracts.protocols import dataset_pad_id
-from recipes.core.tokens.encoding import require_pad_id
+from recipes.core import dataset_pad_id, drop_skipped, extra_columns, pad_batch, require_pad_id
 from recipes.text.chat.instructions import IGNORE_INDEX
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried

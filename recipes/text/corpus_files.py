@@ -39,10 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.contracts.read_options import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
-from recipes.core.sources.storage import is_url, read_bytes, shown
-from recipes.core.sources.storage import suffix as storage_suffix
+from recipes.core import (
+    DataError,
+    check_on_error,
+    is_url,
+    read_bytes,
+    shown,
+    skip_or_raise,
+    suffix as storage_suffix,
+)
+from recipes.core import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns

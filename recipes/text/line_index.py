@@ -27,9 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.sources.index_cache import cached_index, file_identities
-from recipes.core.sources.storage import glob_sizes, has_glob, is_url, open_stream, shown, stream_sizes, suffix
-from recipes.core.sources.streams import turning_point
+from recipes.core import (
+    cached_index,
+    file_identities,
+    glob_sizes,
+    has_glob,
+    is_url,
+    open_stream,
+    shown,
+    stream_sizes,
+    suffix,
+    turning_point,
+)
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
 CHUNK = 1 << 20

@@ -24,20 +24,24 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.contracts.arrays import TokenArray, concat_tokens
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.parquet_files import (
+from recipes.core import (
+    DataError,
     MAX_ROW_GROUP_BYTES,
+    TokenArray,
+    TruncatingEncoder,
     check_columns,
+    check_on_error,
+    concat_tokens,
+    encode_texts,
     entry_name,
     fingerprint,
     is_arrow_dataset,
     iter_rows,
     parquet_entries,
     row_counts,
+    shown,
+    skip_or_raise,
 )
-from recipes.core.sources.storage import shown
-from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts
 from recipes.text.corpus_files import check_fields, extra_arrays, extra_value, integer_label
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once

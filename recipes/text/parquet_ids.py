@@ -25,21 +25,25 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.contracts.arrays import TokenArray, concat_tokens
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.sources.parquet_files import (
+from recipes.core import (
+    DataError,
     MAX_ROW_GROUP_BYTES,
     TablePart,
+    TokenArray,
+    TruncatingEncoder,
     check_columns,
+    check_on_error,
+    check_truncation,
+    concat_tokens,
+    cut_tokens,
     entry_name,
     is_arrow_dataset,
     iter_tables,
     parquet_file,
     require_pyarrow,
     row_counts,
+    skip_or_raise,
 )
-from recipes.core.tokens.encoding import TruncatingEncoder
-from recipes.core.tokens.truncation import check_truncation, cut_tokens
 from recipes.text.corpus_files import check_label
 from recipes.text.parquet_corpus import ParquetCorpus, label_array, number_labels
 

@@ -29,9 +29,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.contracts.errors import DataError
-from recipes.core.contracts.parameters import check_count
-from recipes.core.tokens.encoding import TruncatingEncoder, encode_texts, load_tokenizer
+from recipes.core import DataError, TruncatingEncoder, check_count, encode_texts, load_tokenizer
 from recipes.text.corpus_files import is_unicode
 
 

@@ -38,23 +38,37 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
-from recipes.core.sampling.distributed import shared_result
-from recipes.core.contracts.errors import DataError, check_on_error, skip_or_raise
-from recipes.core.loading.loader import build_loader
-from recipes.core.sources.parquet_files import (
+from recipes.core import (
+    DataError,
+    ReadOptions,
+    ResumableStream,
+    StreamOrder,
+    UsualCollate,
+    batch_safe_tokenizer,
+    block_shuffler,
+    build_loader,
+    check_int,
+    check_on_error,
+    encode_texts,
+    find_pad_id,
+    has_glob,
     is_arrow_dataset,
     is_parquet,
+    is_url,
     iter_rows,
+    load_tokenizer,
+    order_or_default,
     parquet_listing,
     read_footers,
+    read_options_or_default,
+    require_pad_id,
+    shared_result,
+    shown,
+    shuffled_blocks,
+    skip_or_raise,
+    suffix,
+    turning_point,
 )
-from recipes.core.contracts.protocols import UsualCollate
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import check_int
-from recipes.core.sampling.stream_order import StreamOrder, order_or_default
-from recipes.core.sources.storage import has_glob, is_url, shown, suffix
-from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
-from recipes.core.tokens.encoding import batch_safe_tokenizer, encode_texts, find_pad_id, load_tokenizer, require_pad_id
 from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
 from recipes.text.corpus_files import check_format, integer_label, parse_line
 from recipes.text.line_index import LineIndex

@@ -37,11 +37,16 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core.contracts.arrays import TokenArray
-from recipes.core.sources.disk_cache import file_crc32, locked_file, remove_if_abandoned, rename_locked
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.paths import cache_folder
-from recipes.core.sources.storage import basename
+from recipes.core import (
+    DataError,
+    TokenArray,
+    basename,
+    cache_folder,
+    file_crc32,
+    locked_file,
+    remove_if_abandoned,
+    rename_locked,
+)
 
 CACHE_VERSION = 3  # part of the key: bump when the stored layout or the reading rules change
 NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints, floats (never objects)

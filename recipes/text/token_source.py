@@ -19,8 +19,7 @@ from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
-from recipes.core.tokens.encoding import TruncatingEncoder, find_pad_id, load_tokenizer
-from recipes.core.tokens.truncation import check_truncation
+from recipes.core import TruncatingEncoder, check_truncation, find_pad_id, load_tokenizer
 from recipes.text.parquet_ids import IdsColumn
 
 IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes", "vocab_size")  # what from_ids reads of its ReadOptions

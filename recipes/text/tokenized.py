@@ -28,16 +28,26 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from recipes.core.contracts.arrays import TokenArray
-from recipes.core.contracts.errors import SkippedRows, check_on_error
-from recipes.core.loading.loader import build_loader
-from recipes.core.sources.parquet_files import PARQUET_SUFFIX, is_parquet
-from recipes.core.sampling.plans import ByLength, TokenBudget
-from recipes.core.contracts.protocols import UsualCollate
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.contracts.states import sampled_digest
-from recipes.core.sources.storage import basename, is_url, read_bytes, shown
-from recipes.core.tokens.encoding import encode_texts, require_pad_id
+from recipes.core import (
+    ByLength,
+    PARQUET_SUFFIX,
+    ReadOptions,
+    SkippedRows,
+    TokenArray,
+    TokenBudget,
+    UsualCollate,
+    basename,
+    build_loader,
+    check_on_error,
+    encode_texts,
+    is_parquet,
+    is_url,
+    read_bytes,
+    read_options_or_default,
+    require_pad_id,
+    sampled_digest,
+    shown,
+)
 from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import (
     TEXT_FORMATS,

@@ -109,10 +109,6 @@ def test_a_domain_imports_the_core_itself_and_what_it_composes(domain):
         assert parts <= allowed | shared, f"{domain}/{path.name} imports {sorted(parts - allowed - shared)}"
 
 
-# the domains whose files import the core through its facade alone (issue 53 moves the rest)
-FACADE_ONLY = ("vision", "detection", "video", "audio")
-
-
 def _core_submodules(domain: str) -> dict[str, set[str]]:
     """``{file: the recipes.core.<room>... modules it imports}`` over ``recipes/<domain>/``."""
     found = {}
@@ -123,15 +119,9 @@ def _core_submodules(domain: str) -> dict[str, set[str]]:
     return found
 
 
-@pytest.mark.parametrize("domain", FACADE_ONLY, ids=NICKNAMES.get)
-def test_a_moved_domain_imports_the_core_through_its_facade_alone(domain):
+@pytest.mark.parametrize("domain", DOMAINS, ids=NICKNAMES.get)
+def test_a_domain_imports_the_core_through_its_facade_alone(domain):
     assert _core_submodules(domain) == {}, "import these names from recipes.core (add them to its facade)"
-
-
-def test_the_domains_still_to_move_to_the_facade_are_listed():
-    # a domain that no longer reaches past the facade joins FACADE_ONLY, where the rule above keeps it
-    assert set(FACADE_ONLY) <= set(DOMAINS)
-    assert [d for d in DOMAINS if d not in FACADE_ONLY and not _core_submodules(d)] == []
 
 
 def _parameters(function) -> list[str]:
@@ -243,3 +233,14 @@ def test_importing_a_domain_loads_only_what_it_uses(domain):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
     assert done.stdout.split() == [], f"import recipes.{domain} loaded {done.stdout.split()}"
+
+
+def test_the_facade_imports_each_name_from_its_home_for_static_readers():
+    # type checkers, IDEs and the API pages cannot run the facade's __getattr__: its TYPE_CHECKING block
+    # imports every name of HOMES from the module HOMES gives, and nothing else
+    import recipes.core
+
+    tree = ast.parse((PACKAGE / "core" / "__init__.py").read_text(encoding="utf-8"))
+    (block,) = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"]
+    imported = {alias.name: node.module.removeprefix("recipes.core.") for node in block.body for alias in node.names}
+    assert imported == recipes.core.HOMES

@@ -21,6 +21,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -29,16 +30,33 @@ from torch.utils.data import DataLoader, IterableDataset
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
 from recipes.core import (
+    BlobFile,
+    BlobWriter,
+    DiskCache,
     ImagePlan,
     ReadOptions,
+    TruncatingEncoder,
+    UnderRoot,
     basename,
+    cache_folder,
+    cached_blobs,
+    cached_index,
     encode_image,
+    file_crc32,
+    has_glob,
     image_size,
+    load_index,
     load_tokenizer,
+    open_stream,
+    parent,
     read_bytes,
+    read_file,
     read_image,
     resolve_under,
+    save_index,
     shown,
+    stream_sizes,
+    suffix,
 )
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
@@ -208,6 +226,24 @@ CASES = [
     ("shown-repr", "shown", "http", lambda w: shown(w.url("a.jpg"))),
     ("basename-repr", "basename", "http", lambda w: basename(w.url("images/a.jpg"))),
     ("load-tokenizer-url", "load_tokenizer", "http", lambda w: load_tokenizer(w.url("tokenizer.json"))),
+    ("truncating-encoder-url", "TruncatingEncoder", "http", lambda w: TruncatingEncoder(w.url("tokenizer.json"))),
+    ("read-file-404", "read_file", "http", lambda w: read_file(w.url("gone.jpg"), w.options)),
+    ("open-stream-404", "open_stream", "http", lambda w: open_stream(w.url("gone.bin"), storage_options=w.options)),
+    ("stream-sizes-404", "stream_sizes", "http", lambda w: stream_sizes([w.url("gone.bin")], w.options)),
+    ("parent-then-read-404", "parent", "http", lambda w: read_bytes(f"{parent(w.url('a/gone.jpg'))}/b.jpg", w.options)),
+    ("suffix-repr", "suffix", "http", lambda w: suffix(w.url("a.JPG"))),
+    ("has-glob-repr", "has_glob", "http", lambda w: has_glob(w.url("x-*.tar"))),
+    ("file-crc32-url", "file_crc32", "http", lambda w: file_crc32(w.url("gone.bin"))),
+    ("blob-file-repr", "BlobFile", "http", lambda w: BlobFile(w.url("gone.blob"), np.zeros(2, dtype=np.int64))),
+    ("blob-writer-url", "BlobWriter", "http", lambda w: BlobWriter(w.url("blobs"))),
+    ("cached-blobs-repr", "cached_blobs", "http", lambda w: cached_blobs(w.url("cache"), "key")),
+    ("disk-cache-url", "DiskCache", "http", lambda w: DiskCache(w.url("cache"))),
+    ("under-root-repr", "UnderRoot", "http", lambda w: UnderRoot(w.url("images"))),
+    ("cache-folder-url", "cache_folder", "http", lambda w: cache_folder(w.url("cache"))),
+    ("cached-index-url", "cached_index", "http", lambda w: cached_index(w.url("index"), "kind", ["a"], dict)),
+    ("load-index-repr", "load_index", "http", lambda w: load_index(w.url("index"), "kind", ["a"])),
+    ("save-index-url", "save_index", "http",
+     lambda w: save_index(w.url("index"), "kind", ["a"], {"x": np.zeros(1)})),
     ("resolve-under-url", "resolve_under", "http", lambda w: resolve_under(w.url("images"), "../up.jpg")),
     ("cli-check-url", "cli check", "http", lambda w: _cli("check", "text", w.url("rows.jsonl"))),
     ("cli-check-tokenizer-url", "cli check", "http",

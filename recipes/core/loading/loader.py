@@ -47,7 +47,6 @@ from recipes.core.contracts.protocols import (
 )
 from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
 from recipes.core.sampling.seeding import SeededDataset, random_seed, rank_seed
-from recipes.core.contracts.states import check_int
 from recipes.core.loading.trainers import check_built_for_ranks, shards_itself
 from recipes.core.workers.watchdog import WatchedIterator, watch_loader
 from recipes.core.workers.worker_sockets import check_socket_dir

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from recipes.core.sources.disk_cache import WRITING, create_locked, remove_if_abandoned, rename_locked
+from recipes.core.sources.paths import cache_folder
 
 
 class BlobFile:
@@ -83,7 +84,7 @@ class BlobWriter:
     def __init__(self, folder: str | os.PathLike | None = None, key: str | None = None) -> None:
         self.cached = folder is not None
         if self.cached:
-            self.folder = Path(folder).expanduser()
+            self.folder = cache_folder(folder, option="folder")  # a URL or "" is a ValueError
             self.folder.mkdir(parents=True, exist_ok=True)
             self.final, self.final_offsets = _cached_paths(self.folder, str(key))
             for partial in self.folder.glob(f"{glob.escape(str(key))}.*.tmp"):

@@ -46,7 +46,7 @@ except ImportError:  # Windows: an open file cannot be deleted there, which prot
     fcntl = None  # type: ignore[assignment]
 
 from recipes.core.sources.paths import cache_folder
-from recipes.core.sources.storage import basename, is_url, open_stream, stream_size
+from recipes.core.sources.storage import basename, is_url, open_stream, shown, stream_size
 
 DRAIN_BYTES = 2**20  # on close, read at most this much more to complete an entry (a tar's padding)
 CHUNK = 2**20
@@ -190,9 +190,14 @@ def _listing(folder: Path) -> list[Path]:
 
 
 def file_crc32(path: str | os.PathLike) -> int:
-    """The CRC-32 of a whole file, read a chunk at a time."""
+    """The CRC-32 of a whole local file, read a chunk at a time; an OSError names the file as
+    :func:`recipes.core.sources.urls.shown` shows it (a URL's credentials left out)."""
     crc = 0
-    with open(path, "rb") as file:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below; only opening names the file
+    except OSError as error:
+        raise type(error)(error.errno, error.strerror, shown(path)) from None
+    with file:
         while chunk := file.read(CHUNK):
             crc = zlib.crc32(chunk, crc)
     return crc

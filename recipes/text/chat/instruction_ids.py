@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core.contracts.errors import DataError, skip_or_raise
-from recipes.core.sources.parquet_files import columns_of, entry_name, iter_tables, row_counts
+from recipes.core import DataError, columns_of, entry_name, iter_tables, row_counts, skip_or_raise
 from recipes.text.parquet_ids import IdsColumn
 
 LABEL_COLUMNS = ("labels", "assistant_masks", "completion_mask")

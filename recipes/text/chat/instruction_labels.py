@@ -29,7 +29,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
-from recipes.core.contracts.errors import DataError
+from recipes.core import DataError
 from recipes.text.chat.chat_template import ChatTemplate
 from recipes.text.chat.chat_turns import TurnSkeletons
 from recipes.text.chat.instruction_rows import SKIP_HINT, Sample

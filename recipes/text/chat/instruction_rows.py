@@ -21,9 +21,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from recipes.core.contracts.errors import DataError
-from recipes.core.sources.parquet_files import columns_of, is_parquet, iter_rows, parquet_entries, row_counts
-from recipes.core.sources.storage import basename, read_bytes, shown, suffix
+from recipes.core import (
+    DataError,
+    basename,
+    columns_of,
+    is_parquet,
+    iter_rows,
+    parquet_entries,
+    read_bytes,
+    row_counts,
+    shown,
+    suffix,
+)
 from recipes.text.chat.template_budget import conversation_chars
 
 FORMATS = (".jsonl", ".csv", ".parquet")

@@ -28,14 +28,26 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import Dataset
 
-from recipes.core.contracts.arrays import TokenArray
-from recipes.core.contracts.batching import extra_columns
-from recipes.core.contracts.errors import DataError, SkippedRows, check_on_error, drop_skipped, skip_or_raise
-from recipes.core.contracts.parameters import check_count
-from recipes.core.sources.parquet_files import is_parquet, parquet_entries
-from recipes.core.tokens.padding import pad_batch, pad_to_width
-from recipes.core.contracts.read_options import ReadOptions, read_options_or_default
-from recipes.core.tokens.encoding import find_pad_id, load_tokenizer, require_pad_id, token_dtype
+from recipes.core import (
+    DataError,
+    ReadOptions,
+    SkippedRows,
+    TokenArray,
+    check_count,
+    check_on_error,
+    drop_skipped,
+    extra_columns,
+    find_pad_id,
+    is_parquet,
+    load_tokenizer,
+    pad_batch,
+    pad_to_width,
+    parquet_entries,
+    read_options_or_default,
+    require_pad_id,
+    skip_or_raise,
+    token_dtype,
+)
 from recipes.text.chat.chat_template import ChatTemplate, check_special_tokens, load_template
 from recipes.text.corpus_files import sample_index
 from recipes.text.chat.instruction_ids import read_instruction_ids
