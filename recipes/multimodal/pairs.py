@@ -266,11 +266,10 @@ class DeviceCaptions(DeviceView):
         ValueError: ``dataset`` is not an ImageTextDataset, or its transform is one no plan reads.
     """
 
+    reads = ImageTextDataset
+
     def __init__(self, dataset: ImageTextDataset) -> None:
         super().__init__(dataset)
-        if not isinstance(dataset, ImageTextDataset):
-            raise ValueError(f"decode='device' reads an ImageTextDataset's images; {type(dataset).__name__} is not "
-                             "one: use decode='worker'")
         self.plan = ImagePlan(dataset.transform)
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:

@@ -93,11 +93,10 @@ class DeviceClips(DeviceView):
         ValueError: ``dataset`` is not a ClipDataset (``VideoFolderDataset``, ``VideoDataset``).
     """
 
+    reads = ClipDataset
+
     def __init__(self, dataset: ClipDataset) -> None:
         super().__init__(dataset)
-        if not isinstance(dataset, ClipDataset):
-            raise ValueError(f"decode='device' decodes a video dataset's clips; {type(dataset).__name__} is not "
-                             "one: use decode='worker'")
         self.in_worker = type(dataset).load_clip is not ClipDataset.load_clip
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:

@@ -210,11 +210,10 @@ class DeviceImages(DeviceView):
         ValueError: ``dataset`` is not an ImageFolderDataset, or its transform is one no plan reads.
     """
 
+    reads = ImageFolderDataset
+
     def __init__(self, dataset: ImageFolderDataset) -> None:
         super().__init__(dataset)
-        if not isinstance(dataset, ImageFolderDataset):
-            raise ValueError(f"decode='device' reads an ImageFolderDataset's files; {type(dataset).__name__} is not "
-                             "one: use decode='worker'")
         self.plan = ImagePlan(dataset.transform)
         self.in_worker = dataset.strict_decode or type(dataset).load_image is not ImageFolderDataset.load_image
 

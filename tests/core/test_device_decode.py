@@ -280,6 +280,8 @@ class _Halves(torch.utils.data.Dataset):
 class _HalvesOnDevice(DeviceView):
     """Its view for decode="device": a plan per half, routed by the view."""
 
+    reads = _Halves
+
     def __init__(self, dataset: _Halves) -> None:
         super().__init__(dataset)
         self.plans = [ImagePlan(transform) for transform in dataset.transforms]
@@ -390,3 +392,12 @@ def _worker(data: bytearray, item: EncodedImage) -> torch.Tensor:
     top, left, height, width = item.params.crop
     crop = resized[:, top : top + height, left : left + width]
     return crop.flip(-1) if item.params.flip else crop
+
+
+def test_a_view_refuses_a_dataset_of_another_class_naming_both():
+    class Plain(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return 1
+
+    with pytest.raises(ValueError, match=r"reads a _Halves's samples; Plain is not one: use decode='worker'"):
+        with_decode(Plain(), "device", _HalvesOnDevice)

@@ -253,6 +253,8 @@ class DeviceView(Dataset):
     a state names), so a state saved through the view resumes without it, and the reverse.
 
         class DeviceImages(DeviceView):
+            reads = ImageFolderDataset                     # another dataset is refused, named
+
             def __init__(self, dataset):
                 super().__init__(dataset)
                 self.plan = ImagePlan(dataset.transform)   # a ValueError for a transform it cannot read
@@ -261,12 +263,18 @@ class DeviceView(Dataset):
                 return encode_image(self.dataset.path(index), None, self.plan, self.dataset.transform), ...
 
     Raises:
-        ValueError: ``dataset`` is iterable: the device path needs to read items by index.
+        ValueError: ``dataset`` is iterable (the device path reads items by index), or not an
+            instance of ``reads``, the class whose samples the view knows how to ship.
     """
 
+    reads: type = Dataset  # a subclass names its domain's dataset class
+
     def __init__(self, dataset: Dataset) -> None:
+        name = type(dataset).__name__
         if isinstance(dataset, IterableDataset):
-            raise ValueError(f"decode='device' needs a map-style dataset; {type(dataset).__name__} is iterable: "
+            raise ValueError(f"decode='device' needs a map-style dataset; {name} is iterable: use decode='worker'")
+        if not isinstance(dataset, self.reads):
+            raise ValueError(f"decode='device' reads a {self.reads.__name__}'s samples; {name} is not one: "
                              "use decode='worker'")
         self.dataset = dataset
 
