@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from recipes.core import FixedPoint, check_count, fixed_to_float
+from recipes.core import FixedPoint, checks, fixed_to_float
 
 _SLANEY_STEP = 200.0 / 3  # Hz per mel below 1 kHz
 _SLANEY_LOG_STEP = math.log(6.4) / 27.0  # mels above 1 kHz are logarithmic
@@ -90,7 +90,7 @@ class LogMel(nn.Module):
                  eps: float = 1e-6) -> None:
         super().__init__()
         for name, value in (("sample_rate", sample_rate), ("n_fft", n_fft), ("hop_length", hop_length), ("n_mels", n_mels)):
-            check_count(name, value, owner="LogMel", none=False)
+            checks.check_count(name, value, owner="LogMel", none=False)
         self.sample_rate, self.n_fft, self.hop_length, self.n_mels = sample_rate, n_fft, hop_length, n_mels
         self.win_length = n_fft if win_length is None else win_length
         if not 0 < self.win_length <= n_fft:

@@ -32,19 +32,17 @@ from recipes.core import (
     FixedPoint,
     MixedDataset,
     SkippedRows,
-    StringArray,
     TokenBudget,
-    UsualCollate,
+    arrays,
     build_loader,
     check_on_error,
-    check_positive,
-    class_folder_files,
-    dataset_pad_id,
+    checks,
     drop_skipped,
     fixed_to_float,
-    pad_batch,
-    sampled_digest,
+    hooks,
     skip_or_raise,
+    storage,
+    tokenizing,
 )
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".aac", ".webm")
@@ -94,17 +92,17 @@ class AudioFolderDataset(Dataset):
         self.sample_rate, self.num_channels, self.max_seconds = audio_options(
             "AudioFolderDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
-        self.clip_seconds = check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
+        self.clip_seconds = checks.check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
         self.random_crop = random_crop
         self.extensions = AUDIO_EXTENSIONS if extensions is None else extensions
-        self.classes, relative, labels = class_folder_files(self.root, self.extensions, allow_empty, kind="audio",
+        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty, kind="audio",
                                                 example="dog/001.wav")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
         with SkippedRows(self.root, "clip") as skipped:
             kept, seconds = self._index(relative)
             skipped.check(len(kept))
-        self.paths = StringArray([relative[k] for k in kept])
+        self.paths = arrays.StringArray([relative[k] for k in kept])
         self.labels = np.asarray(labels, dtype=np.int64)[kept]
         self.header_durations = np.asarray(seconds, dtype=np.float64)
         cap = np.inf if clip_seconds is None else clip_seconds
@@ -141,7 +139,7 @@ class AudioFolderDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: counts and digests of the class and file names
         and of the header durations (which the duration plans batch by), not the root itself."""
-        names, seconds = sampled_digest(self.classes) + sampled_digest(self.paths), sampled_digest(self.durations)
+        names, seconds = checks.sampled_digest(self.classes) + checks.sampled_digest(self.paths), checks.sampled_digest(self.durations)
         return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
 
     def batch_contract(self) -> dict[str, Any]:
@@ -232,7 +230,7 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     if items and "label" in items[0]:
         out["labels"] = torch.tensor([item["label"] for item in items], dtype=torch.int64)
     if items and "input_ids" in items[0]:
-        out["input_ids"], _, out["lengths"] = pad_batch([item["input_ids"] for item in items], pad_id=pad_id)
+        out["input_ids"], _, out["lengths"] = tokenizing.pad_batch([item["input_ids"] for item in items], pad_id=pad_id)
     if items and "text" in items[0]:
         out["text"] = [item["text"] for item in items]
     if items and "index" in items[0]:
@@ -276,7 +274,7 @@ def fixed_point_view(dataset: Any) -> Any:
 
 def audio_collate_for(dataset: Any) -> AudioCollate:
     """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
-    return AudioCollate(pad_id=dataset_pad_id(dataset, 0))
+    return AudioCollate(pad_id=hooks.dataset_pad_id(dataset, 0))
 
 
 def audio_loader(
@@ -318,14 +316,14 @@ def audio_loader(
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
             :func:`recipes.core.loading.loader.preset_kwargs`).
     """
-    collate = UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
+    collate = hooks.UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself
         if max_seconds is not None:
             raise ValueError("max_seconds needs the durations of a map-style dataset; a stream batches by batch_size")
         plan = None
     else:
         lengths = np.ceil(np.asarray(dataset.durations) * MILLISECONDS).astype(np.int64)
-        max_seconds = check_positive("max_seconds", max_seconds, owner="audio_loader")
+        max_seconds = checks.check_positive("max_seconds", max_seconds, owner="audio_loader")
         budget = None if max_seconds is None else max(1, round(max_seconds * MILLISECONDS))
         plan = ByLength(lengths) if budget is None else TokenBudget(lengths, budget)
     return build_loader(fixed_point_view(dataset), collate, batch_size=batch_size, plan=plan, train=train,

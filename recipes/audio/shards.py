@@ -31,17 +31,13 @@ from recipes.audio.decoding import audio_options, decode
 from recipes.core import (
     DataError,
     ResumableStream,
-    ShardEpochs,
-    ShardIndex,
     StreamOrder,
-    basename,
     check_on_error,
-    expand_shards,
-    order_or_default,
-    read_samples,
-    shared_result,
-    shown,
+    ranks,
     skip_or_raise,
+    storage,
+    streams,
+    tokenizing,
 )
 
 AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in order of preference
@@ -87,23 +83,22 @@ class AudioShards(ResumableStream):
     ) -> None:
         self.sample_rate, self.num_channels, self.max_seconds = audio_options(
             "AudioShards", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
-        order = order_or_default(order, "AudioShards")
+        order = streams.order_or_default(order, "AudioShards")
         shuffle_buffer, seed = order.shuffle_buffer, order.seed
         self.storage_options = storage_options
         # listed and indexed once per job: on rank 0, sent to the others (recipes.core.sources.shard_index)
-        self.shards, self.index = shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
-                                                order.world_size)
+        self.shards, self.index = ranks.shared_result(lambda: listed_and_indexed(urls, storage_options), order.rank,
+                                                      order.world_size)
         self.shuffle_buffer = shuffle_buffer
         self.on_error = check_on_error(on_error)
         self.encoder, self.pad_id = None, None
         if tokenizer is not None:
-            from recipes.core import TruncatingEncoder, find_pad_id, load_tokenizer
-
-            tokenizer = load_tokenizer(tokenizer)
-            self.encoder, self.pad_id = TruncatingEncoder(tokenizer, max_length), find_pad_id(tokenizer)
-        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+            tokenizer = tokenizing.load_tokenizer(tokenizer)
+            self.encoder = tokenizing.TruncatingEncoder(tokenizer, max_length)
+            self.pad_id = tokenizing.find_pad_id(tokenizer)
+        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(storage.basename, self.shards)).encode()):08x}"
         super().__init__(seed, order.rank, order.world_size, source=source)
-        self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
+        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
@@ -126,7 +121,7 @@ class AudioShards(ResumableStream):
                                   turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-        return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
+        return streams.read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
                             storage_options=self.storage_options, on_error=self.on_error)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes]) -> list[dict[str, Any]]:
@@ -136,7 +131,7 @@ class AudioShards(ResumableStream):
 
     def _item(self, shard: str, key: str, files: dict[str, bytes]) -> dict[str, Any] | None:
         """A sample's item, or None when it is skipped (a warning names the shard and key)."""
-        where = f"{shown(shard)}:{key}"
+        where = f"{storage.shown(shard)}:{key}"
         try:
             extension = next((e for e in AUDIO_MEMBERS if e in files), None)
             if extension is None:
@@ -147,7 +142,7 @@ class AudioShards(ResumableStream):
                            fixed_point=self.fixed_point)
         except DataError as error:
             return skip_or_raise(error, self.on_error)
-        item: dict[str, Any] = {"audio": audio, "text": text, "key": f"{basename(shard)}/{key}"}
+        item: dict[str, Any] = {"audio": audio, "text": text, "key": f"{storage.basename(shard)}/{key}"}
         if self.encoder is not None:
             item["input_ids"] = torch.tensor(self.encoder([text])[0], dtype=torch.int64)
         return item
@@ -173,7 +168,7 @@ def sample_transcript(files: dict[str, bytes], where: str) -> str:
     return text
 
 
-def listed_and_indexed(urls: Any, storage_options: dict[str, Any] | None) -> tuple[list[str], ShardIndex]:
+def listed_and_indexed(urls: Any, storage_options: dict[str, Any] | None) -> tuple[list[str], streams.ShardIndex]:
     """The shard list and where each shard's samples start (one walk of the headers)."""
-    shards = expand_shards(urls, storage_options)
-    return shards, ShardIndex.build(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options)
+    shards = streams.expand_shards(urls, storage_options)
+    return shards, streams.ShardIndex.build(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options)

@@ -43,17 +43,13 @@ from recipes.core import (
     DataError,
     ReadOptions,
     SkippedRows,
-    StringArray,
-    UnderRoot,
-    basename,
-    check_count,
+    arrays,
+    caches,
     check_on_error,
-    check_relative,
-    file_identities,
-    read_options_or_default,
-    sampled_digest,
-    shown,
+    checks,
     skip_or_raise,
+    storage,
+    tokenizing,
 )
 
 SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
@@ -105,27 +101,27 @@ class SpeechDataset(Dataset):
         audio_root: str | os.PathLike | None = None,
         read_options: ReadOptions | None = None,
     ) -> None:
-        options = read_options_or_default(read_options, "SpeechDataset", SPEECH_READ_OPTIONS)
+        options = checks.read_options_or_default(read_options, "SpeechDataset", SPEECH_READ_OPTIONS)
         self.sample_rate, self.num_channels, self.max_seconds = audio_options(
             "SpeechDataset", sample_rate=sample_rate, num_channels=options.num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
         self.durations_from = options.durations
-        check_count("max_length", max_length, owner="SpeechDataset")
+        checks.check_count("max_length", max_length, owner="SpeechDataset")
         table = _is_table(source)
         self._unit = "row" if table else "line"  # what places count, for messages
-        self._under: UnderRoot | None = None  # the folders source() has resolved
+        self._under: storage.UnderRoot | None = None  # the folders source() has resolved
         with SkippedRows("") as skipped:
             if table:
                 self.name, rows = table_rows(source, audio_field, text_field)
                 root = audio_root
             else:
-                self.name = shown(source)
+                self.name = storage.shown(source)
                 root = Path(source).parent if audio_root is None else audio_root
             self.audio_root = None if root is None else os.fspath(root)
             skipped.name = self.name
             key = None
             if not table and options.index_dir is not None and self.durations_from == "headers":
-                key = [INDEX_VERSION, file_identities([source]), os.path.abspath(self.audio_root), audio_field,
+                key = [INDEX_VERSION, caches.file_identities([source]), os.path.abspath(self.audio_root), audio_field,
                        text_field]
             index = None if key is None else HeaderIndex.load(options.index_dir, key)
             if index is not None:
@@ -142,17 +138,16 @@ class SpeechDataset(Dataset):
         self._keep(index, kept)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
-            from recipes.core import TruncatingEncoder, encode_texts, find_pad_id, load_tokenizer
-
-            tokenizer = load_tokenizer(tokenizer)
-            self.tokens = encode_texts(TruncatingEncoder(tokenizer, max_length), list(self.texts))  # read once
-            self._pad_id = find_pad_id(tokenizer)
+            tokenizer = tokenizing.load_tokenizer(tokenizer)
+            encoder = tokenizing.TruncatingEncoder(tokenizer, max_length)
+            self.tokens = tokenizing.encode_texts(encoder, list(self.texts))  # read once
+            self._pad_id = tokenizing.find_pad_id(tokenizer)
 
     def _build(self, rows: Rows, *, identify: bool) -> tuple[HeaderIndex, dict[int, DataError]]:
         """``rows`` indexed afresh: each clip resolved, its header read (``"headers"``) or its row's
         duration taken (``"manifest"``); the errors by row, raised or skipped in order by :meth:`_check`."""
         headers, errors, sources = self.durations_from == "headers", {}, []
-        under = UnderRoot(self.audio_root) if headers and self.audio_root is not None else None
+        under = storage.UnderRoot(self.audio_root) if headers and self.audio_root is not None else None
         for row, (place, ref, text) in enumerate(zip(rows.places, rows.refs, rows.texts)):
             try:
                 if isinstance(text, DataError):
@@ -179,8 +174,8 @@ class SpeechDataset(Dataset):
                     f"{self._describe(rows.places[row], rows.refs[row])}: the manifest's duration is {value!r}, not "
                     "seconds; durations='manifest' takes each clip's length from its row (or read the headers: "
                     "ReadOptions(durations='headers'))"))
-        refs = StringArray(rows.refs) if all(isinstance(ref, str) for ref in rows.refs) else list(rows.refs)
-        texts = StringArray(text if isinstance(text, str) else "" for text in rows.texts)
+        refs = arrays.StringArray(rows.refs) if all(isinstance(ref, str) for ref in rows.refs) else list(rows.refs)
+        texts = arrays.StringArray(text if isinstance(text, str) else "" for text in rows.texts)
         paths = [source if isinstance(source, str) else "" for source in sources]
         index = HeaderIndex(np.asarray(rows.places, dtype=np.int64), refs, texts, stated, paths,
                             identities[:, 0].copy(), identities[:, 1].copy(), seconds)
@@ -192,7 +187,7 @@ class SpeechDataset(Dataset):
         stale, errors = np.flatnonzero(index.stale()).tolist(), {}
         if not stale:
             return errors
-        under, sources = UnderRoot(self.audio_root), []
+        under, sources = storage.UnderRoot(self.audio_root), []
         for row in stale:
             try:
                 sources.append(self._resolve(index.refs[row], int(index.places[row]), under))
@@ -243,8 +238,8 @@ class SpeechDataset(Dataset):
         if not kept.all():
             rows = np.flatnonzero(kept).tolist()
             picked = [refs[row] for row in rows]
-            refs = StringArray(picked) if isinstance(refs, StringArray) else picked
-            texts = StringArray(texts[row] for row in rows)
+            refs = arrays.StringArray(picked) if isinstance(refs, arrays.StringArray) else picked
+            texts = arrays.StringArray(texts[row] for row in rows)
         self._refs, self.texts = refs, texts
         self.places = np.asarray(index.places[kept], dtype=np.int64)
         self.durations = np.asarray(index.seconds[kept], dtype=np.float64)
@@ -254,7 +249,7 @@ class SpeechDataset(Dataset):
         """The id ``audio_collate`` pads transcripts with (the tokenizer's; None without one)."""
         return self._pad_id if self._pad_id is not None or self.tokens is None else 0
 
-    def _resolve(self, ref: Any, place: int, under: UnderRoot | None = None, *, lexical: bool = False) -> str | bytes:
+    def _resolve(self, ref: Any, place: int, under: storage.UnderRoot | None = None, *, lexical: bool = False) -> str | bytes:
         """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``:
         in full, with ``under``'s folders resolved once, or by its letters only (``lexical``:
         ``durations="manifest"`` opens nothing at index time)."""
@@ -273,8 +268,8 @@ class SpeechDataset(Dataset):
                 return self._resolved_inside(ref, place, lexical)
         try:
             if lexical:
-                return os.path.join(self.audio_root, check_relative(name))
-            return (under or UnderRoot(self.audio_root))(name)
+                return os.path.join(self.audio_root, storage.check_relative(name))
+            return (under or storage.UnderRoot(self.audio_root))(name)
         except DataError as error:
             raise DataError(f"{self._describe(place, None)}: {error}") from None
 
@@ -295,7 +290,7 @@ class SpeechDataset(Dataset):
         """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``, checked again
         as it is opened: the folders once a process, the file itself each time) or its bytes."""
         if self._under is None and self.audio_root is not None:
-            self._under = UnderRoot(self.audio_root)  # built where it is used: each worker resolves its own
+            self._under = storage.UnderRoot(self.audio_root)  # built where it is used: each worker resolves its own
         return self._resolve(self._refs[index], int(self.places[index]), self._under)
 
     def describe(self, index: int) -> str:
@@ -305,7 +300,7 @@ class SpeechDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, the clip count and a
         digest of the durations (which the duration plans batch by)."""
-        return f"{basename(self.name)}: {len(self)} clips, durations {sampled_digest(self.durations)}"
+        return f"{storage.basename(self.name)}: {len(self)} clips, durations {checks.sampled_digest(self.durations)}"
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""

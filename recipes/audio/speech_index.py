@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from recipes.audio.decoding import AudioInfo, probe
-from recipes.core import DataError, StringArray, load_index, save_index
+from recipes.core import DataError, arrays, caches
 
 THREADS_FROM = 256  # fewer headers than this are read in the calling thread: a pool costs more to start
 CHUNK = 64  # headers a thread reads per task: a task per header would cost more than a WAV header read
@@ -102,8 +102,8 @@ class HeaderIndex:
     ``sizes`` and ``mtimes`` (-1: none) and header ``seconds`` (NaN: the header could not be read)."""
 
     places: np.ndarray
-    refs: StringArray | list[Any]  # a list where some row's clip is not a path (a table's bytes)
-    texts: StringArray
+    refs: arrays.StringArray | list[Any]  # a list where some row's clip is not a path (a table's bytes)
+    texts: arrays.StringArray
     stated: np.ndarray
     paths: list[str]
     sizes: np.ndarray
@@ -119,12 +119,12 @@ class HeaderIndex:
         offsets = np.concatenate([self.refs.offsets, self.texts.offsets])
         arrays = {"numbers": np.stack(columns, axis=1), "offsets": offsets,
                   "strings": np.concatenate([self.refs.data, self.texts.data, paths])}
-        save_index(index_dir, INDEX_KIND, key, arrays)
+        caches.save_index(index_dir, INDEX_KIND, key, arrays)
 
     @classmethod
     def load(cls, index_dir: Any, key: list[Any]) -> HeaderIndex | None:
         """The index an earlier build kept under ``key``, or None (none, or one that does not hold together)."""
-        stored = load_index(index_dir, INDEX_KIND, key)
+        stored = caches.load_index(index_dir, INDEX_KIND, key)
         if stored is None:
             return None
         try:
@@ -148,8 +148,8 @@ class HeaderIndex:
         return np.isnan(self.seconds) | (found[:, 0] != self.sizes) | (found[:, 1] != self.mtimes) | (self.sizes < 0)
 
 
-def _strings(data: np.ndarray, offsets: np.ndarray) -> StringArray:
-    strings = StringArray([])
+def _strings(data: np.ndarray, offsets: np.ndarray) -> arrays.StringArray:
+    strings = arrays.StringArray([])
     if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(data) or np.any(np.diff(offsets) < 0):
         raise ValueError("the offsets do not cut the strings")
     strings.data, strings.offsets = data, offsets

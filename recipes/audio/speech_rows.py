@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core import DataError, read_bytes, shown, skip_or_raise
+from recipes.core import DataError, skip_or_raise, storage
 
 NEMO_AUDIO_FIELD = "audio_filepath"  # what NeMo's manifests call the audio field
 DURATION_FIELD = "duration"  # a manifest's stated length in seconds (NeMo's)
@@ -70,9 +70,9 @@ def manifest_rows(path: Any, audio_field: str, text_field: str, on_error: str) -
     (``"skip"``) dropped here."""
     suffix = Path(os.fspath(path)).suffix.lower()
     if suffix not in (".jsonl", ".csv"):
-        raise ValueError(f"{shown(path)}: SpeechDataset reads .jsonl, .csv, .parquet or a datasets.Dataset, "
+        raise ValueError(f"{storage.shown(path)}: SpeechDataset reads .jsonl, .csv, .parquet or a datasets.Dataset, "
                          f"not {suffix or 'a file without a suffix'}")
-    data, name, rows = read_bytes(path), shown(path), Rows()
+    data, name, rows = storage.read_bytes(path), storage.shown(path), Rows()
     if suffix == ".csv":
         try:
             text = data.decode("utf-8")
@@ -121,7 +121,7 @@ def table_rows(source: Any, audio_field: str, text_field: str) -> tuple[str, Row
     if isinstance(source, (str, os.PathLike)):
         import pyarrow.parquet as pq
 
-        name, table = shown(source), pq.read_table(os.fspath(source), memory_map=True)
+        name, table = storage.shown(source), pq.read_table(os.fspath(source), memory_map=True)
     elif not hasattr(source, "with_format"):
         raise ValueError(f"SpeechDataset reads a .jsonl, .csv or .parquet path or a datasets.Dataset, not a "
                          f"{type(source).__name__}; read a list of Parquet files with "

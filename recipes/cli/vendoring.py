@@ -37,17 +37,28 @@ def module_file(module: str) -> Path | None:
 
 def imported_modules(source: str) -> set[str]:
     """The modules of ``recipes`` that ``source`` imports: a name from the facade counts as the module
-    that defines it, a name from a package as its module where it is one."""
+    that defines it, a namespace of the facade (``storage``) as itself and the modules of the names
+    ``source`` reads from it (``storage.shown``), a name from a package as its module where it is one."""
     found: set[str] = set()
-    for node in _run_time_nodes(ast.parse(source)):
+    nodes = _run_time_nodes(ast.parse(source))
+    spaces: dict[str, dict[str, str]] = {}  # the name source gives a namespace -> the namespace's HOMES
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "recipes":
             for alias in node.names:
                 if node.module == "recipes.core" and alias.name in recipes.core.HOMES:
                     found.add(f"recipes.core.{recipes.core.HOMES[alias.name]}")
+                elif node.module == "recipes.core" and alias.name in recipes.core.NAMESPACES:
+                    spaces[alias.asname or alias.name] = getattr(recipes.core, alias.name).HOMES
+                elif (namespace := node.module.removeprefix("recipes.core.")) in recipes.core.NAMESPACES:
+                    found.add(f"recipes.core.{getattr(recipes.core, namespace).HOMES[alias.name]}")
                 submodule = f"{node.module}.{alias.name}"
                 found.add(submodule if module_file(submodule) else node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "recipes")
+    for node in nodes:  # storage.shown: the module that defines shown
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in spaces:
+            home = spaces[node.value.id].get(node.attr)
+            found.update([f"recipes.core.{home}"] if home else [])
     return found
 
 
@@ -99,16 +110,18 @@ def vendored_files(domain: str, modules: list[str]) -> dict[Path, str]:
         relative = path.relative_to(PACKAGE)
         text = rewrite_imports(path.read_text(encoding="utf-8"), domain, name=f"recipes/{relative.as_posix()}",
                                vendored=f"{domain}.{VENDORED}")
-        if module == "recipes.core":
+        if module == "recipes.core" or module.removeprefix("recipes.core.") in recipes.core.NAMESPACES:
             text = _facade_of(text, {m.removeprefix("recipes.core.") for m in modules})
         files[relative] = text
     return files
 
 
 def _facade_of(text: str, rooms: set[str]) -> str:
-    """The facade's source with the ``HOMES`` entries, and the imports its ``if TYPE_CHECKING:``
-    block makes for static readers, of modules that are not vendored left out."""
+    """The facade's source (or a namespace's) with the ``HOMES`` entries, the namespaces, and the
+    imports its ``if TYPE_CHECKING:`` block makes for static readers, of modules that are not
+    vendored left out."""
     entry = re.compile(r'^\s+"(\w+)": "([\w.]+)",\n$')
+    namespace = re.compile(r'^    "(\w+)",\n$')  # an entry of the facade's NAMESPACES
     lines = text.splitlines(keepends=True)
     for block in [node for node in ast.walk(ast.parse(text)) if _is_type_checking(node)]:
         for statement in block.body:
@@ -117,5 +130,6 @@ def _facade_of(text: str, rooms: set[str]) -> str:
                 lines[statement.lineno - 1 : statement.end_lineno] = [""] * (statement.end_lineno - statement.lineno + 1)
         if not any(lines[statement.lineno - 1] for statement in block.body):
             lines[block.body[0].lineno - 1] = "    pass\n"
-    kept = [line for line in lines if not (match := entry.match(line)) or match.group(2) in rooms]
+    kept = [line for line in lines if not (match := entry.match(line) or namespace.match(line))
+            or match.group(match.lastindex) in rooms]
     return "".join(kept)

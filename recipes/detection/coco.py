@@ -40,16 +40,12 @@ from recipes.core import (
     DataError,
     ReadOptions,
     UserCode,
-    basename,
     check_on_error,
-    image_size,
-    is_url,
+    checks,
+    imaging,
     read_image,
-    read_options_or_default,
-    resolve_under,
-    sampled_digest,
-    shown,
     skip_or_raise,
+    storage,
 )
 from recipes.detection.coco_files import decode_masks, read_instances
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
@@ -112,21 +108,21 @@ class CocoDataset(Dataset):
         read_options: ReadOptions | None = None,
         extra_fields: Sequence[str] = (),
     ) -> None:
-        options = read_options_or_default(read_options, "CocoDataset", ("strict_annotations", "strict_decode"))
+        options = checks.read_options_or_default(read_options, "CocoDataset", ("strict_annotations", "strict_decode"))
         self.extra_fields = _checked_fields(extra_fields)
         # the annotations whole only for an extend_target that reads them (no cost otherwise)
         self._keeps_annotations = type(self).extend_target is not CocoDataset.extend_target
-        self.image_root, self.ann_file = Path(image_root), ann_file if is_url(ann_file) else Path(ann_file)
+        self.image_root, self.ann_file = Path(image_root), ann_file if storage.is_url(ann_file) else Path(ann_file)
         if not self.image_root.is_dir():
-            raise FileNotFoundError(f"image_root {shown(image_root)} is not a directory")
-        if not is_url(self.ann_file) and not self.ann_file.is_file():
+            raise FileNotFoundError(f"image_root {storage.shown(image_root)} is not a directory")
+        if not storage.is_url(self.ann_file) and not self.ann_file.is_file():
             raise FileNotFoundError(f"ann_file {self.ann_file} does not exist (expected a COCO instances .json)")
         self._real_root = os.path.realpath(self.image_root) + os.sep
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
         self.on_error, self.strict_decode = check_on_error(on_error), options.strict_decode
         self.index = index_instances(
             read_instances(self.ann_file, masks=masks, extra_fields=self.extra_fields, raw=self._keeps_annotations,
-                           storage_options=storage_options), shown(self.ann_file),
+                           storage_options=storage_options), storage.shown(self.ann_file),
             on_error=on_error,
             include_crowd=include_crowd, remove_empty=remove_empty, strict=options.strict_annotations,
         )
@@ -175,12 +171,12 @@ class CocoDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: the annotation file's name, the image count and
         digests of the image ids and file names (not the folders: moved data still resumes)."""
-        ids, files = sampled_digest(self.index.image_ids), sampled_digest(self.index.file_names)
-        return f"{basename(self.ann_file)}: {len(self)} images, ids and names {ids}{files}"
+        ids, files = checks.sampled_digest(self.index.image_ids), checks.sampled_digest(self.index.file_names)
+        return f"{storage.basename(self.ann_file)}: {len(self)} images, ids and names {ids}{files}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"instances.json image id 42 (000042.jpg)"``."""
-        return f"{shown(self.ann_file)} image id {self.index.image_ids[index]} ({self.index.file_names[index]})"
+        return f"{storage.shown(self.ann_file)} image id {self.index.image_ids[index]} ({self.index.file_names[index]})"
 
     def load_image(self, index: int) -> torch.Tensor:
         """Image ``index`` as uint8 [3,H,W], before ``transforms``: its ``file_name`` under
@@ -230,7 +226,7 @@ class CocoDataset(Dataset):
         return target
 
     def _source(self, index: int) -> str:
-        return f"{shown(self.ann_file)}, image {self.index.image_ids[index]}"
+        return f"{storage.shown(self.ann_file)}, image {self.index.image_ids[index]}"
 
     def _path(self, index: int) -> str:
         # The root was resolved once; a one-component name that is not a symlink stays inside it
@@ -243,7 +239,7 @@ class CocoDataset(Dataset):
         path = os.path.realpath(path)
         if path.startswith(self._real_root):
             return path
-        return resolve_under(self.image_root, name, source=self._source(index))
+        return storage.resolve_under(self.image_root, name, source=self._source(index))
 
     def _size_mismatch(self, path: str | Path, index: int, got_width: int, got_height: int) -> str:
         """Say what is wrong, and whether the annotations were drawn on an EXIF-rotated photo's
@@ -252,13 +248,13 @@ class CocoDataset(Dataset):
         would be misplaced. A 180-degree turn keeps the size and cannot be caught this way."""
         width, height = int(self.index.widths[index]), int(self.index.heights[index])
         message = (
-            f"{path}: decoded image is {got_width}x{got_height} (WxH) but {shown(self.ann_file)} gives image "
+            f"{path}: decoded image is {got_width}x{got_height} (WxH) but {storage.shown(self.ann_file)} gives image "
             f"{self.index.image_ids[index]} as {width}x{height}; its boxes would be misplaced"
         )
         try:
             with Image.open(path) as stored:
                 stored_size = stored.size
-            upright_size = image_size(path)
+            upright_size = imaging.image_size(path)
         except (OSError, DataError):
             return message
         if stored_size == (width, height) and upright_size != stored_size:

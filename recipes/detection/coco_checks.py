@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from recipes.core import DataError, check_relative
+from recipes.core import DataError, storage
 
 SECTIONS = ("images", "annotations", "categories")
 LABELS = {"images": "image", "annotations": "annotation", "categories": "category"}
@@ -335,7 +335,7 @@ class ColumnChecks:
                     message = "'file_name' is empty"
                 else:
                     try:
-                        check_relative(name)
+                        storage.check_relative(name)
                         continue
                     except DataError as error:
                         message = str(error)

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from recipes.core import DataError, read_bytes, shown
+from recipes.core import DataError, storage
 from recipes.detection.coco_checks import (
     MISSING,
     SECTIONS,
@@ -111,11 +111,11 @@ def read_instances(
     # The parse allocates a container or two per annotation and nothing that can form a cycle;
     # with the collector on, its full passes over the interpreter's heap (torch's modules...)
     # took ~40% of the time on a COCO-sized file.
-    data = read_bytes(path, storage_options)
+    data = storage.read_bytes(path, storage_options)
     collecting = gc.isenabled()
     gc.disable()
     try:
-        columns = _read(shown(path), data, masks)
+        columns = _read(storage.shown(path), data, masks)
         if extra_fields or raw:
             columns.update(_annotation_parts(data, tuple(extra_fields), raw))
         return columns

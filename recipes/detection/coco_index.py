@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import StringArray, skip_or_raise
+from recipes.core import arrays, skip_or_raise
 from recipes.detection.coco_checks import ColumnChecks
 
 
@@ -50,7 +50,7 @@ class CocoIndex:
     image_ids: np.ndarray
     widths: np.ndarray
     heights: np.ndarray
-    file_names: StringArray
+    file_names: arrays.StringArray
     ann_offsets: np.ndarray
     ann_ids: np.ndarray
     category_ids: np.ndarray
@@ -169,7 +169,7 @@ def index_instances(
         image_ids=image_ids[kept],
         widths=columns["widths"][order][kept].astype(np.int64),
         heights=columns["heights"][order][kept].astype(np.int64),
-        file_names=StringArray(columns["file_names"][i] for i in order[kept]),
+        file_names=arrays.StringArray(columns["file_names"][i] for i in order[kept]),
         ann_offsets=_offsets(np.bincount(row, minlength=len(kept))),
         ann_ids=ann_ids[ann],
         category_ids=columns["ann_category_ids"][ann],

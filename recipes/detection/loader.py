@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core import ByGroup, KnowsAspectRatios, Shuffle, UsualCollate, build_loader, drop_skipped
+from recipes.core import ByGroup, Shuffle, build_loader, drop_skipped, hooks
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -115,7 +115,7 @@ def aspect_ratio_groups(aspect_ratios: np.ndarray | Sequence[float], factor: int
 def _aspect_ratios(dataset: Dataset) -> np.ndarray:
     if isinstance(dataset, Subset):
         return _aspect_ratios(dataset.dataset)[np.asarray(dataset.indices)]
-    ratios = dataset.aspect_ratios if isinstance(dataset, KnowsAspectRatios) else None
+    ratios = dataset.aspect_ratios if isinstance(dataset, hooks.KnowsAspectRatios) else None
     if ratios is None:
         raise TypeError(
             f"{type(dataset).__name__} has no aspect_ratios; pass groups=... (one int per sample) or train=False"
@@ -157,6 +157,6 @@ def detection_loader(
     if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
         groups = aspect_ratio_groups(_aspect_ratios(dataset))
     plan = Shuffle() if groups is None else ByGroup(groups)
-    collate = UsualCollate.of(detection_collate) if collate_fn is None else collate_fn
+    collate = hooks.UsualCollate.of(detection_collate) if collate_fn is None else collate_fn
     return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train,
                         device=device, seed=seed, stateful=stateful, **overrides)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core import DataError, check_on_error, check_relative, is_url, read_bytes, shown, skip_or_raise, suffix
+from recipes.core import DataError, check_on_error, skip_or_raise, storage
 from recipes.text.corpus_files import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
@@ -52,7 +52,7 @@ class CaptionManifest:
         return len(self.images)
 
     def where(self, row: int) -> str:
-        return f"{shown(self.path)} {self.key_name} {self.keys[row]}"
+        return f"{storage.shown(self.path)} {self.key_name} {self.keys[row]}"
 
 
 def read_caption_manifest(
@@ -61,12 +61,12 @@ def read_caption_manifest(
     """Read a JSONL, CSV, TSV or COCO captions manifest, a local path or an fsspec URL; see the
     module docstring. ``storage_options`` go to fsspec for a URL."""
     check_on_error(on_error)
-    path, name = (manifest if is_url(manifest) else Path(manifest)), shown(manifest)
-    kind = FORMATS.get(suffix(manifest))
+    path, name = (manifest if storage.is_url(manifest) else Path(manifest)), storage.shown(manifest)
+    kind = FORMATS.get(storage.suffix(manifest))
     if kind is None:
-        raise ValueError(f"{name}: unknown manifest format {suffix(manifest)!r}; expected one of {sorted(FORMATS)}")
+        raise ValueError(f"{name}: unknown manifest format {storage.suffix(manifest)!r}; expected one of {sorted(FORMATS)}")
     try:
-        data = read_bytes(path, storage_options)
+        data = storage.read_bytes(path, storage_options)
     except FileNotFoundError:
         raise FileNotFoundError(f"manifest {name} does not exist") from None
     if kind == "coco":
@@ -148,7 +148,7 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
 
 def check_image_name(name: Any, where: str) -> str:
     """A manifest's image name, checked lexically (:func:`recipes.core.sources.paths.check_relative`) and as UTF-8."""
-    name = check_relative(name, source=where)
+    name = storage.check_relative(name, source=where)
     if not is_unicode(name):
         raise DataError(f"{where}: image name {name!r} is not valid UTF-8 text")
     return name

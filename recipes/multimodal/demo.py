@@ -13,7 +13,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
-from recipes.core import is_parquet
+from recipes.core import parquet
 from recipes.multimodal.pairs import ImageTextDataset, multimodal_loader
 
 
@@ -38,7 +38,7 @@ def open_path(options: Any, *, train: bool) -> ImageTextDataset:
     max_length = 77 if options.max_length is None else options.max_length
     common = {"image_root": options.image_root, "transform": transform, "max_length": max_length,
               "captions": "random" if train else "first", "on_error": options.on_error}
-    if not is_parquet(options.path):  # a JSONL, CSV or COCO manifest names its own fields
+    if not parquet.is_parquet(options.path):  # a JSONL, CSV or COCO manifest names its own fields
         return ImageTextDataset(options.path, options.tokenizer_path(), **common)
     columns = {"image_field": options.image_field, "caption_field": options.caption_field}
     return ImageTextDataset.from_parquet(options.path, options.tokenizer_path(), **columns, **common)

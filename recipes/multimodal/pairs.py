@@ -37,40 +37,21 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core import (
     DataError,
-    DeviceView,
-    ImagePlan,
     ReadOptions,
     SkippedRows,
-    StringArray,
-    TruncatingEncoder,
     UserCode,
-    UsualCollate,
-    basename,
+    arrays,
     build_loader,
-    check_count,
     check_on_error,
-    dataset_pad_id,
+    checks,
     decode_image,
     drop_skipped,
-    encode_image,
-    encode_texts,
-    entry_name,
-    extra_columns,
-    find_pad_id,
-    is_arrow_dataset,
-    is_parquet,
-    is_url,
-    load_tokenizer,
-    pack_images,
-    pad_batch,
-    parent,
-    read_file,
-    read_options_or_default,
-    resolve_under,
-    sampled_digest,
-    shown,
+    hooks,
+    imaging,
+    parquet,
     skip_or_raise,
-    with_decode,
+    storage,
+    tokenizing,
 )
 from recipes.multimodal.caption_files import read_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
@@ -138,19 +119,19 @@ class ImageTextDataset(Dataset):
         read_options: ReadOptions | None = None,
     ) -> None:
         """The constructor's work, with the Parquet column names :meth:`from_parquet` takes."""
-        options = read_options_or_default(read_options, "ImageTextDataset", PAIRS_READ_OPTIONS)
+        options = checks.read_options_or_default(read_options, "ImageTextDataset", PAIRS_READ_OPTIONS)
         strict_decode, max_row_group_bytes, truncation = (
             options.strict_decode, options.max_row_group_bytes, options.truncation
         )
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
-        check_count("max_length", max_length, owner="ImageTextDataset")
-        encoder = TruncatingEncoder(tokenizer, max_length, truncation=truncation)
+        checks.check_count("max_length", max_length, owner="ImageTextDataset")
+        encoder = tokenizing.TruncatingEncoder(tokenizer, max_length, truncation=truncation)
         self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.transform, self.captions, self.max_length = transform, captions, max_length
-        self.storage_options, tokenizer = storage_options, load_tokenizer(tokenizer)
-        with SkippedRows(shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest") as skipped:
-            if is_parquet(manifest):
+        self.storage_options, tokenizer = storage_options, tokenizing.load_tokenizer(tokenizer)
+        with SkippedRows(storage.shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest") as skipped:
+            if parquet.is_parquet(manifest):
                 fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
                           "max_row_group_bytes": max_row_group_bytes}
                 index = index_caption_parquet(
@@ -158,23 +139,23 @@ class ImageTextDataset(Dataset):
                 )
                 self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
                 self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
-                self.manifest = entry_name(manifest) if is_arrow_dataset(manifest) else manifest
-                first = None if is_arrow_dataset(manifest) else index.entries[0]
+                self.manifest = parquet.entry_name(manifest) if parquet.is_arrow_dataset(manifest) else manifest
+                first = None if parquet.is_arrow_dataset(manifest) else index.entries[0]
             else:
                 rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
-                self.images, self.blobs, self.manifest, first = StringArray(rows.images), None, rows.path, rows.path
-                self._sources, self._key_name, self._keys = [shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
+                self.images, self.blobs, self.manifest, first = arrays.StringArray(rows.images), None, rows.path, rows.path
+                self._sources, self._key_name, self._keys = [storage.shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
                 self._source_of = np.zeros(len(rows), dtype=np.int32)
                 counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
                 flat = [caption for row in rows.captions for caption in row]
-                self.caption_tokens = encode_texts(encoder, flat, description="tokenizing captions")
+                self.caption_tokens = tokenizing.encode_texts(encoder, flat, description="tokenizing captions")
             skipped.check(len(self.images))
         if not len(self.images):
             raise DataError(f"{self._sources[0]}: the manifest holds no usable image-caption row")
         if image_root is None:
-            self.image_root = None if first is None else parent(first)
+            self.image_root = None if first is None else storage.parent(first)
         else:
-            self.image_root = image_root if is_url(image_root) else Path(image_root)
+            self.image_root = image_root if storage.is_url(image_root) else Path(image_root)
         # Captions of image i are caption_tokens[caption_offsets[i]:caption_offsets[i+1]].
         self.caption_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.caption_offsets[1:])
@@ -220,9 +201,9 @@ class ImageTextDataset(Dataset):
             options: the constructor's keywords (``image_root``, ``transform``, ``max_length``,
                 ``captions``, ``on_error``, ``storage_options``, ``cache_dir``, ``read_options``).
         """
-        if not is_parquet(source):
+        if not parquet.is_parquet(source):
             raise ValueError(
-                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {shown(source)} is not; "
+                f"ImageTextDataset.from_parquet reads Parquet or a datasets.Dataset, and {storage.shown(source)} is not; "
                 "a JSONL, CSV or COCO manifest names its own fields: use ImageTextDataset(manifest, tokenizer)"
             )
         dataset = cls.__new__(cls)
@@ -243,20 +224,20 @@ class ImageTextDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: the manifests' names, the sample count and a
         digest of the image names (not the folders: moved data still resumes)."""
-        manifests = sampled_digest([basename(source) for source in self._sources])
-        return f"{len(self._sources)} manifests {manifests}: {len(self)} samples, images {sampled_digest(self.images)}"
+        manifests = checks.sampled_digest([storage.basename(source) for source in self._sources])
+        return f"{len(self._sources)} manifests {manifests}: {len(self)} samples, images {checks.sampled_digest(self.images)}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"train.jsonl line 12, image cat/1.jpg"``."""
         row = int(self.caption_image[index]) if self.captions == "all" else index
-        image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {shown(self.images[row])}"
+        image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {storage.shown(self.images[row])}"
         return f"{self.where(row)}, {image}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return caption_item(self, index, None)
 
 
-class DeviceCaptions(DeviceView):
+class DeviceCaptions(imaging.DeviceView):
     """``decode="device"``'s view of an :class:`ImageTextDataset`: each item's ``"image"`` is an
     ``EncodedImage``, the file's bytes and the crop/flip parameters drawn as ``dataset[i]`` draws
     them, or, for a file the device cannot decode, ``dataset[i]``'s pixels; under ``strict_decode``
@@ -270,13 +251,13 @@ class DeviceCaptions(DeviceView):
 
     def __init__(self, dataset: ImageTextDataset) -> None:
         super().__init__(dataset)
-        self.plan = ImagePlan(dataset.transform)
+        self.plan = imaging.ImagePlan(dataset.transform)
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return caption_item(self.dataset, index, self.plan)
 
 
-def caption_item(dataset: ImageTextDataset, index: int, plan: ImagePlan | None) -> dict[str, Any] | None:
+def caption_item(dataset: ImageTextDataset, index: int, plan: imaging.ImagePlan | None) -> dict[str, Any] | None:
     """``dataset[index]``; with a ``plan`` (``decode="device"``, :class:`DeviceCaptions`), ``"image"``
     is an ``EncodedImage`` (:func:`recipes.core.pixels.device_decode.encode_image`)."""
     if dataset.captions == "all":
@@ -296,14 +277,14 @@ def caption_item(dataset: ImageTextDataset, index: int, plan: ImagePlan | None) 
         elif dataset.image_root is None:
             raise DataError(f"image {dataset.images[row]!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
         else:
-            path = resolve_under(dataset.image_root, dataset.images[row])
-            data, source = read_file(path, dataset.storage_options), shown(path)
+            path = storage.resolve_under(dataset.image_root, dataset.images[row])
+            data, source = imaging.read_file(path, dataset.storage_options), storage.shown(path)
         # only libjpeg on the CPU reports corrupt data: strict_decode decodes in the worker
         encoded = plan is not None and not dataset.strict_decode
         if encoded:
             # the transform runs here on the files the device cannot decode
             with UserCode.for_sample(dataset, index):
-                image = encode_image(data, source, plan, dataset.transform, on_error=dataset.on_error)
+                image = imaging.encode_image(data, source, plan, dataset.transform, on_error=dataset.on_error)
         else:
             # With a transform, keep the decoder's channels-last layout: no copy, and an
             # antialiased uint8 resize reads it faster than CHW (benchmarks/README.md).
@@ -320,7 +301,7 @@ def caption_item(dataset: ImageTextDataset, index: int, plan: ImagePlan | None) 
 def caption_pad_id(tokenizer: Tokenizer) -> int:
     """The tokenizer's pad id (:func:`recipes.core.tokens.encoding.find_pad_id`), or 0 where it has none, as
     CLIP's BPE has not: captions are always padded, and padded positions are masked out."""
-    found = find_pad_id(tokenizer)
+    found = tokenizing.find_pad_id(tokenizer)
     return 0 if found is None else found
 
 
@@ -338,9 +319,9 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         ValueError: images of different sizes, or not uint8; the message says which transform fixes it.
     """
     batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
+    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id)
     out = {
-        "pixel_values": pack_images(
+        "pixel_values": imaging.pack_images(
             [item["image"] for item in batch],
             caller="multimodal_collate",
             fix="add a resize + crop transform, e.g. transform=v2.Compose([v2.Resize(224), v2.CenterCrop(224)])",
@@ -353,7 +334,7 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         out["key"] = [item["key"] for item in batch]
     else:
         out["index"] = torch.tensor([item["index"] for item in batch], dtype=torch.int64)
-    return out | extra_columns(batch, ("image", "input_ids", "index", "key"), out, caller="multimodal_collate")
+    return out | arrays.extra_columns(batch, ("image", "input_ids", "index", "key"), out, caller="multimodal_collate")
 
 
 @dataclass(frozen=True)
@@ -368,7 +349,7 @@ class MultimodalCollate:
 
 def multimodal_collate_for(dataset: Any) -> MultimodalCollate:
     """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
-    return MultimodalCollate(pad_id=dataset_pad_id(dataset, 0))
+    return MultimodalCollate(pad_id=hooks.dataset_pad_id(dataset, 0))
 
 
 def multimodal_loader(
@@ -402,6 +383,6 @@ def multimodal_loader(
     decoded in the worker, in the same batch (recipes.core.pixels.device_decode). Iterate it through the
     prefetcher: the raw batches hold encoded bytes.
     """
-    collate = UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
-    return build_loader(with_decode(dataset, decode, DeviceCaptions), collate, batch_size=batch_size, train=train, device=device, seed=seed,
+    collate = hooks.UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
+    return build_loader(imaging.with_decode(dataset, decode, DeviceCaptions), collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

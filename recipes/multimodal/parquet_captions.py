@@ -27,28 +27,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core import (
-    BlobFile,
-    BlobWriter,
-    DataError,
-    MAX_ROW_GROUP_BYTES,
-    StringArray,
-    TokenArray,
-    TruncatingEncoder,
-    cached_blobs,
-    check_columns,
-    check_on_error,
-    columns_of,
-    concat_strings,
-    concat_tokens,
-    encode_texts,
-    entry_name,
-    fingerprint,
-    iter_rows,
-    parquet_entries,
-    row_counts,
-    skip_or_raise,
-)
+from recipes.core import DataError, arrays, caches, check_on_error, parquet, skip_or_raise, tokenizing
 from recipes.multimodal.caption_files import check_caption, check_image_name
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
@@ -70,9 +49,9 @@ class CaptionRow:
 class CaptionIndex:
     """What :class:`ImageTextDataset` keeps of a Parquet source: numpy arrays and a blob file."""
 
-    images: StringArray  # image paths, '' for rows whose bytes are in ``blobs``
-    blobs: BlobFile | None  # embedded bytes (an empty entry for a path row); None if there are none
-    tokens: TokenArray  # every caption, row after row
+    images: arrays.StringArray  # image paths, '' for rows whose bytes are in ``blobs``
+    blobs: caches.BlobFile | None  # embedded bytes (an empty entry for a path row); None if there are none
+    tokens: arrays.TokenArray  # every caption, row after row
     counts: np.ndarray  # int64: captions per row
     entries: list[Any]  # the files read, in order (a datasets.Dataset stands for itself)
     sources: list[str]  # entry names, for messages
@@ -87,18 +66,18 @@ def caption_rows(
     caption_field: str = "caption",
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
 ) -> Iterator[CaptionRow]:
     """The usable rows of a Parquet source (see the module docstring), a row group at a time."""
     check_on_error(on_error)
-    entries = parquet_entries(source, storage_options)
-    for number, (entry, size) in enumerate(zip(entries, row_counts(entries, storage_options))):
+    entries = parquet.parquet_entries(source, storage_options)
+    for number, (entry, size) in enumerate(zip(entries, parquet.row_counts(entries, storage_options))):
         captions = caption_field
-        if caption_field == "caption" and "caption" not in (present := columns_of(entry, storage_options)):
+        if caption_field == "caption" and "caption" not in (present := parquet.columns_of(entry, storage_options)):
             captions = "captions" if "captions" in present else caption_field
-        check_columns(entry, {"image_field": image_field, "caption_field": captions}, storage_options)
+        parquet.check_columns(entry, {"image_field": image_field, "caption_field": captions}, storage_options)
         options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
-        for row, where, record in iter_rows([entry], [image_field, captions], [size], **options):
+        for row, where, record in parquet.iter_rows([entry], [image_field, captions], [size], **options):
             try:
                 name, data = parse_image(record[image_field], where, image_field)
                 texts = parse_captions(record[captions], where, captions)
@@ -135,7 +114,7 @@ def parse_captions(value: Any, where: str, column: str = "caption") -> list[str]
 
 def index_caption_parquet(
     source: Any,
-    tokenizer: Tokenizer | TruncatingEncoder,
+    tokenizer: Tokenizer | tokenizing.TruncatingEncoder,
     *,
     image_field: str = "image",
     caption_field: str = "caption",
@@ -143,7 +122,7 @@ def index_caption_parquet(
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
 ) -> CaptionIndex:
     """Read a Parquet source into a :class:`CaptionIndex`, tokenising captions a chunk of rows at a time.
 
@@ -152,25 +131,25 @@ def index_caption_parquet(
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
     ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own).
     """
-    entries = parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
-    if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
-        tokenizer = TruncatingEncoder(tokenizer, max_length)
+    entries = parquet.parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
+    if not isinstance(tokenizer, tokenizing.TruncatingEncoder):  # once, not a copy per chunk
+        tokenizer = tokenizing.TruncatingEncoder(tokenizer, max_length)
     fields = {"image_field": image_field, "caption_field": caption_field, "max_row_group_bytes": max_row_group_bytes}
     rows = caption_rows(entries, on_error=on_error, storage_options=storage_options, **fields)
     cached = key = None
     if cache_dir is not None:
-        digest = hashlib.sha256(fingerprint(entries, storage_options))
+        digest = hashlib.sha256(parquet.fingerprint(entries, storage_options))
         digest.update(repr((image_field, caption_field, on_error)).encode())
         key = f"captions-{digest.hexdigest()[:24]}"
-        cached = cached_blobs(cache_dir, key)
-    writer = None if cached is not None else BlobWriter(cache_dir, key)
+        cached = caches.cached_blobs(cache_dir, key)
+    writer = None if cached is not None else caches.BlobWriter(cache_dir, key)
     embedded, count = False, 0
     names, tokens, counts, sources, keys, chunk = [], [], [], [], [], []
 
     def flush() -> None:
-        names.append(StringArray(row.name for row in chunk))
+        names.append(arrays.StringArray(row.name for row in chunk))
         flat = [caption for row in chunk for caption in row.captions]
-        tokens.append(encode_texts(tokenizer, flat, max_length=max_length, progress=False))
+        tokens.append(tokenizing.encode_texts(tokenizer, flat, max_length=max_length, progress=False))
         counts.append(np.array([len(row.captions) for row in chunk], dtype=np.int64))
         sources.append(np.array([row.source for row in chunk], dtype=np.int32))
         keys.append(np.array([row.row for row in chunk], dtype=np.int64))
@@ -195,11 +174,11 @@ def index_caption_parquet(
     blobs = cached if writer is None else writer.finish() if embedded else writer.abort()
     return CaptionIndex(
         entries=entries,
-        images=concat_strings(names),
+        images=arrays.concat_strings(names),
         blobs=blobs,
-        tokens=concat_tokens(tokens, tokenizer.dtype),
+        tokens=arrays.concat_tokens(tokens, tokenizer.dtype),
         counts=_joined(counts, np.int64),
-        sources=[entry_name(entry) for entry in entries],
+        sources=[parquet.entry_name(entry) for entry in entries],
         source_of=_joined(sources, np.int32),
         keys=_joined(keys, np.int64),
     )

@@ -23,16 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from recipes.core import (
-    DataError,
-    MAX_ROW_GROUP_BYTES,
-    is_arrow_dataset,
-    is_parquet,
-    open_image,
-    parquet_entries,
-    resolve_under,
-    skip_or_raise,
-)
+from recipes.core import DataError, imaging, parquet, skip_or_raise, storage
 from recipes.multimodal.caption_files import CaptionManifest, read_caption_manifest
 from recipes.multimodal.parquet_captions import caption_rows
 from recipes.multimodal.tar_shards import EXTENSION_OF_FORMAT, caption_member
@@ -49,7 +40,7 @@ def write_shards(
     image_field: str = "image",
     caption_field: str = "caption",
     storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
 ) -> list[Path]:
     """Write a manifest (or an ``ImageTextDataset``'s manifest) as WebDataset tar shards.
 
@@ -74,11 +65,11 @@ def write_shards(
     if samples_per_shard < 1:
         raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
     manifest = getattr(source, "manifest", source)
-    if is_parquet(manifest):
+    if parquet.is_parquet(manifest):
         fields = {"image_field": image_field, "caption_field": caption_field, "storage_options": storage_options,
                   "max_row_group_bytes": max_row_group_bytes}
         rows = ((r.where, r.name, r.data, r.captions) for r in caption_rows(manifest, on_error=on_error, **fields))
-        first = None if is_arrow_dataset(manifest) else parquet_entries(manifest, storage_options)[0]
+        first = None if parquet.is_arrow_dataset(manifest) else parquet.parquet_entries(manifest, storage_options)[0]
     else:
         rows, first = _manifest_rows(read_caption_manifest(manifest, on_error=on_error)), manifest
     root = image_root if image_root is not None else getattr(source, "image_root", None if first is None else Path(first).parent)
@@ -92,7 +83,7 @@ def write_shards(
             for row, (where, name, data, captions) in enumerate(chunk, start=first):
                 try:
                     data = data if data is not None else _read(root, name, where)
-                    kind = open_image(data, source=f"{where}: {name or 'embedded image'}").format
+                    kind = imaging.open_image(data, source=f"{where}: {name or 'embedded image'}").format
                 except DataError as error:
                     skip_or_raise(error, on_error)
                     continue
@@ -118,7 +109,7 @@ def _manifest_rows(rows: CaptionManifest) -> Iterator[tuple[str, str, None, list
 def _read(root: str | os.PathLike | None, name: str, where: str) -> bytes:
     if root is None:
         raise DataError(f"{where}: image {name!r} is a path, and a datasets.Dataset has no folder: pass image_root=...")
-    return resolve_under(root, name, source=where).read_bytes()
+    return storage.resolve_under(root, name, source=where).read_bytes()
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -37,28 +37,21 @@ from tokenizers import Tokenizer
 
 from recipes.core import (
     DataError,
-    DiskCache,
     ReadOptions,
     ResumableStream,
-    ShardEpochs,
-    ShardIndex,
     StreamOrder,
-    TruncatingEncoder,
     UserCode,
-    basename,
+    caches,
     check_on_error,
+    checks,
     decode_image,
-    expand_shards,
-    filesystem,
-    is_url,
-    load_tokenizer,
-    order_or_default,
-    read_options_or_default,
+    ranks,
     sample_seed,
     seeded,
-    shared_result,
-    shown,
     skip_or_raise,
+    storage,
+    streams,
+    tokenizing,
 )
 from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
@@ -116,28 +109,28 @@ class ImageTextShards(ResumableStream):
         order: StreamOrder | None = None,
         read_options: ReadOptions | None = None,
     ) -> None:
-        order = order_or_default(order, "ImageTextShards")
-        options = read_options_or_default(read_options, "ImageTextShards", SHARDS_READ_OPTIONS)
+        order = streams.order_or_default(order, "ImageTextShards")
+        options = checks.read_options_or_default(read_options, "ImageTextShards", SHARDS_READ_OPTIONS)
         shuffle_buffer, seed, rank, world_size = order.shuffle_buffer, order.seed, order.rank, order.world_size
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
-        self.shards, self.index = shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
+        self.shards, self.index = ranks.shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
                                                 world_size)
         self.storage_options = storage_options
-        self.cache = None if cache_dir is None else DiskCache(cache_dir, options.cache_limit_bytes, verify=options.verify_cache)
-        if is_url(self.shards[0]):
-            filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
-        self.tokenizer = load_tokenizer(tokenizer)
-        self.encoder = TruncatingEncoder(self.tokenizer, max_length, truncation=options.truncation)  # copies made once
+        self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes, verify=options.verify_cache)
+        if storage.is_url(self.shards[0]):
+            storage.filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
+        self.tokenizer = tokenizing.load_tokenizer(tokenizer)
+        self.encoder = tokenizing.TruncatingEncoder(self.tokenizer, max_length, truncation=options.truncation)  # copies made once
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         self.strict_decode = options.strict_decode
         # what a state names as its data: the shards' count and names (not where they are kept)
-        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(basename, self.shards)).encode()):08x}"
+        source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(storage.basename, self.shards)).encode()):08x}"
         super().__init__(seed, rank, world_size, source=source)
         self.pad_id = caption_pad_id(self.tokenizer)
-        self.epochs = ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
+        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
 
     def read_paths(self) -> list[Any]:
         """The shards a pass reads (for :meth:`retries_made`)."""
@@ -168,7 +161,7 @@ class ImageTextShards(ResumableStream):
                             on_error=self.on_error, cache=self.cache)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[dict[str, Any]]:
-        where = f"{shown(shard)}:{key}"
+        where = f"{storage.shown(shard)}:{key}"
         try:
             extension = next((e for e in IMAGE_EXTENSIONS if e in files), None)
             if extension is None:
@@ -180,7 +173,7 @@ class ImageTextShards(ResumableStream):
         except DataError as error:
             skip_or_raise(error, self.on_error)
             return
-        name = f"{basename(shard)}/{key}"
+        name = f"{storage.basename(shard)}/{key}"
         choices = range(len(captions)) if self.captions == "all" else [None]
         for choice in choices:
             # A seed per sample (and caption): the augmentation does not depend on the worker.
@@ -196,10 +189,18 @@ class ImageTextShards(ResumableStream):
 
 def listed_and_indexed(
     paths: Any, storage_options: dict[str, Any] | None, cache_dir: str | os.PathLike | None = None
-) -> tuple[list[str], ShardIndex]:
+) -> tuple[list[str], streams.ShardIndex]:
     """The shard list and where each shard's samples start (one walk of the headers, or the copy
     kept in ``cache_dir``)."""
-    shards = expand_shards(paths, storage_options)
-    index = ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
+    shards = streams.expand_shards(paths, storage_options)
+    index = streams.ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
                               cache_dir=cache_dir)
     return shards, index
+
+
+def expand_shards(
+    paths: str | os.PathLike | Sequence[str | os.PathLike], storage_options: dict[str, Any] | None = None
+) -> list[str]:
+    """The shards ``paths`` names, as :class:`ImageTextShards` reads them: a list of paths or URLs, a
+    folder (its ``*.tar``), a glob or a ``{000..099}`` range (a glob in a URL listed through fsspec)."""
+    return streams.expand_shards(paths, storage_options)

@@ -19,8 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from recipes.core import DataError, DiskCache, read_samples as read_tar_samples
-from recipes.core import split_key  # noqa: F401  (the member rule, importable from here too)
+from recipes.core import DataError, caches, streams
 from recipes.text.corpus_files import is_unicode
 
 # The member extensions read as the sample's image, in order of preference.
@@ -72,9 +71,9 @@ def read_samples(
     *,
     storage_options: dict[str, Any] | None = None,
     on_error: str = "raise",
-    cache: DiskCache | None = None,
+    cache: caches.DiskCache | None = None,
 ) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
     """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample of
     ``shards`` (:func:`recipes.core.sources.tar_samples.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
-    return read_tar_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
-                            on_error=on_error, cache=cache)
+    return streams.read_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
+                                on_error=on_error, cache=cache)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core import dataset_pad_id, drop_skipped, extra_columns, pad_batch, require_pad_id
+from recipes.core import arrays, drop_skipped, hooks, tokenizing
 from recipes.text.chat.instructions import IGNORE_INDEX
 
 ITEM_KEYS = ("input_ids", "index", "label")  # what the collates read; other item keys are carried
@@ -54,11 +54,11 @@ def padded_batch(
     (``stream_collate``): ``caller`` is the name a clashing item key's ValueError gives;
     ``padding``: ``pad_to_multiple_of`` and ``padding_side``."""
     batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **padding)
+    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **padding)
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")
-    return out | extra_columns(batch, ITEM_KEYS, out, caller=caller)
+    return out | arrays.extra_columns(batch, ITEM_KEYS, out, caller=caller)
 
 
 @dataclass(frozen=True)
@@ -93,13 +93,13 @@ class StreamCollate:
 def stream_collate_for(dataset: Any) -> StreamCollate:
     """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`);
     a ValueError says what to pass where it has none."""
-    return StreamCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
+    return StreamCollate(pad_id=tokenizing.require_pad_id(hooks.dataset_pad_id(dataset), type(dataset).__name__))
 
 
 def text_collate_for(dataset: Any) -> TextCollate:
     """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`);
     a ValueError says what to pass where it has none."""
-    return TextCollate(pad_id=require_pad_id(dataset_pad_id(dataset), type(dataset).__name__))
+    return TextCollate(pad_id=tokenizing.require_pad_id(hooks.dataset_pad_id(dataset), type(dataset).__name__))
 
 
 def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def pack_collate(batch: list[dict[str, Any] | None]) -> dict[str, Any]:
         labels = torch.cat([item["labels"] for item in batch]).to(torch.int64)
         labels[cu_seqlens[:-1].to(torch.int64)] = IGNORE_INDEX
         out["labels"] = labels[None]
-    return out | extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
+    return out | arrays.extra_columns(batch, (*ITEM_KEYS, "labels"), [*out, "labels", "lengths"], caller="pack_collate")
 
 
 def _column(batch: list[dict[str, Any]], key: str) -> torch.Tensor:

@@ -39,16 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import (
-    DataError,
-    check_on_error,
-    is_url,
-    read_bytes,
-    shown,
-    skip_or_raise,
-    suffix as storage_suffix,
-)
-from recipes.core import MAX_LINE_CHARS  # noqa: F401  (the default, importable from here too)
+from recipes.core import DataError, check_on_error, skip_or_raise, storage
+  # noqa: F401  (the default, importable from here too)
 
 ROW_FORMATS = (".txt", ".jsonl", ".csv")
 TEXT_FORMATS = (*ROW_FORMATS, ".parquet")  # what the text datasets read: these rows, or Parquet columns
@@ -69,11 +61,11 @@ class Rows:
 def check_format(path: str | os.PathLike, formats: Sequence[str] = ROW_FORMATS) -> str:
     """Return the lower-case suffix of ``path``, or raise ValueError listing ``formats`` (a local
     folder is said to be one)."""
-    if not is_url(path) and os.path.isdir(path):
+    if not storage.is_url(path) and os.path.isdir(path):
         raise ValueError(f"{path} is a folder; expected a file, one of {list(formats)}")
-    suffix = storage_suffix(path)
+    suffix = storage.suffix(path)
     if suffix not in formats:
-        raise ValueError(f"{shown(path)}: unsupported file type {suffix!r}; expected one of {list(formats)}")
+        raise ValueError(f"{storage.shown(path)}: unsupported file type {suffix!r}; expected one of {list(formats)}")
     return suffix
 
 
@@ -102,13 +94,13 @@ def read_rows(
         extra_fields: numeric fields kept per sample in ``rows.extras`` (:func:`extra_value`).
     """
     check_on_error(on_error)
-    path = path if is_url(path) else Path(path)
-    suffix, name = check_format(path), shown(path)
+    path = path if storage.is_url(path) else Path(path)
+    suffix, name = check_format(path), storage.shown(path)
     for option, given in (("label_field", label_field is not None), ("extra_fields", bool(extra_fields))):
         if suffix == ".txt" and given:
             raise ValueError(f"{name}: a .txt file has no fields; {option} needs a .jsonl or .csv file")
     if data is None:
-        data = read_bytes(path, storage_options)
+        data = storage.read_bytes(path, storage_options)
     data = data.removeprefix(codecs.BOM_UTF8)  # spreadsheets write one; it is not part of the text
     rows = Rows(path, labels=[] if label_field is not None else None, extras={name: [] for name in extra_fields})
     skipped: list[DataError] = []  # warned at the end, once it is known whether any line has the fields

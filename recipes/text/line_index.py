@@ -27,18 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import (
-    cached_index,
-    file_identities,
-    glob_sizes,
-    has_glob,
-    is_url,
-    open_stream,
-    shown,
-    stream_sizes,
-    suffix,
-    turning_point,
-)
+from recipes.core import caches, storage, streams
 
 STRIDE = 1024  # lines between kept offsets: 1/128 of a byte per line; a share's start reads < 1024 lines
 CHUNK = 1 << 20
@@ -62,7 +51,7 @@ class LineIndex:
         counts, offsets = [], []
         for path, size in zip(paths, sizes):
             kept, count, position = [], 0, 0
-            with open_stream(path, storage_options=storage_options, size=size) as file:
+            with storage.open_stream(path, storage_options=storage_options, size=size) as file:
                 while chunk := file.read(CHUNK):
                     # a line starts at the file's start and after each newline that is not the last byte
                     starts = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10) + position + 1
@@ -88,7 +77,7 @@ class LineIndex:
             return {"counts": np.asarray(index.counts, dtype=np.int64), "sizes": np.asarray(sizes, dtype=np.int64),
                     "offsets": np.concatenate([np.zeros(0, dtype=np.int64), *index.offsets])}
 
-        arrays = cached_index(cache_dir, "lines", [STRIDE, file_identities(paths, sizes)], build)
+        arrays = caches.cached_index(cache_dir, "lines", [STRIDE, caches.file_identities(paths, sizes)], build)
         counts = arrays["counts"].tolist()
         kept = np.cumsum([-(-count // STRIDE) for count in counts])[:-1]  # each file's kept offsets
         return cls(counts, np.split(arrays["offsets"], kept), arrays["sizes"].tolist())
@@ -110,7 +99,7 @@ class LineIndex:
         kept = local // STRIDE
         offset, skip = int(self.offsets[file][kept]), local - kept * STRIDE
         if skip:
-            with open_stream(paths[file], start=offset, storage_options=storage_options, size=self.sizes[file]) as f:
+            with storage.open_stream(paths[file], start=offset, storage_options=storage_options, size=self.sizes[file]) as f:
                 for _ in range(skip):
                     offset += len(f.readline())
         return int(self.base[file]) + offset
@@ -127,7 +116,7 @@ class LineIndex:
         """The global byte offset where reader ``slot`` starts reading its share in ``epoch``: the line
         :func:`recipes.core.sources.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
         total = self.total
-        line = turning_point(slot * total // slots, (slot + 1) * total // slots, epoch)
+        line = streams.turning_point(slot * total // slots, (slot + 1) * total // slots, epoch)
         return self.line_start(line, paths, storage_options)
 
     def share_lines(
@@ -165,10 +154,10 @@ class LineIndex:
         for path, size in zip(paths, self.sizes):
             start, stop = max(low, base) - base, min(high, base + size) - base
             if start < stop:
-                json_rows, name = suffix(path) == ".jsonl", shown(path)
+                json_rows, name = storage.suffix(path) == ".jsonl", storage.shown(path)
                 line_start = begin is not None and begin >= base  # start is where a line begins
                 position = max(start - 1, 0)
-                with open_stream(path, start=position, storage_options=storage_options, size=size) as file:
+                with storage.open_stream(path, start=position, storage_options=storage_options, size=size) as file:
                     if start > 0 and not line_start:
                         # finish the line that holds byte start-1: it belongs to the slot where
                         # it starts (if that byte is a newline, this reads just that byte)
@@ -200,13 +189,13 @@ def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None)
     files: list[Any] = []
     known: list[int | None] = []
     for path in paths:
-        if not has_glob(path) or (not is_url(path) and path.is_file()):  # a local file may hold "[" in its name
+        if not storage.has_glob(path) or (not storage.is_url(path) and path.is_file()):  # a local file may hold "[" in its name
             files.append(path)
             known.append(None)
             continue
-        names, sizes = glob_sizes(os.fspath(path), storage_options)
+        names, sizes = storage.glob_sizes(os.fspath(path), storage_options)
         if not names:
-            raise FileNotFoundError(f"no text file matches {shown(path)}")
-        files.extend(name if is_url(name) else Path(name) for name in names)
+            raise FileNotFoundError(f"no text file matches {storage.shown(path)}")
+        files.extend(name if storage.is_url(name) else Path(name) for name in names)
         known.extend(sizes)
-    return files, stream_sizes(files, storage_options, known=known)
+    return files, storage.stream_sizes(files, storage_options, known=known)

@@ -24,24 +24,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core import (
-    DataError,
-    MAX_ROW_GROUP_BYTES,
-    TokenArray,
-    TruncatingEncoder,
-    check_columns,
-    check_on_error,
-    concat_tokens,
-    encode_texts,
-    entry_name,
-    fingerprint,
-    is_arrow_dataset,
-    iter_rows,
-    parquet_entries,
-    row_counts,
-    shown,
-    skip_or_raise,
-)
+from recipes.core import DataError, arrays, check_on_error, parquet, skip_or_raise, storage, tokenizing
 from recipes.text.corpus_files import check_fields, extra_arrays, extra_value, integer_label
 
 CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at once
@@ -51,7 +34,7 @@ CHUNK_ROWS = 8192  # texts per encode_texts call: the Python strings alive at on
 class ParquetCorpus:
     """Token ids, int64 labels (None without a label field) with their names, and row numbers."""
 
-    tokens: TokenArray
+    tokens: arrays.TokenArray
     labels: np.ndarray | None
     label_names: list[str] | None
     rows: np.ndarray  # int64: each sample's row, counted from 0 across the entries in order
@@ -70,17 +53,17 @@ class ParquetSource:
 
     def fingerprint(self) -> bytes:
         """A digest of the entries' content, for a cache key; it reads every byte, so call it only for one."""
-        return fingerprint(self.entries, self.storage_options)
+        return parquet.fingerprint(self.entries, self.storage_options)
 
     def read(
         self,
-        tokenizer: Tokenizer | TruncatingEncoder,
+        tokenizer: Tokenizer | tokenizing.TruncatingEncoder,
         *,
         text_field: str = "text",
         label_field: str | None = None,
         max_length: int | None = None,
         on_error: str = "raise",
-        max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+        max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
         max_chars: int | None = None,
         extra_fields: Sequence[str] = (),
     ) -> ParquetCorpus:
@@ -105,12 +88,12 @@ def parquet_source(source: Any, storage_options: dict[str, Any] | None = None) -
     Raises:
         FileNotFoundError: a local file is missing, or a glob matches nothing.
     """
-    entries = parquet_entries(source, storage_options)
-    dataset = is_arrow_dataset(source)
+    entries = parquet.parquet_entries(source, storage_options)
+    dataset = parquet.is_arrow_dataset(source)
     return ParquetSource(
         entries,
-        path=entry_name(source) if dataset else source,
-        name=shown(source) if isinstance(source, (str, os.PathLike)) else entry_name(entries[0]),
+        path=parquet.entry_name(source) if dataset else source,
+        name=storage.shown(source) if isinstance(source, (str, os.PathLike)) else parquet.entry_name(entries[0]),
         key_path="dataset.parquet" if dataset else entries[0],
         storage_options=storage_options,
     )
@@ -135,7 +118,7 @@ def parquet_rows(
     label_field: str | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
     max_chars: int | None = None,
     extra_fields: Sequence[str] = (),
 ) -> Iterator[tuple[int, str, Any, tuple]]:
@@ -144,14 +127,14 @@ def parquet_rows(
     ``extras`` holds the row's value of each of the ``extra_fields``."""
     check_on_error(on_error)
     for entry in entries:
-        check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
+        parquet.check_columns(entry, {"text_field": text_field, "label_field": label_field}, storage_options)
         for name in extra_fields:
-            check_columns(entry, {"extra_fields": name}, storage_options)
+            parquet.check_columns(entry, {"extra_fields": name}, storage_options)
     columns = [name for name in (text_field, label_field, *extra_fields) if name is not None]
-    sizes = row_counts(entries, storage_options)
+    sizes = parquet.row_counts(entries, storage_options)
     fields = {"text_field": text_field, "label_field": label_field, "extra_fields": extra_fields}
     options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
-    for row, where, record in iter_rows(entries, columns, sizes, **options):
+    for row, where, record in parquet.iter_rows(entries, columns, sizes, **options):
         try:
             text, label = check_record(record, where, max_chars=max_chars, **fields)
             extras = tuple(extra_value(record, where, name) for name in extra_fields)
@@ -163,14 +146,14 @@ def parquet_rows(
 
 def read_parquet_corpus(
     entries: list[Any],
-    tokenizer: Tokenizer | TruncatingEncoder,
+    tokenizer: Tokenizer | tokenizing.TruncatingEncoder,
     *,
     text_field: str = "text",
     label_field: str | None = None,
     max_length: int | None = None,
     on_error: str = "raise",
     storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
     max_chars: int | None = None,
     extra_fields: Sequence[str] = (),
 ) -> ParquetCorpus:
@@ -180,12 +163,12 @@ def read_parquet_corpus(
     a text over ``max_chars`` characters is a DataError naming its row (None: no limit); each of the
     ``extra_fields`` is kept as an array in ``extras`` (:func:`recipes.text.corpus_files.extra_arrays`).
     """
-    if not isinstance(tokenizer, TruncatingEncoder):  # once, not a copy per chunk
-        tokenizer = TruncatingEncoder(tokenizer, max_length)
+    if not isinstance(tokenizer, tokenizing.TruncatingEncoder):  # once, not a copy per chunk
+        tokenizer = tokenizing.TruncatingEncoder(tokenizer, max_length)
     parts, label_parts, row_parts, texts, labels, rows = [], [], [], [], [], []
 
     def flush() -> None:
-        parts.append(encode_texts(tokenizer, texts, max_length=max_length, progress=False))
+        parts.append(tokenizing.encode_texts(tokenizer, texts, max_length=max_length, progress=False))
         row_parts.append(np.asarray(rows, dtype=np.int64))
         if label_field is not None:
             label_parts.append(label_array(labels))
@@ -207,7 +190,7 @@ def read_parquet_corpus(
         flush()
     label_ids, names = number_labels(label_parts) if label_field is not None else (None, None)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-    return ParquetCorpus(concat_tokens(parts, tokenizer.dtype), label_ids, names, rows, extra_arrays(extras))
+    return ParquetCorpus(arrays.concat_tokens(parts, tokenizer.dtype), label_ids, names, rows, extra_arrays(extras))
 
 
 def label_array(labels: list[Any]) -> np.ndarray:

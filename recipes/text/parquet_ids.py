@@ -25,25 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import (
-    DataError,
-    MAX_ROW_GROUP_BYTES,
-    TablePart,
-    TokenArray,
-    TruncatingEncoder,
-    check_columns,
-    check_on_error,
-    check_truncation,
-    concat_tokens,
-    cut_tokens,
-    entry_name,
-    is_arrow_dataset,
-    iter_tables,
-    parquet_file,
-    require_pyarrow,
-    row_counts,
-    skip_or_raise,
-)
+from recipes.core import DataError, arrays, check_on_error, parquet, skip_or_raise, tokenizing
 from recipes.text.corpus_files import check_label
 from recipes.text.parquet_corpus import ParquetCorpus, label_array, number_labels
 
@@ -55,7 +37,7 @@ SKIP_HINT = "or pass on_error='skip' to drop the row"
 class IdsChunk:
     """The usable rows of one row group: their ids (checked and cut), labels and row numbers."""
 
-    tokens: TokenArray
+    tokens: arrays.TokenArray
     rows: np.ndarray  # int64: each sample's row, counted from 0 across the entries
     labels: np.ndarray | None  # int64, or str where a label is not an integer (numbered by the caller)
     name: str  # the entry, for messages
@@ -92,7 +74,7 @@ class IdsColumn:
         label_field: str | None = None,
         vocab_size: int | None = None,
         max_length: int | None = None,
-        encoder: TruncatingEncoder | None = None,
+        encoder: tokenizing.TruncatingEncoder | None = None,
         on_error: str = "raise",
         extra_fields: Sequence[str] = (),
     ) -> None:
@@ -100,7 +82,7 @@ class IdsColumn:
         if vocab_size is not None and not (integer and vocab_size >= 1):
             raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
         if encoder is None:
-            check_truncation(max_length)
+            tokenizing.check_truncation(max_length)
         elif max_length != encoder.max_length:
             raise ValueError(f"max_length={max_length} differs from the encoder's {encoder.max_length}")
         if vocab_size is None and encoder is not None:
@@ -119,20 +101,20 @@ class IdsColumn:
 
     def check_entry(self, entry: Any, storage_options: dict[str, Any] | None = None) -> None:
         """A DataError naming ``entry`` unless it has the columns and the id column holds integer lists."""
-        check_columns(entry, {"ids_field": self.field, "label_field": self.label_field}, storage_options)
+        parquet.check_columns(entry, {"ids_field": self.field, "label_field": self.label_field}, storage_options)
         for name in self.extra_fields:
-            check_columns(entry, {"extra_fields": name}, storage_options)
-        if is_arrow_dataset(entry):
+            parquet.check_columns(entry, {"extra_fields": name}, storage_options)
+        if parquet.is_arrow_dataset(entry):
             self.check_footer(entry, None)
         else:
-            with parquet_file(entry, storage_options) as file:
+            with parquet.parquet_file(entry, storage_options) as file:
                 self.check_footer(entry, file)
 
     def check_footer(self, entry: Any, file: Any) -> None:
         """A DataError naming ``entry`` unless its id column holds integer lists, read from ``file``, its
         open ``pyarrow.parquet.ParquetFile`` (None for a Dataset); the columns are checked already
         (the ``check`` of :func:`recipes.core.sources.parquet_files.read_footers`)."""
-        name = entry_name(entry)
+        name = parquet.entry_name(entry)
         if file is None:
             kind = entry.with_format("arrow", columns=[self.field])[0:0].schema.field(self.field).type
             where = f"{name} rows 0-{entry.num_rows - 1}"
@@ -145,10 +127,10 @@ class IdsColumn:
     def chunks(self, entries: Sequence[Any], sizes: Sequence[int], **read: Any) -> Iterator[IdsChunk]:
         """An :class:`IdsChunk` per row group that :func:`recipes.core.sources.parquet_files.iter_tables`
         reads (``read``: its keyword options, the row range and row-group size limit among them)."""
-        for part in iter_tables(entries, self.columns, sizes, **read):
+        for part in parquet.iter_tables(entries, self.columns, sizes, **read):
             yield self.read(part)
 
-    def read(self, part: TablePart) -> IdsChunk:
+    def read(self, part: parquet.TablePart) -> IdsChunk:
         """The checked, cut ids and the labels of one row group; bad rows raise, or are skipped with
         a warning each, in row order."""
         column = _one_array(part.table.column(self.field))
@@ -180,11 +162,11 @@ class IdsColumn:
         dtype = self.dtype
         if self.vocab_size is None and ids.size and int(ids.max()) < 2**16:
             dtype = np.dtype(np.uint16)  # half the memory: whatever the bound, this group's ids fit
-        tokens = TokenArray(np.array(ids, dtype=dtype), offsets)  # a copy: never a view of Arrow's buffers
+        tokens = arrays.TokenArray(np.array(ids, dtype=dtype), offsets)  # a copy: never a view of Arrow's buffers
         if self.encoder is not None:
             tokens = self.encoder.cut_ids(tokens)
         elif self.max_length is not None:
-            tokens = cut_tokens(tokens, self.max_length)
+            tokens = tokenizing.cut_tokens(tokens, self.max_length)
         rows = part.row + np.flatnonzero(keep).astype(np.int64)
         return IdsChunk(tokens, rows, labels, part.name, part.group, part.first - part.row, extras)
 
@@ -207,14 +189,14 @@ class IdsColumn:
                 yield k, (f"id {int(ids[position]):,} at position {position - int(offsets[k])} of column {field!r} "
                           f"is out of range: below 0, or at or over {bound}")
         if self.encoder is not None:
-            unmarked = self.encoder.unmarked_rows(TokenArray(ids, offsets))
+            unmarked = self.encoder.unmarked_rows(arrays.TokenArray(ids, offsets))
             head, tail = self.encoder.special_ends() if unmarked.size else ([], [])
             for k in unmarked:
                 yield int(k), (f"{int(lengths[k])} ids, over the {self.encoder.limit} the tokenizer cuts to, that do "
                                f"not begin with {head} and end with {tail}, its special tokens: stored without them? "
                                "pass truncation='slice' to cut them as they are")
 
-    def _labels(self, part: TablePart, where: Any, problems: dict[int, DataError]) -> np.ndarray | None:
+    def _labels(self, part: parquet.TablePart, where: Any, problems: dict[int, DataError]) -> np.ndarray | None:
         """The group's labels (int64, or str if one is not an integer); bad ones noted in ``problems``."""
         if self.label_field is None:
             return None
@@ -238,7 +220,7 @@ class IdsColumn:
         return label_array(labels)
 
 
-    def _extra(self, part: TablePart, name: str, where: Any, problems: dict[int, DataError]) -> np.ndarray:
+    def _extra(self, part: parquet.TablePart, name: str, where: Any, problems: dict[int, DataError]) -> np.ndarray:
         """The group's values of extra field ``name``: int64 for integers and booleans, float64 for
         floats; a null, or a column of another type, noted in ``problems`` row by row."""
         pa = _pyarrow()
@@ -266,13 +248,13 @@ def read_id_corpus(
     column: IdsColumn,
     *,
     storage_options: dict[str, Any] | None = None,
-    max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+    max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
 ) -> ParquetCorpus:
     """Every usable row of ``entries`` (from :func:`recipes.core.sources.parquet_files.parquet_entries`),
     its labels numbered as the text path numbers them (integers kept, else sorted names)."""
     for entry in entries:
         column.check_entry(entry, storage_options)
-    sizes = row_counts(entries, storage_options)
+    sizes = parquet.row_counts(entries, storage_options)
     parts, label_parts, row_parts = [], [], []
     extra_parts: dict[str, list[np.ndarray]] = {name: [] for name in column.extra_fields}
     options = {"storage_options": storage_options, "max_row_group_bytes": max_row_group_bytes}
@@ -287,7 +269,7 @@ def read_id_corpus(
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     small = all(part.ids.dtype == np.uint16 for part in parts)  # every group's ids fit in 16 bits
     extras = {name: _joined_numbers(values) for name, values in extra_parts.items()}
-    return ParquetCorpus(concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype), labels, names, rows,
+    return ParquetCorpus(arrays.concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype), labels, names, rows,
                          extras)
 
 
@@ -322,13 +304,13 @@ def _where(name: str, row: int, group: int | None) -> str:
     return f"{name} row {row}" + ("" if group is None else f" (row group {group})")
 
 
-def _group_where(part: TablePart, count: int) -> str:
+def _group_where(part: parquet.TablePart, count: int) -> str:
     rows = f"rows {part.first}-{part.first + count - 1}"
     return f"{part.name} {rows}" if part.group is None else f"{part.name} row group {part.group} ({rows})"
 
 
 def _pyarrow() -> Any:
-    require_pyarrow()  # its ImportError names the pip command
+    parquet.require_pyarrow()  # its ImportError names the pip command
     import pyarrow
 
     return pyarrow

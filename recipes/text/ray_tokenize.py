@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core import DataError, TruncatingEncoder, check_count, encode_texts, load_tokenizer
+from recipes.core import DataError, checks, tokenizing
 from recipes.text.corpus_files import is_unicode
 
 
@@ -62,15 +62,15 @@ class TokenizeBatch:
     ) -> None:
         if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
             tokenizer = Tokenizer.from_str(tokenizer)
-        self.tokenizer_json = load_tokenizer(tokenizer).to_str()
+        self.tokenizer_json = tokenizing.load_tokenizer(tokenizer).to_str()
         self.max_length, self.truncation = max_length, truncation
         self.text_field, self.ids_field = text_field, ids_field
         # built here so that a bad max_length or truncation fails on the caller, not in every task
-        self.encoder: TruncatingEncoder | None = self._encoder()
+        self.encoder: tokenizing.TruncatingEncoder | None = self._encoder()
 
-    def _encoder(self) -> TruncatingEncoder:
+    def _encoder(self) -> tokenizing.TruncatingEncoder:
         tokenizer = Tokenizer.from_str(self.tokenizer_json)
-        return TruncatingEncoder(tokenizer, self.max_length, truncation=self.truncation)
+        return tokenizing.TruncatingEncoder(tokenizer, self.max_length, truncation=self.truncation)
 
     def __getstate__(self) -> dict[str, Any]:
         # the JSON text travels; the copy builds its encoder (tokenizer copies) on its first batch
@@ -96,7 +96,7 @@ class TokenizeBatch:
         table = batch if arrow else pa.table({name: _arrow_column(values, name) for name, values in batch.items()})
         if self.encoder is None:
             self.encoder = self._encoder()
-        tokens = encode_texts(self.encoder, texts, progress=False)
+        tokens = tokenizing.encode_texts(self.encoder, texts, progress=False)
         if tokens.offsets[-1] > np.iinfo(np.int32).max:  # list<int32> offsets hold no more ids than that
             raise ValueError(
                 f"TokenizeBatch: a batch of {len(texts)} texts gave {tokens.offsets[-1]} ids, more than a "
@@ -179,11 +179,11 @@ class TokenizeInstructions:
 
         if isinstance(tokenizer, str) and tokenizer.lstrip().startswith("{"):
             tokenizer = Tokenizer.from_str(tokenizer)
-        tokenizer = load_tokenizer(tokenizer)
+        tokenizer = tokenizing.load_tokenizer(tokenizer)
         self.tokenizer_json = tokenizer.to_str()
         self.template, self.completion_only = load_template(template), completion_only
         check_special_tokens(self.template, tokenizer)
-        self.max_length = check_count("max_length", max_length, owner="TokenizeInstructions")
+        self.max_length = checks.check_count("max_length", max_length, owner="TokenizeInstructions")
         self.ids_field = ids_field
 
     def __call__(self, batch: Any) -> Any:

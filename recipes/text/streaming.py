@@ -43,31 +43,16 @@ from recipes.core import (
     ReadOptions,
     ResumableStream,
     StreamOrder,
-    UsualCollate,
-    batch_safe_tokenizer,
-    block_shuffler,
     build_loader,
-    check_int,
     check_on_error,
-    encode_texts,
-    find_pad_id,
-    has_glob,
-    is_arrow_dataset,
-    is_parquet,
-    is_url,
-    iter_rows,
-    load_tokenizer,
-    order_or_default,
-    parquet_listing,
-    read_footers,
-    read_options_or_default,
-    require_pad_id,
-    shared_result,
-    shown,
-    shuffled_blocks,
+    checks,
+    hooks,
+    parquet,
+    ranks,
     skip_or_raise,
-    suffix,
-    turning_point,
+    storage,
+    streams,
+    tokenizing,
 )
 from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
 from recipes.text.corpus_files import check_format, integer_label, parse_line
@@ -130,8 +115,8 @@ class StreamingTextDataset(ResumableStream):
         **fields: Any,
     ) -> None:
         """:meth:`from_ids`'s setup, on the instance it makes."""
-        options = read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
-        self._build(paths, tokenizer, order=order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+        options = checks.read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
+        self._build(paths, tokenizer, order=streams.order_or_default(order, "StreamingTextDataset"), options=options, **fields)
 
     def __init__(
         self,
@@ -149,8 +134,8 @@ class StreamingTextDataset(ResumableStream):
     ) -> None:
         fields = {"text_field": text_field, "label_field": label_field, "storage_options": storage_options}
         self._build(paths, tokenizer, max_length=max_length, pad_id=pad_id, on_error=on_error,
-                    order=order_or_default(order, "StreamingTextDataset"),
-                    options=read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
+                    order=streams.order_or_default(order, "StreamingTextDataset"),
+                    options=checks.read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
 
     @classmethod
     def from_ids(
@@ -196,30 +181,30 @@ class StreamingTextDataset(ResumableStream):
     ) -> None:
         shuffle_buffer, seed, rank, world_size = order.shuffle_buffer, order.seed, order.rank, order.world_size
         truncation, max_line_chars = options.truncation, options.max_line_chars
-        self.storage_options, self.parquet = storage_options, is_parquet(paths)
+        self.storage_options, self.parquet = storage_options, parquet.is_parquet(paths)
         self.max_row_group_bytes = options.max_row_group_bytes
         if tokenizer is None and ids_field is None:
             raise ValueError("StreamingTextDataset needs a tokenizer to tokenise the text; pass one, or use "
                              "StreamingTextDataset.from_ids(...) to stream a Parquet column of token ids")
         if not self.parquet:
             paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-            self.paths = [path if is_url(path) else Path(path) for path in paths]
+            self.paths = [path if storage.is_url(path) else Path(path) for path in paths]
             for path in self.paths:
                 if ids_field is not None:
                     raise ValueError(
-                        f"{shown(path)}: ids_field streams a Parquet column of token-id lists, and a "
-                        f"{suffix(path)} file has no such column; write the ids to Parquet or pass a tokenizer"
+                        f"{storage.shown(path)}: ids_field streams a Parquet column of token-id lists, and a "
+                        f"{storage.suffix(path)} file has no such column; write the ids to Parquet or pass a tokenizer"
                     )
-                if check_format(shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
-                    raise ValueError(f"{shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
-                if not is_url(path) and not path.is_file() and not has_glob(path):
+                if check_format(storage.shown(path), STREAM_FORMATS) == ".txt" and label_field is not None:
+                    raise ValueError(f"{storage.shown(path)}: a .txt file has no fields; label_field needs .jsonl files")
+                if not storage.is_url(path) and not path.is_file() and not storage.has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
         # the encoder (copies made once) cuts a text and the stored ids of ids_field alike, through a
         # batch-safe copy (recipes.core.tokens.encoding.batch_safe_tokenizer); the pad id is read from the
         # tokenizer as given, whose padding config that copy drops
-        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-        pad_id = pad_id if tokenizer is None else find_pad_id(tokenizer, pad_id)
-        tokens = token_source(None if tokenizer is None else batch_safe_tokenizer(tokenizer),
+        tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
+        pad_id = pad_id if tokenizer is None else tokenizing.find_pad_id(tokenizer, pad_id)
+        tokens = token_source(None if tokenizer is None else tokenizing.batch_safe_tokenizer(tokenizer),
                               max_length=max_length, truncation=truncation, pad_id=pad_id, ids_field=ids_field,
                               vocab_size=options.vocab_size, label_field=label_field, on_error=on_error)
         self.tokenizer, self.encoder, self.ids = tokens.tokenizer, tokens.encoder, tokens.ids
@@ -229,19 +214,19 @@ class StreamingTextDataset(ResumableStream):
         if self.parquet:  # .parquet files, a glob of them or a datasets.Dataset: sliced by rows
 
             def footers() -> tuple[list[Any], list[int], list[int | None]]:
-                entries, listed = parquet_listing(paths, storage_options)  # sizes an object store lists
+                entries, listed = parquet.parquet_listing(paths, storage_options)  # sizes an object store lists
                 # with ids_field, the ids' column type is checked from the same footer read
                 wanted = {"text_field": text_field} if self.ids is None else {"ids_field": ids_field}
                 check = None if self.ids is None else self.ids.check_footer
-                return entries, *read_footers(entries, wanted | {"label_field": label_field}, storage_options,
+                return entries, *parquet.read_footers(entries, wanted | {"label_field": label_field}, storage_options,
                                               check=check, sizes=listed)
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
-            listed = not any(map(is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
-            self.paths, self.sizes, self.file_bytes = shared_result(footers, rank, world_size) if listed else footers()
+            listed = not any(map(parquet.is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
+            self.paths, self.sizes, self.file_bytes = ranks.shared_result(footers, rank, world_size) if listed else footers()
         else:  # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
             indexed = functools.partial(LineIndex.of_files, self.paths, storage_options, options.index_dir)
-            self.paths, self.sizes, self.lines = shared_result(indexed, rank, world_size)
+            self.paths, self.sizes, self.lines = ranks.shared_result(indexed, rank, world_size)
         self.text_field, self.label_field, self.max_length = text_field, label_field, max_length
         self.max_chars = max_line_chars if max_length is None else None  # with max_length a line is read in part
         self.shuffle_buffer, self.on_error = shuffle_buffer, check_on_error(on_error)
@@ -260,7 +245,7 @@ class StreamingTextDataset(ResumableStream):
     @property
     def pad_id(self) -> int:
         """The id to pad with; a ValueError says what to do if the tokenizer has none."""
-        return require_pad_id(self._pad_id, "StreamingTextDataset")
+        return tokenizing.require_pad_id(self._pad_id, "StreamingTextDataset")
 
     def _max_taken(self, slots: int) -> int:
         return self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES  # lines a block holds
@@ -271,8 +256,8 @@ class StreamingTextDataset(ResumableStream):
         a pass may start in the middle of a share, so it may have read the whole share before ``start``)."""
         owner, workers = type(self).__name__, slots // self.world_size
         low, high = self._share(self.rank * workers, slots)[0], self._share((self.rank + 1) * workers - 1, slots)[1]
-        check_int(position[1], "position[1] (offset)", owner, low, high - 1)
-        check_int(position[0], "position[0] (block)", owner, 0, (high - low) // self._max_taken(slots))
+        checks.check_int(position[1], "position[1] (offset)", owner, low, high - 1)
+        checks.check_int(position[0], "position[0] (block)", owner, 0, (high - low) // self._max_taken(slots))
 
     def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, int, Any]]:
         """One epoch of this slot's lines, in blocks of ``shuffle_buffer`` shuffled lines, tokenised a block at once."""
@@ -282,20 +267,20 @@ class StreamingTextDataset(ResumableStream):
         first_block, begin, skip = resume if resume is not None else (0, None, 0)
         low, high = self._share(slot, slots)
         if begin is not None:  # the slot's own share: another reader's offset would read its lines twice
-            check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__, low, high - 1)
+            checks.check_int(begin, f"position[1] (offset) of reader {slot}", type(self).__name__, low, high - 1)
         # from the epoch's turning point to the share's end, then from its start up to the turn
         if not self.cursor.turns:  # a run resumed from a state saved before passes turned: as it began
             turn = low
         elif self.parquet:
-            turn = turning_point(low, high, epoch)
+            turn = streams.turning_point(low, high, epoch)
         else:
             turn = self.lines.turn(slot, slots, epoch, self.paths, self.storage_options)
         first = turn if begin is None else begin
         runs = [(first, high), (low, turn)] if first >= turn else [(first, turn)]
-        rng_of_block = block_shuffler(self.cursor.seed, epoch, slot, slots, self.shuffle_buffer)
+        rng_of_block = streams.block_shuffler(self.cursor.seed, epoch, slot, slots, self.shuffle_buffer)
         rows = itertools.chain.from_iterable(self._run(a, b, resumed=a == begin) for a, b in runs if a < b)
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
-        for block, start, chunk in shuffled_blocks(rows, size, rng_of_block, first_block):
+        for block, start, chunk in streams.shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
             yield block, start, self._encode(chunk[skip if block == first_block else 0 :])
 
@@ -325,7 +310,7 @@ class StreamingTextDataset(ResumableStream):
         """Parquet: ``(global row, "path row N", None, record)`` for rows ``low .. high - 1``; only the
         row groups holding them are read."""
         columns = [name for name in (self.text_field, self.label_field) if name is not None]
-        for row, where, record in iter_rows(self.paths, columns, self.sizes, **self._row_range(low, high)):
+        for row, where, record in parquet.iter_rows(self.paths, columns, self.sizes, **self._row_range(low, high)):
             yield row, where, None, record
 
     def _id_rows(self, low: int, high: int) -> Iterator[tuple[int, tuple]]:
@@ -371,7 +356,7 @@ class StreamingTextDataset(ResumableStream):
                 item = {"input_ids": torch.from_numpy(ids.astype(np.int64)), "index": row}
                 yield item if label is None else item | {"label": label}
             return
-        tokens = encode_texts(self.encoder, [text for _, text, _ in chunk], progress=False)
+        tokens = tokenizing.encode_texts(self.encoder, [text for _, text, _ in chunk], progress=False)
         for position, (offset, _, label) in enumerate(chunk):
             item: dict[str, Any] = {"input_ids": tokens.tensor(position), "index": offset}
             if self.label_field is not None:
@@ -404,6 +389,6 @@ def streaming_loader(
             :class:`StreamCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
-    collate = UsualCollate(stream_collate_for) if collate_fn is None else collate_fn
+    collate = hooks.UsualCollate(stream_collate_for) if collate_fn is None else collate_fn
     return build_loader(dataset, collate, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -37,16 +37,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from recipes.core import (
-    DataError,
-    TokenArray,
-    basename,
-    cache_folder,
-    file_crc32,
-    locked_file,
-    remove_if_abandoned,
-    rename_locked,
-)
+from recipes.core import DataError, arrays, caches, storage
 
 CACHE_VERSION = 3  # part of the key: bump when the stored layout or the reading rules change
 NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints, floats (never objects)
@@ -54,7 +45,7 @@ NUMBER_KINDS = "biuf"  # numpy dtype kinds a cached column may have: bool, ints,
 COLUMN_NAME = re.compile(r"\w+")  # a column's part of its file name: never a path
 ENTRY_RECORD = re.compile(r".*-[0-9a-f]{32}\.json")  # what cache_prefix names, with _meta's suffix
 TEMPORARY = re.compile(r".*-[0-9a-f]{32}\.(json|\w+\.npy)\.\d+\.[0-9a-f]+\.tmp")  # what _publish writes first
-Cached = tuple[TokenArray, dict[str, np.ndarray], dict[str, Any]]  # (tokens, columns, meta)
+Cached = tuple[arrays.TokenArray, dict[str, np.ndarray], dict[str, Any]]  # (tokens, columns, meta)
 
 
 class DamagedCacheWarning(UserWarning):
@@ -68,8 +59,8 @@ def cache_prefix(
     digest = hashlib.sha256(data)
     digest.update(tokenizer.to_str().encode("utf-8"))
     digest.update(json.dumps([CACHE_VERSION, *options]).encode("utf-8"))
-    stem = PurePosixPath(basename(path)).stem  # a URL's file name, without its query string
-    return cache_folder(cache_dir) / f"{stem}-{digest.hexdigest()[:32]}"
+    stem = PurePosixPath(storage.basename(path)).stem  # a URL's file name, without its query string
+    return storage.cache_folder(cache_dir) / f"{stem}-{digest.hexdigest()[:32]}"
 
 
 def is_cached(prefix: Path) -> bool:
@@ -77,11 +68,11 @@ def is_cached(prefix: Path) -> bool:
     return _meta(prefix).is_file()
 
 
-def save_cache(prefix: Path, tokens: TokenArray, columns: dict[str, np.ndarray | None], **meta: Any) -> None:
+def save_cache(prefix: Path, tokens: arrays.TokenArray, columns: dict[str, np.ndarray | None], **meta: Any) -> None:
     """Store ``tokens``, each column that is not None (numbers only) and ``meta`` (JSON values)."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     for partial in prefix.parent.glob(f"{glob.escape(prefix.name)}.*.tmp"):
-        remove_if_abandoned(partial)  # left by a run killed while it wrote this entry
+        caches.remove_if_abandoned(partial)  # left by a run killed while it wrote this entry
     kept = {name: array for name, array in columns.items() if array is not None}
     kept.update(ids=tokens.ids, offsets=tokens.offsets)
     files = {name: _publish(_column(prefix, name), array) for name, array in kept.items()}
@@ -141,7 +132,7 @@ def load_cache(
     for name, column in loaded.items():
         if column.shape != (samples,):
             raise DataError(f"{_column(prefix, name)}: shape {list(column.shape)}, not the {samples} samples recorded")
-    tokens = TokenArray(ids, np.asarray(offsets, dtype=np.int64))
+    tokens = arrays.TokenArray(ids, np.asarray(offsets, dtype=np.int64))
     if vocab_size is not None:
         tokens.bounded(vocab_size, str(_column(prefix, "ids")))
     return tokens, loaded, meta
@@ -177,7 +168,7 @@ def scrub_caches(folder: str | os.PathLike) -> list[tuple[str, str]]:
                 column.unlink(missing_ok=True)
             removed.append((meta_file.name, str(damage).removeprefix(f"{prefix.parent}{os.sep}")))
     for partial in sorted(Path(folder).expanduser().glob("*.tmp")):
-        if TEMPORARY.fullmatch(partial.name) and remove_if_abandoned(partial):
+        if TEMPORARY.fullmatch(partial.name) and caches.remove_if_abandoned(partial):
             removed.append((partial.name, "temporary file of a writer that died"))
     return removed
 
@@ -189,7 +180,7 @@ def _load(path: Path, record: dict[str, Any], verify: bool) -> np.ndarray:
         size = path.stat().st_size
         if size != record["bytes"]:
             raise DataError(f"{path}: {size:,} bytes, recorded {record['bytes']:,}")
-        if verify and file_crc32(path) != record["crc32"]:
+        if verify and caches.file_crc32(path) != record["crc32"]:
             raise DataError(f"{path}: content differs from its record (CRC-32)")
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except DataError:
@@ -221,14 +212,14 @@ def _column(prefix: Path, name: str) -> Path:
 def _publish(target: Path, content: np.ndarray | bytes) -> dict[str, Any]:
     """Write ``content`` to ``target`` atomically; an array's record (bytes, CRC-32, dtype, shape)."""
     partial_file = target.with_name(f"{target.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-    with locked_file(partial_file) as file:
+    with caches.locked_file(partial_file) as file:
         if isinstance(content, np.ndarray):
             np.save(file, content, allow_pickle=False)
         else:
             file.write(content)
         file.flush()
-        described = {"bytes": os.fstat(file.fileno()).st_size, "crc32": file_crc32(partial_file)}
-        rename_locked(file, partial_file, target)  # atomic: a reader sees the old file or the whole new one
+        described = {"bytes": os.fstat(file.fileno()).st_size, "crc32": caches.file_crc32(partial_file)}
+        caches.rename_locked(file, partial_file, target)  # atomic: a reader sees the old file or the whole new one
     if isinstance(content, np.ndarray):
         described.update(dtype=content.dtype.str, shape=list(content.shape))
     return described

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
-from recipes.core import TruncatingEncoder, check_truncation, find_pad_id, load_tokenizer
+from recipes.core import tokenizing
 from recipes.text.parquet_ids import IdsColumn
 
 IDS_READ_OPTIONS = ("truncation", "max_row_group_bytes", "vocab_size")  # what from_ids reads of its ReadOptions
@@ -33,7 +33,7 @@ class TokenSource:
     reads a stored column (None for text), ``pad_id`` is None where nothing names one."""
 
     tokenizer: Tokenizer | None
-    encoder: TruncatingEncoder | None
+    encoder: tokenizing.TruncatingEncoder | None
     ids: IdsColumn | None
     pad_id: int | None
 
@@ -59,16 +59,16 @@ def token_source(
         ids_field, vocab_size, label_field, on_error, extra_fields: with ``ids_field``, the stored column's
             :class:`recipes.text.parquet_ids.IdsColumn`, which cuts with the encoder when there is one.
     """
-    check_truncation(max_length, truncation)
-    tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-    encoder = None if tokenizer is None else TruncatingEncoder(tokenizer, max_length, truncation=truncation)
+    tokenizing.check_truncation(max_length, truncation)
+    tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
+    encoder = None if tokenizer is None else tokenizing.TruncatingEncoder(tokenizer, max_length, truncation=truncation)
     ids = None
     if ids_field is not None:
         ids = IdsColumn(ids_field, label_field=label_field, vocab_size=vocab_size, max_length=max_length,
                         encoder=encoder, on_error=on_error, extra_fields=extra_fields)
     # only padding needs it (pack_collate does not); without a tokenizer, only pad_id names one
     if tokenizer is not None:
-        pad_id = find_pad_id(tokenizer, pad_id)
+        pad_id = tokenizing.find_pad_id(tokenizer, pad_id)
     elif pad_id is not None:
         pad_id = int(pad_id)
     return TokenSource(tokenizer, encoder, ids, pad_id)

@@ -30,23 +30,17 @@ from torch.utils.data import DataLoader, Dataset
 
 from recipes.core import (
     ByLength,
-    PARQUET_SUFFIX,
     ReadOptions,
     SkippedRows,
-    TokenArray,
     TokenBudget,
-    UsualCollate,
-    basename,
+    arrays,
     build_loader,
     check_on_error,
-    encode_texts,
-    is_parquet,
-    is_url,
-    read_bytes,
-    read_options_or_default,
-    require_pad_id,
-    sampled_digest,
-    shown,
+    checks,
+    hooks,
+    parquet,
+    storage,
+    tokenizing,
 )
 from recipes.text.collates import text_collate_for
 from recipes.text.corpus_files import (
@@ -132,16 +126,16 @@ class TokenizedTextDataset(Dataset):
         extra_fields: Sequence[str] = (),
     ) -> None:
         """:meth:`from_ids`'s reading, on the instance it makes."""
-        options = read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        options = checks.read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
         extra_fields = check_extra_fields(extra_fields)
-        parquet, suffix = self._open_source(path, storage_options, ids_field=ids_field)
+        table, suffix = self._open_source(path, storage_options, ids_field=ids_field)
         self._no_tokenizer = tokenizer is None
         source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
                               ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
                               on_error=on_error, extra_fields=extra_fields)
         self._pad_id, self._cache = source.pad_id, None  # no pad id: text_collate asks for one, pack_collate needs none
-        reading = {"storage_options": parquet.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-        corpus = read_id_corpus(parquet.entries, source.ids, **reading)
+        reading = {"storage_options": table.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
+        corpus = read_id_corpus(table.entries, source.ids, **reading)
         self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names, corpus.extras)
 
     def __init__(
@@ -159,9 +153,9 @@ class TokenizedTextDataset(Dataset):
         read_options: ReadOptions | None = None,
         extra_fields: Sequence[str] = (),
     ) -> None:
-        options = read_options_or_default(read_options, "TokenizedTextDataset", TEXT_READ_OPTIONS)
+        options = checks.read_options_or_default(read_options, "TokenizedTextDataset", TEXT_READ_OPTIONS)
         extra_fields = check_extra_fields(extra_fields)
-        parquet, suffix = self._open_source(path, storage_options)
+        table, suffix = self._open_source(path, storage_options)
         if tokenizer is None:
             raise ValueError(
                 f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or use "
@@ -171,10 +165,10 @@ class TokenizedTextDataset(Dataset):
         tokenizer, encoder, self._pad_id = source.tokenizer, source.encoder, source.pad_id
         check_on_error(on_error)
         fields = {"text_field": text_field, "label_field": label_field, "on_error": on_error, "extra_fields": extra_fields}
-        if parquet is not None:  # its content digest reads every byte: only for a cache key
-            key_path, data = parquet.key_path, parquet.fingerprint() if cache_dir is not None else b""
+        if table is not None:  # its content digest reads every byte: only for a cache key
+            key_path, data = table.key_path, table.fingerprint() if cache_dir is not None else b""
         else:
-            key_path, data = self.path, read_bytes(self.path, storage_options)
+            key_path, data = self.path, storage.read_bytes(self.path, storage_options)
         max_chars = options.max_line_chars if max_length is None else None  # with max_length a line is read in part
         key_options = [suffix, text_field, label_field, max_length, on_error, options.truncation, max_chars, *extra_fields]
         self._cache = None if cache_dir is None else cache_prefix(cache_dir, key_path, data, tokenizer, key_options)
@@ -189,14 +183,14 @@ class TokenizedTextDataset(Dataset):
             self._set_cached(*cached)
             return
         with SkippedRows(self._name) as skipped:
-            if parquet is not None:
+            if table is not None:
                 read = {"max_chars": max_chars, "max_row_group_bytes": options.max_row_group_bytes}
-                corpus = parquet.read(encoder, **read, **fields)
+                corpus = table.read(encoder, **read, **fields)
                 tokens, labels, names, lines = corpus.tokens, corpus.labels, corpus.label_names, corpus.rows
                 extras = corpus.extras
             else:
                 rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
-                tokens = encode_texts(encoder, rows.texts, description=f"tokenizing {basename(self.path)}")
+                tokens = tokenizing.encode_texts(encoder, rows.texts, description=f"tokenizing {storage.basename(self.path)}")
                 labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
                 lines, extras = np.asarray(rows.lines, dtype=np.int64), extra_arrays(rows.extras)
             skipped.check(len(lines))
@@ -247,26 +241,26 @@ class TokenizedTextDataset(Dataset):
     def _open_source(self, path: Any, storage_options: dict[str, Any] | None, *, ids_field: str | None = None) -> tuple[Any, str]:
         """``(the Parquet source or None, the format's suffix)``; sets ``path`` and the names messages use."""
         # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
-        parquet = parquet_source(path, storage_options) if is_parquet(path) else None
-        self._line_name = "line" if parquet is None else "row"  # what line_numbers count, for messages
+        table = parquet_source(path, storage_options) if parquet.is_parquet(path) else None
+        self._line_name = "line" if table is None else "row"  # what line_numbers count, for messages
         self._no_tokenizer = False  # set by from_ids without a tokenizer, for the pad_id message
-        if parquet is not None:
-            self.path, self._name = parquet.path, parquet.name
-            return parquet, PARQUET_SUFFIX
-        self.path = path if is_url(path) else Path(path)
+        if table is not None:
+            self.path, self._name = table.path, table.name
+            return table, parquet.PARQUET_SUFFIX
+        self.path = path if storage.is_url(path) else Path(path)
         suffix = check_format(self.path, TEXT_FORMATS)  # the message lists .parquet too
         if ids_field is not None:
             raise ValueError(
-                f"{shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
+                f"{storage.shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
                 "such column; write the ids to Parquet (datasets.Dataset.to_parquet, pyarrow.parquet.write_table) "
                 "or pass a tokenizer to tokenise the text"
             )
-        if not is_url(path) and not self.path.is_file():
+        if not storage.is_url(path) and not self.path.is_file():
             raise FileNotFoundError(f"text file {self.path} does not exist")
-        self._name = shown(path)  # for messages
+        self._name = storage.shown(path)  # for messages
         return None, suffix
 
-    def _set(self, tokens: TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None,
+    def _set(self, tokens: arrays.TokenArray, labels: np.ndarray | None, lines: np.ndarray, names: list[str] | None,
              extras: dict[str, np.ndarray] | None = None) -> None:
         self.tokens, self.labels, self.line_numbers, self.label_names = tokens, labels, lines, names
         self.extras = extras or {}  # extra_fields: name -> int64 or float32 [N]
@@ -276,7 +270,7 @@ class TokenizedTextDataset(Dataset):
     def _load_cache(self) -> None:
         self._set_cached(*load_cache(self._cache, vocab_size=self._vocab_size))
 
-    def _set_cached(self, tokens: TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    def _set_cached(self, tokens: arrays.TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         extras = {name: columns[f"extra{k}"] for k, name in enumerate(meta.get("extra_fields", []))}
         self._set(tokens, columns.get("labels"), columns["lines"], meta["label_names"], extras)
 
@@ -284,7 +278,7 @@ class TokenizedTextDataset(Dataset):
     def pad_id(self) -> int:
         """The id ``text_collate`` pads with; a ValueError says what to do if there is none."""
         owner = f"TokenizedTextDataset({self._name}{', no tokenizer' if self._no_tokenizer else ''})"
-        return require_pad_id(self._pad_id, owner)
+        return tokenizing.require_pad_id(self._pad_id, owner)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -301,7 +295,7 @@ class TokenizedTextDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: the file's name, the sample count and a digest
         of the token lengths (which the length plans batch by)."""
-        return f"{basename(self._name)}: {len(self)} samples, lengths {sampled_digest(self.lengths)}"
+        return f"{storage.basename(self._name)}: {len(self)} samples, lengths {checks.sampled_digest(self.lengths)}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"labeled.jsonl line 18"`` (Parquet: row)."""
@@ -363,7 +357,7 @@ def text_loader(
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
             :func:`recipes.core.loading.loader.preset_kwargs`).
     """
-    collate = UsualCollate(text_collate_for) if collate_fn is None else collate_fn
+    collate = hooks.UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)
     return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

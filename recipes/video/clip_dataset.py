@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from recipes.core import DeviceView
+from recipes.core import imaging
 from recipes.video.clips import ClipTable, copy_with, read_item
 from recipes.video.decoding import VideoOptions, decode_clip
 from recipes.video.device import decode_path, encoded_item
@@ -84,7 +84,7 @@ class ClipDataset(Dataset):
         return decode_path(self.options.decode, device, self.clips)
 
 
-class DeviceClips(DeviceView):
+class DeviceClips(imaging.DeviceView):
     """``decode="device"``'s view of a :class:`ClipDataset`: each item's ``"video"`` is a
     :class:`recipes.video.device.EncodedClip` (the file, the frames and the transform's seed, drawn as
     ``dataset[i]`` draws them); with ``load_clip`` overridden it is ``dataset[i]`` itself (only a worker runs it).

@@ -32,10 +32,10 @@ from torchvision import tv_tensors
 from recipes.core import (
     DataError,
     SkippedSampleWarning,
-    StringArray,
     UserCode,
+    arrays,
+    checks,
     describe_sample,
-    sampled_digest,
     seeded,
     skip_or_raise,
 )
@@ -85,8 +85,8 @@ class ClipTable:
         rows = np.asarray(kept, dtype=np.int64)
         self.rows = rows  # which of the caller's videos are kept, in order
         self.index = index.subset(rows)
-        self.paths = StringArray([paths[row] for row in kept])
-        self.names = self.paths if names is paths else StringArray([names[row] for row in kept])  # held once
+        self.paths = arrays.StringArray([paths[row] for row in kept])
+        self.names = self.paths if names is paths else arrays.StringArray([names[row] for row in kept])  # held once
         self.labels = np.asarray(labels, dtype=np.int64)[rows]
         bounds = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
         self.first, self.count = bounds[:, 0].copy(), bounds[:, 1].copy()
@@ -164,8 +164,8 @@ class ClipTable:
 
     def state_words(self) -> str:
         """What a loader state names as these clips: counts and digests of the names and frame counts."""
-        return (f"{len(self)} clips of {self.videos} videos, names {sampled_digest(self.names)}, "
-                f"frames {sampled_digest(self.count)}, {self.sampling}")
+        return (f"{len(self)} clips of {self.videos} videos, names {checks.sampled_digest(self.names)}, "
+                f"frames {checks.sampled_digest(self.count)}, {self.sampling}")
 
 
 def transformed(pixels: torch.Tensor, transform: Callable[[Any], Any] | None, seed: int | None,

@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import default_collate, get_worker_info
 from torchvision import tv_tensors
 
-from recipes.core import drop_skipped, extra_columns
+from recipes.core import arrays, drop_skipped
 from recipes.video.device import EncodedClip
 
 LAYOUTS = ("BTCHW", "BCTHW")
@@ -112,7 +112,7 @@ def video_collate(batch: Sequence[dict[str, Any] | None], *, layout: str = "BTCH
         "clip": torch.tensor([item["clip"] for item in items], dtype=torch.int64),
         "frames": torch.stack([item["frames"] for item in items]) if items else torch.empty((0, 0), dtype=torch.int64),
     }
-    out.update(extra_columns(items, ITEM_KEYS, ITEM_KEYS, caller="video_collate"))
+    out.update(arrays.extra_columns(items, ITEM_KEYS, ITEM_KEYS, caller="video_collate"))
     return out
 
 

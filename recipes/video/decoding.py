@@ -26,7 +26,7 @@ import torch
 from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
-from recipes.core import DataError, cache_folder
+from recipes.core import DataError, storage
 from recipes.video.probe import VideoInfo, check_ffmpeg, reason
 
 MAX_CLIP_BYTES = 2**30  # a clip's decoded bytes: 64 frames of 4K (3840 x 2160 x 3) fit, with room
@@ -83,7 +83,7 @@ class VideoOptions:
         if self.decode not in DECODE_CHOICES:
             raise ValueError(f"VideoOptions.decode must be one of {DECODE_CHOICES}, got {self.decode!r}")
         if self.index_dir is not None:
-            cache_folder(self.index_dir, option="VideoOptions.index_dir")  # "" or a URL: refused now, not at the build
+            storage.cache_folder(self.index_dir, option="VideoOptions.index_dir")  # "" or a URL: refused now, not at the build
 
     def frame_size(self, info: VideoInfo) -> tuple[int, int]:
         """``(height, width)`` of the frames the decoder gives for a video of ``info``."""

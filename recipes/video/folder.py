@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import check_on_error, class_folder_files
+from recipes.core import check_on_error, storage
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions
@@ -67,7 +67,7 @@ class VideoFolderDataset(ClipDataset):
         self.on_error = check_on_error(on_error)
         self.options = VideoOptions() if options is None else options
         self.extensions = VIDEO_EXTENSIONS if extensions is None else extensions
-        self.classes, relative, labels = class_folder_files(self.root, self.extensions, allow_empty, kind="video",
+        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty, kind="video",
                                                 example="archery/v_001.mp4")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         prefix = os.path.join(self.root, "")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recipes.core import DataError, StringArray, cached_index
+from recipes.core import DataError, arrays, caches
 from recipes.video.probe import VideoInfo, probe
 
 INDEX_KIND = "video"  # the cache file's prefix: <index_dir>/video-index-<digest>.npz
@@ -43,7 +43,7 @@ class VideoIndex:
     rotation: np.ndarray
     times: np.ndarray
     offsets: np.ndarray
-    codecs: StringArray
+    codecs: arrays.StringArray
     errors: dict[int, str]
 
     @classmethod
@@ -52,10 +52,10 @@ class VideoIndex:
         """The index of the local files ``paths`` (``names``: how messages show them), from
         ``index_dir`` when an earlier build of the same files left it there."""
         identity = [_identity(path) for path in paths]
-        arrays = cached_index(index_dir, INDEX_KIND, identity, lambda: _probe_all(paths, names))
-        errors = dict(zip(arrays["error_rows"].tolist(), arrays["error_text"].tolist()))
-        codecs = StringArray([str(name) for name in arrays["codec_names"][arrays["codec_ids"]]])
-        return cls(**{name: arrays[name] for name in (*FIELDS, "times", "offsets")}, codecs=codecs, errors=errors)
+        found = caches.cached_index(index_dir, INDEX_KIND, identity, lambda: _probe_all(paths, names))
+        errors = dict(zip(found["error_rows"].tolist(), found["error_text"].tolist()))
+        codecs = arrays.StringArray([str(name) for name in found["codec_names"][found["codec_ids"]]])
+        return cls(**{name: found[name] for name in (*FIELDS, "times", "offsets")}, codecs=codecs, errors=errors)
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -75,7 +75,7 @@ class VideoIndex:
         offsets = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
         times = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float64)
         kept = {name: getattr(self, name)[rows] for name in FIELDS}
-        return VideoIndex(**kept, times=times, offsets=offsets, codecs=StringArray([self.codecs[r] for r in rows]),
+        return VideoIndex(**kept, times=times, offsets=offsets, codecs=arrays.StringArray([self.codecs[r] for r in rows]),
                           errors={})
 
 

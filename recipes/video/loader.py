@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from recipes.core import build_loader, collate_of, with_decode
+from recipes.core import build_loader, hooks, imaging
 from recipes.video.clip_dataset import DeviceClips
 from recipes.video.collate import LAYOUTS, VideoCollate
 
@@ -101,8 +101,8 @@ def video_loader(
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if collate_fn is None:  # asked of the dataset as given (drawing its clips may hand on another object);
-        collate_fn = collate_of(dataset) or VideoCollate(layout)  # build_loader checks the hooks, once
+        collate_fn = hooks.collate_of(dataset) or VideoCollate(layout)  # build_loader checks the hooks, once
     dataset = clips_drawn(dataset, random=train)
-    decoded = with_decode(dataset, decode_of(dataset, device), DeviceClips)
+    decoded = imaging.with_decode(dataset, decode_of(dataset, device), DeviceClips)
     return build_loader(decoded, collate_fn, batch_size=batch_size, train=train, device=device, seed=seed,
                         stateful=stateful, **overrides)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from recipes.core import DataError, basename, check_on_error, read_bytes, resolve_under, shown, skip_or_raise
+from recipes.core import DataError, check_on_error, skip_or_raise, storage
 from recipes.video.clip_dataset import ClipDataset
 from recipes.video.clips import ClipTable
 from recipes.video.decoding import VideoOptions
@@ -82,7 +82,7 @@ class VideoDataset(ClipDataset):
     ) -> None:
         self.on_error = check_on_error(on_error)
         self.options = VideoOptions() if options is None else options
-        self.name = shown(source)
+        self.name = storage.shown(source)
         root = Path(os.fspath(source)).parent if video_root is None else video_root
         self.video_root = os.path.expanduser(os.fspath(root))
         fields = (video_field, label_field, start_field, end_field)
@@ -137,7 +137,7 @@ class VideoDataset(ClipDataset):
             reference = row.get(video_field)
         if not isinstance(reference, str) or not reference:
             raise DataError(f"{where}: no video path in {video_field!r} ({sorted(row)})")
-        path = os.fspath(resolve_under(self.video_root, reference, source=where))
+        path = os.fspath(storage.resolve_under(self.video_root, reference, source=where))
         label = -1 if label_field is None else row.get(label_field)
         if isinstance(label, str) and label.strip().lstrip("-").isdigit():
             label = int(label)
@@ -148,7 +148,7 @@ class VideoDataset(ClipDataset):
 
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, counts and digests."""
-        return f"{basename(self.name)}: {self.clips.state_words()}"
+        return f"{storage.basename(self.name)}: {self.clips.state_words()}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.clips.videos} videos, {self.clips.sampling})"
@@ -196,7 +196,7 @@ def _rows(source: Any, name: str) -> list[tuple[int, dict[str, Any] | DataError]
         import pyarrow.parquet as pq
 
         return list(enumerate(pq.read_table(os.fspath(source)).to_pylist()))
-    data = read_bytes(source)
+    data = storage.read_bytes(source)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

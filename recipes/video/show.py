@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recipes.core import Described
+from recipes.core import hooks
 
 FRAMES_SHOWN = 8
 MIN_SIDE = 96  # px: a smaller frame is enlarged
@@ -34,7 +34,7 @@ def strips(batch: dict[str, Any], dataset: Any) -> tuple[list[torch.Tensor], lis
     for clip, label, index, frames in zip(video, batch["label"].tolist(), batch["index"].tolist(), batch["frames"]):
         shown = np.unique(np.linspace(0, len(clip) - 1, min(FRAMES_SHOWN, len(clip))).round().astype(np.int64))
         images.append(strip(clip[torch.from_numpy(shown)]))
-        name = str(dataset.describe(index)) if isinstance(dataset, Described) else f"#{index}"
+        name = str(dataset.describe(index)) if isinstance(dataset, hooks.Described) else f"#{index}"
         kind = f" {classes[label]}" if 0 <= label < len(classes) else ""
         numbers = ", ".join(str(int(frames[position])) for position in shown.tolist())
         captions.append([f"{label}{kind}", _short(name), f"frames {numbers}"])

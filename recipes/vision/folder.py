@@ -38,25 +38,18 @@ from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core import (
     DataError,
-    DeviceView,
-    EncodedBatch,
-    ImagePlan,
     ReadOptions,
-    SetsDraftSize,
-    StringArray,
-    UsualCollate,
     UserCode,
+    arrays,
     build_loader,
     check_on_error,
-    class_folder_files,
+    checks,
     drop_skipped,
-    encode_image,
-    pack_images,
+    hooks,
+    imaging,
     read_image,
-    read_options_or_default,
-    sampled_digest,
     skip_or_raise,
-    with_decode,
+    storage,
 )
 
 
@@ -98,12 +91,12 @@ class ImageFolderDataset(Dataset):
         draft_size: tuple[int, int] | str | None = "auto",
         read_options: ReadOptions | None = None,
     ) -> None:
-        options = read_options_or_default(read_options, "ImageFolderDataset", ("strict_decode",))
+        options = checks.read_options_or_default(read_options, "ImageFolderDataset", ("strict_decode",))
         self.root = os.path.expanduser(os.fspath(root))
         self.transform = transform
         self.on_error = check_on_error(on_error)
         if draft_size == "auto":
-            draft_size = transform.draft_size if isinstance(transform, SetsDraftSize) else None
+            draft_size = transform.draft_size if isinstance(transform, hooks.SetsDraftSize) else None
         elif isinstance(draft_size, str):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
@@ -114,7 +107,7 @@ class ImageFolderDataset(Dataset):
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         # ImageFolder's paths are os.path.join(root, class, ...): that prefix plus what we store
         self._prefix = os.path.join(self.root, "")
-        self.paths = StringArray(relative)
+        self.paths = arrays.StringArray(relative)
         self.labels = np.asarray(labels, dtype=np.int64)
         in_range = not len(self.labels) or 0 <= self.labels.min() <= self.labels.max() < len(self.classes)
         if len(self.labels) != len(self.paths) or not in_range:
@@ -127,7 +120,7 @@ class ImageFolderDataset(Dataset):
         """``(classes, files relative to root, each file's index into classes)``: ImageFolder's
         ``find_classes`` and ``make_dataset`` in one, from the class folders under ``root``. Override
         it to list the samples another way, e.g. from a CSV (docs/copying.md, "Change tasks")."""
-        return class_folder_files(root, self.extensions, self.allow_empty, kind="image", example="cat/001.jpg")
+        return storage.class_folder_files(root, self.extensions, self.allow_empty, kind="image", example="cat/001.jpg")
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -143,7 +136,7 @@ class ImageFolderDataset(Dataset):
     def state_source(self) -> str:
         """What a loader state names as this data: the counts and digests of the class and file
         names under the root, not the root itself (a moved folder still resumes)."""
-        classes, files = sampled_digest(self.classes), sampled_digest(self.paths)
+        classes, files = checks.sampled_digest(self.classes), checks.sampled_digest(self.paths)
         return f"{len(self)} images in {len(self.classes)} classes, names {classes}{files}"
 
     def batch_contract(self) -> dict[str, Any]:
@@ -199,7 +192,7 @@ class ImageFolderDataset(Dataset):
         )
 
 
-class DeviceImages(DeviceView):
+class DeviceImages(imaging.DeviceView):
     """``decode="device"``'s view of an :class:`ImageFolderDataset`: item ``i`` holds an ``EncodedImage``,
     the file's bytes and the crop/flip parameters drawn as ``dataset[i]`` would draw them, or, for a
     file the device cannot decode, ``dataset[i]``'s pixels. Under ``strict_decode``, or with
@@ -214,7 +207,7 @@ class DeviceImages(DeviceView):
 
     def __init__(self, dataset: ImageFolderDataset) -> None:
         super().__init__(dataset)
-        self.plan = ImagePlan(dataset.transform)
+        self.plan = imaging.ImagePlan(dataset.transform)
         self.in_worker = dataset.strict_decode or type(dataset).load_image is not ImageFolderDataset.load_image
 
     def __getitem__(self, index: int) -> tuple[Any, Any] | None:
@@ -223,7 +216,7 @@ class DeviceImages(DeviceView):
             return dataset[index]
         try:
             with UserCode.for_sample(dataset, index):  # the transform runs here on the files the device cannot decode
-                image = encode_image(dataset.path(index), None, self.plan, dataset.transform,
+                image = imaging.encode_image(dataset.path(index), None, self.plan, dataset.transform,
                                      on_error=dataset.on_error, draft_size=dataset.draft_size)
             target = dataset.load_target(index)
         except DataError as error:
@@ -238,7 +231,7 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
     return image.contiguous()
 
 
-def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | EncodedBatch, torch.Tensor]:
+def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | imaging.EncodedBatch, torch.Tensor]:
     """Stack ``(image, label)`` samples: ``(uint8 [B,3,H,W], int64 [B])``.
 
     Images are copied once into a batch tensor allocated up front (timm's ``fast_collate``); in a
@@ -251,7 +244,7 @@ def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[tor
         ValueError: images of different sizes or dtypes; the message says which and the fix.
     """
     samples = drop_skipped(batch)
-    images = pack_images(
+    images = imaging.pack_images(
         [image for image, _ in samples],
         caller="image_collate",
         fix="add a resize/crop transform to the dataset (train_transform(224) or eval_transform(224))",
@@ -294,6 +287,6 @@ def vision_loader(
     ``collate_fn`` is used as given; by default the collate the dataset asks for
     (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`image_collate`.
     """
-    collate = UsualCollate.of(image_collate) if collate_fn is None else collate_fn
-    return build_loader(with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size, train=train, device=device,
+    collate = hooks.UsualCollate.of(image_collate) if collate_fn is None else collate_fn
+    return build_loader(imaging.with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size, train=train, device=device,
                         seed=seed, stateful=stateful, **overrides)

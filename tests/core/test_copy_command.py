@@ -71,7 +71,7 @@ def test_copy_prints_files_lines_needs_and_refuses_to_overwrite(tmp_path, capsys
     assert main(["copy", "text", str(dest)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("text/ (") and out[0].endswith(f"lines) -> {dest / 'text'}"), out
-    assert out[1].startswith("it needs recipes.core: ") and "load_tokenizer" in out[1].split(": ")[1].split(", ")
+    assert out[1].startswith("it needs recipes.core: ") and "tokenizing" in out[1].split(": ")[1].split(", ")
     assert out[2] == "it needs recipes.fixtures_files: tokenizer_json, write, write_jsonl"  # its fixture writer's machinery
     assert out[3] == (f"import it with {dest} as the working directory or on sys.path: "
                       "from text import InstructionDataset, StreamingTextDataset, TokenizedTextDataset")

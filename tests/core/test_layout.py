@@ -68,7 +68,8 @@ def _part(module: str) -> str:
 def test_the_core_is_its_rooms_and_each_imports_only_the_rooms_before_it():
     rooms = sorted(path.parent.name for path in (PACKAGE / "core").glob("*/__init__.py"))
     assert rooms == sorted(ROOMS)
-    assert [path.name for path in (PACKAGE / "core").glob("*.py")] == ["__init__.py"]  # every module in a room
+    # every module in a room, but the facade and its namespaces (names of the rooms' modules, nothing of their own)
+    assert sorted(path.stem for path in (PACKAGE / "core").glob("*.py")) == sorted(["__init__", *recipes.core.NAMESPACES])
     for room in ROOMS:
         for path in sorted((PACKAGE / "core" / room).glob("*.py")):
             used = {module.split(".")[2] for module in _recipes_imports(path) if module.startswith("recipes.core.")}
@@ -235,12 +236,40 @@ def test_importing_a_domain_loads_only_what_it_uses(domain):
     assert done.stdout.split() == [], f"import recipes.{domain} loaded {done.stdout.split()}"
 
 
-def test_the_facade_imports_each_name_from_its_home_for_static_readers():
-    # type checkers, IDEs and the API pages cannot run the facade's __getattr__: its TYPE_CHECKING block
-    # imports every name of HOMES from the module HOMES gives, and nothing else
-    import recipes.core
+def _namespaces() -> dict[str, object]:
+    """The facade and its namespaces, by file name under recipes/core."""
+    return {"__init__": recipes.core} | {name: getattr(recipes.core, name) for name in recipes.core.NAMESPACES}
 
-    tree = ast.parse((PACKAGE / "core" / "__init__.py").read_text(encoding="utf-8"))
+
+@pytest.mark.parametrize("name", ["__init__", *recipes.core.NAMESPACES])
+def test_the_facade_imports_each_name_from_its_home_for_static_readers(name):
+    # type checkers, IDEs and the API pages cannot run the facade's __getattr__: its TYPE_CHECKING block
+    # imports every name of HOMES from the module HOMES gives, and nothing else; a namespace's too
+    module = _namespaces()[name]
+    tree = ast.parse((PACKAGE / "core" / f"{name}.py").read_text(encoding="utf-8"))
     (block,) = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"]
     imported = {alias.name: node.module.removeprefix("recipes.core.") for node in block.body for alias in node.names}
-    assert imported == recipes.core.HOMES
+    assert imported == module.HOMES
+    assert module.__all__ == sorted([*module.HOMES, *getattr(module, "NAMESPACES", ())])
+    # at run time it imports the lazy loader alone: `from recipes.core import storage` loads no room's module
+    run_time = [node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module.startswith("recipes")]
+    assert run_time == ["recipes.core.contracts.lazy"]
+
+
+def test_the_facade_is_at_most_sixty_names_and_each_public_name_lives_in_one_place():
+    # issue 53: a small, stable API; the rarer names go in namespaces, one name of the facade each
+    assert len(recipes.core.__all__) <= 60, recipes.core.__all__
+    places = [name for module in _namespaces().values() for name in module.HOMES]
+    assert len(places) == len(set(places)), sorted(name for name in places if places.count(name) > 1)
+    for module in _namespaces().values():
+        for name, home in module.HOMES.items():
+            assert getattr(module, name) is getattr(importlib.import_module(f"recipes.core.{home}"), name)
+
+
+def test_a_namespace_loads_a_module_on_first_use_of_one_of_its_names():
+    code = ("import sys; from recipes.core import parquet, tokenizing; "
+            "before = [m in sys.modules for m in ('recipes.core.tokens.encoding', 'recipes.core.sources.parquet_files')]; "
+            "tokenizing.load_tokenizer; "
+            "print(*before, 'recipes.core.tokens.encoding' in sys.modules, 'recipes.core.sources.parquet_files' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert done.stdout.split() == ["False", "False", "True", "False"]

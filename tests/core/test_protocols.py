@@ -67,7 +67,7 @@ def test_each_protocol_says_who_calls_it_and_what_breaks_without_it(protocol):
     doc = inspect.getdoc(protocol)
     assert re.search(r"\b(Called|Read) by\b|calls them", doc), protocol.__name__
     assert "Without" in doc, protocol.__name__
-    assert getattr(recipes.core, protocol.__name__) is protocol
+    assert getattr(recipes.core.hooks, protocol.__name__) is protocol  # public: recipes.core.hooks
 
 
 class Lines(Dataset):

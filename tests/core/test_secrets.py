@@ -29,35 +29,32 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
-from recipes.core import (
+from recipes.core import ReadOptions, read_image
+from recipes.core.caches import (
     BlobFile,
     BlobWriter,
     DiskCache,
-    ImagePlan,
-    ReadOptions,
-    TruncatingEncoder,
+    cached_blobs,
+    cached_index,
+    file_crc32,
+    load_index,
+    save_index,
+)
+from recipes.core.imaging import ImagePlan, encode_image, image_size, read_file
+from recipes.core.storage import (
     UnderRoot,
     basename,
     cache_folder,
-    cached_blobs,
-    cached_index,
-    encode_image,
-    file_crc32,
     has_glob,
-    image_size,
-    load_index,
-    load_tokenizer,
     open_stream,
     parent,
     read_bytes,
-    read_file,
-    read_image,
     resolve_under,
-    save_index,
     shown,
     stream_sizes,
     suffix,
 )
+from recipes.core.tokenizing import TruncatingEncoder, load_tokenizer
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
@@ -260,9 +257,12 @@ def public_path_takers() -> set[str]:
     names = set()
     for module in MODULES:
         package = import_module(f"recipes.{module}")
-        for name in package.__all__:
+        members = [(name, getattr(package, name)) for name in package.__all__]
+        # recipes.core's namespaces (storage, caches, ...): their names, as the facade's own
+        members += [(inner, getattr(value, inner)) for _, value in members if inspect.ismodule(value) for inner in value.__all__]
+        for name, value in members:
             try:
-                parameters = inspect.signature(getattr(package, name)).parameters.values()
+                parameters = inspect.signature(value).parameters.values()
             except (TypeError, ValueError):  # exception classes and constants
                 continue
             if any("PathLike" in str(parameter.annotation) for parameter in parameters):

@@ -7,7 +7,8 @@ import warnings
 import pytest
 
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
-from recipes.multimodal.tar_shards import caption_member, read_captions, read_samples, split_key
+from recipes.core.streams import split_key
+from recipes.multimodal.tar_shards import caption_member, read_captions, read_samples
 
 
 @pytest.mark.parametrize(

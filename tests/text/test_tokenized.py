@@ -243,7 +243,7 @@ def test_cache_is_reused_without_tokenising_and_gives_identical_items(tmp_path, 
     def refuse(*args, **kwargs):
         raise AssertionError("the cache should have been used")
 
-    monkeypatch.setattr("recipes.text.tokenized.encode_texts", refuse)
+    monkeypatch.setattr("recipes.core.tokenizing.encode_texts", refuse)
     second = TokenizedTextDataset(path, tok, label_field="label", max_length=16, cache_dir=tmp_path)
     assert isinstance(second.tokens.ids, np.memmap)
     assert _items(second) == _items(first)
@@ -300,7 +300,7 @@ def test_a_damaged_cache_is_rebuilt_with_one_warning_naming_the_file(tmp_path, f
     def refuse(*args, **kwargs):
         raise AssertionError("the rebuilt cache should have been used")
 
-    monkeypatch.setattr("recipes.text.tokenized.encode_texts", refuse)
+    monkeypatch.setattr("recipes.core.tokenizing.encode_texts", refuse)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = TokenizedTextDataset(path, tok, cache_dir=tmp_path, read_options=ReadOptions(verify_cache=True), **options)

@@ -9,7 +9,7 @@ import pytest
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.core.tokens.encoding import WHOLE_TEXT_CHARS
 from recipes.text import StreamingTextDataset, TokenizedTextDataset
-from recipes.text.corpus_files import MAX_LINE_CHARS
+from recipes.core.checks import MAX_LINE_CHARS
 from recipes.core.contracts.read_options import ReadOptions
 from tests.core.hostile import peak_rss_growth_mb
 from tests.special_tokens import bert_style, truncated

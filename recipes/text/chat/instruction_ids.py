@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.core import DataError, columns_of, entry_name, iter_tables, row_counts, skip_or_raise
+from recipes.core import DataError, parquet, skip_or_raise
 from recipes.text.parquet_ids import IdsColumn
 
 LABEL_COLUMNS = ("labels", "assistant_masks", "completion_mask")
@@ -25,9 +25,9 @@ SKIP_HINT = "or pass on_error='skip' to drop the row"
 
 def label_column(entries: list[Any], ids_field: str, storage_options: dict[str, Any] | None = None) -> str | None:
     """The first of :data:`LABEL_COLUMNS` the source has; a DataError if it lacks ``ids_field``."""
-    present = columns_of(entries[0], storage_options)
+    present = parquet.columns_of(entries[0], storage_options)
     if ids_field not in present:
-        raise DataError(f"{entry_name(entries[0])}: no column {ids_field!r} (ids_field); its columns are {present}")
+        raise DataError(f"{parquet.entry_name(entries[0])}: no column {ids_field!r} (ids_field); its columns are {present}")
     return next((name for name in LABEL_COLUMNS if name in present), None)
 
 
@@ -47,14 +47,14 @@ def read_instruction_ids(
     """
     name = label_column(entries, ids_field, storage_options)
     if name is None and completion_only:
-        raise DataError(f"{entry_name(entries[0])}: no labels column ({', '.join(LABEL_COLUMNS)}) beside "
+        raise DataError(f"{parquet.entry_name(entries[0])}: no labels column ({', '.join(LABEL_COLUMNS)}) beside "
                         f"{ids_field!r}; add one, or pass completion_only=False to learn every token")
     if not completion_only:
         name = None
     column = IdsColumn(ids_field, vocab_size=vocab_size, on_error=on_error)
-    sizes = row_counts(entries, storage_options)
+    sizes = parquet.row_counts(entries, storage_options)
     ids_out, learned_out, rows_out = [], [], []
-    for part in iter_tables(entries, column.columns + ([name] if name else []), sizes, storage_options=storage_options):
+    for part in parquet.iter_tables(entries, column.columns + ([name] if name else []), sizes, storage_options=storage_options):
         chunk = column.read(part)  # checked ids; bad rows raised or skipped already
         offsets = chunk.tokens.offsets
         local = chunk.rows - part.row  # the kept rows, within this part

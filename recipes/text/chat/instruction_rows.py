@@ -21,18 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from recipes.core import (
-    DataError,
-    basename,
-    columns_of,
-    is_parquet,
-    iter_rows,
-    parquet_entries,
-    read_bytes,
-    row_counts,
-    shown,
-    suffix,
-)
+from recipes.core import DataError, parquet, storage
 from recipes.text.chat.template_budget import conversation_chars
 
 FORMATS = (".jsonl", ".csv", ".parquet")
@@ -63,7 +52,7 @@ class Sample:
 def source_name(source: Any) -> str:
     """What messages call ``source``: a file (no credentials), or the Dataset."""
     if isinstance(source, (str, os.PathLike)):
-        return shown(source)
+        return storage.shown(source)
     return f"datasets.Dataset ({source.num_rows} rows)" if hasattr(source, "num_rows") else type(source).__name__
 
 
@@ -74,14 +63,14 @@ def read_records(source: Any, storage_options: dict[str, Any] | None = None) -> 
         ValueError: a suffix that is none of :data:`FORMATS`.
         FileNotFoundError: a local file that does not exist.
     """
-    if is_parquet(source):
+    if parquet.is_parquet(source):
         return "row", _parquet_rows(source, storage_options)
-    kind = suffix(source)
+    kind = storage.suffix(source)
     if kind not in (".jsonl", ".csv"):
-        raise ValueError(f"{shown(source)}: instruction data is read from {', '.join(FORMATS)} or a datasets.Dataset, "
+        raise ValueError(f"{storage.shown(source)}: instruction data is read from {', '.join(FORMATS)} or a datasets.Dataset, "
                          f"not {kind or 'a file without a suffix'}")
-    data = read_bytes(source, storage_options)
-    name = basename(source)
+    data = storage.read_bytes(source, storage_options)
+    name = storage.basename(source)
     return "line", (_jsonl_rows(name, data) if kind == ".jsonl" else _csv_rows(name, data))
 
 
@@ -115,13 +104,13 @@ def _csv_rows(name: str, data: bytes) -> Iterator[Row]:
 
 
 def _parquet_rows(source: Any, storage_options: dict[str, Any] | None) -> Iterator[Row]:
-    entries = parquet_entries(source, storage_options)
-    columns = [column for column in FIELDS if column in columns_of(entries[0], storage_options)]
+    entries = parquet.parquet_entries(source, storage_options)
+    columns = [column for column in FIELDS if column in parquet.columns_of(entries[0], storage_options)]
     if not columns:
-        found = columns_of(entries[0], storage_options)
+        found = parquet.columns_of(entries[0], storage_options)
         raise DataError(f"{source_name(source)}: no instruction column ({', '.join(FIELDS)}) among {found}")
-    sizes = row_counts(entries, storage_options)
-    for number, where, record in iter_rows(entries, columns, sizes, storage_options=storage_options):
+    sizes = parquet.row_counts(entries, storage_options)
+    for number, where, record in parquet.iter_rows(entries, columns, sizes, storage_options=storage_options):
         yield Row(where, number, {key: value for key, value in record.items() if value is not None})
 
 

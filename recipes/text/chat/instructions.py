@@ -32,21 +32,13 @@ from recipes.core import (
     DataError,
     ReadOptions,
     SkippedRows,
-    TokenArray,
-    check_count,
+    arrays,
     check_on_error,
+    checks,
     drop_skipped,
-    extra_columns,
-    find_pad_id,
-    is_parquet,
-    load_tokenizer,
-    pad_batch,
-    pad_to_width,
-    parquet_entries,
-    read_options_or_default,
-    require_pad_id,
+    parquet,
     skip_or_raise,
-    token_dtype,
+    tokenizing,
 )
 from recipes.text.chat.chat_template import ChatTemplate, check_special_tokens, load_template
 from recipes.text.corpus_files import sample_index
@@ -121,7 +113,7 @@ class InstructionDataset(Dataset):
         storage_options: dict[str, Any] | None = None,
     ) -> None:
         """:meth:`from_ids`'s reading, on the instance it makes."""
-        tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+        tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
         tokenizer = self._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
         with SkippedRows(self._name) as skipped:
             self._read_ids(source, ids_field, tokenizer, storage_options)
@@ -141,8 +133,8 @@ class InstructionDataset(Dataset):
         storage_options: dict[str, Any] | None = None,
         read_options: ReadOptions | None = None,
     ) -> None:
-        options = read_options_or_default(read_options, "InstructionDataset", INSTRUCTION_READ_OPTIONS)
-        tokenizer = self._setup(source, load_tokenizer(tokenizer), template, completion_only, max_length,
+        options = checks.read_options_or_default(read_options, "InstructionDataset", INSTRUCTION_READ_OPTIONS)
+        tokenizer = self._setup(source, tokenizing.load_tokenizer(tokenizer), template, completion_only, max_length,
                                 on_error, overlong, pad_id)
         self.max_chars = options.max_line_chars
         self._line_name, rows = read_records(source, storage_options)
@@ -159,7 +151,7 @@ class InstructionDataset(Dataset):
                     learned.append(np.asarray(mask, dtype=bool))
                     numbers.append(row.number)
             skipped.check(len(ids))
-        self._set(ids, learned, numbers, token_dtype(tokenizer))
+        self._set(ids, learned, numbers, tokenizing.token_dtype(tokenizer))
 
     @classmethod
     def from_ids(
@@ -197,13 +189,13 @@ class InstructionDataset(Dataset):
         check_on_error(on_error)
         if overlong not in OVERLONG:
             raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
-        check_count("max_length", max_length, owner="InstructionDataset")
+        checks.check_count("max_length", max_length, owner="InstructionDataset")
         self.template = load_template(template)
         check_special_tokens(self.template, tokenizer)
         self.completion_only, self.max_length, self.on_error, self.overlong = completion_only, max_length, on_error, overlong
         self.max_chars = None
         self._name = source_name(source)
-        self._pad_id = None if tokenizer is None else find_pad_id(tokenizer, pad_id)
+        self._pad_id = None if tokenizer is None else tokenizing.find_pad_id(tokenizer, pad_id)
         self._pad_id = int(pad_id) if pad_id is not None else self._pad_id
         eos = None if self.template is None else self.template.eos_token
         if self._pad_id is None and eos is not None and tokenizer is not None:
@@ -213,13 +205,13 @@ class InstructionDataset(Dataset):
     def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
                   storage_options: dict[str, Any] | None) -> None:
         """Ids and labels already made (:mod:`recipes.text.chat.instruction_ids`), cut as text is."""
-        if not is_parquet(source):
+        if not parquet.is_parquet(source):
             raise ValueError(f"{self._name}: from_ids reads a Parquet column of token-id lists (or a "
                              "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
         vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
         self._line_name = "row"
         ids, learned, numbers = read_instruction_ids(
-            parquet_entries(source, storage_options), ids_field, vocab_size=vocab, completion_only=self.completion_only,
+            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab, completion_only=self.completion_only,
             on_error=self.on_error, storage_options=storage_options)
         kept_ids, kept_learned, kept_numbers = [], [], []
         for row_ids, mask, number in zip(ids, learned, numbers):
@@ -235,7 +227,7 @@ class InstructionDataset(Dataset):
             kept_ids.append(np.asarray(row_ids, dtype=np.int64))
             kept_learned.append(mask)
             kept_numbers.append(number)
-        dtype = np.dtype(np.uint32) if tokenizer is None else token_dtype(tokenizer)
+        dtype = np.dtype(np.uint32) if tokenizer is None else tokenizing.token_dtype(tokenizer)
         self._set(kept_ids, kept_learned, kept_numbers, dtype)
 
     def _cut(self, encoded: Encoded, where: str) -> tuple[list[int], np.ndarray]:
@@ -256,7 +248,7 @@ class InstructionDataset(Dataset):
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.concatenate(ids).astype(dtype) if ids else np.zeros(0, dtype=dtype)
-        self.tokens = TokenArray(flat, offsets)
+        self.tokens = arrays.TokenArray(flat, offsets)
         self.learned = np.concatenate(learned) if learned else np.zeros(0, dtype=bool)  # aligned with tokens.ids
         self.line_numbers = np.array(numbers, dtype=np.int64)
         self.lengths = self.tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
@@ -281,7 +273,7 @@ class InstructionDataset(Dataset):
     @property
     def pad_id(self) -> int:
         """The id ``instruction_collate`` pads with; a ValueError says what to do if there is none."""
-        return require_pad_id(self._pad_id, f"InstructionDataset({self._name})")
+        return tokenizing.require_pad_id(self._pad_id, f"InstructionDataset({self._name})")
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -323,11 +315,11 @@ def instruction_collate(
     """
     batch = drop_skipped(batch)
     options = {"pad_to_multiple_of": pad_to_multiple_of, "padding_side": padding_side}
-    input_ids, attention_mask, lengths = pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **options)
-    labels = pad_to_width([item["labels"] for item in batch], lengths.numpy(), input_ids.shape[1], IGNORE_INDEX, padding_side)
+    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **options)
+    labels = tokenizing.pad_to_width([item["labels"] for item in batch], lengths.numpy(), input_ids.shape[1], IGNORE_INDEX, padding_side)
     index = torch.from_numpy(np.array([item["index"] for item in batch], dtype=np.int64))
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "lengths": lengths, "index": index}
-    return out | extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
+    return out | arrays.extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
 
 
 @dataclass(frozen=True)

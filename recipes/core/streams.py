@@ -1,0 +1,34 @@
+"""What a stream of shards is made of: tar shards and their samples, shard indexes and epochs,
+block shuffles, the point an epoch's pass starts at, and a stream's order or its default.
+
+``from recipes.core import streams``, then ``streams.expand_shards(...)``: one name of the facade for these, each
+documented on the reference page and loaded on first use.
+"""
+
+# ruff: noqa: F401  (the TYPE_CHECKING block below imports each name for static readers)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from recipes.core.contracts.lazy import lazy_names
+
+# public name -> the module of recipes.core that defines it
+HOMES = {
+    "expand_shards": "sources.tar_samples",
+    "read_samples": "sources.tar_samples",
+    "split_key": "sources.tar_samples",
+    "ShardEpochs": "sources.shard_index",
+    "ShardIndex": "sources.shard_index",
+    "block_shuffler": "sources.streams",
+    "shuffled_blocks": "sources.streams",
+    "turning_point": "sources.streams",
+    "order_or_default": "sampling.stream_order",
+}
+__all__ = sorted(HOMES)
+__getattr__, __dir__ = lazy_names(__name__, HOMES)
+
+if TYPE_CHECKING:  # where each name lives, for static readers
+    from recipes.core.sampling.stream_order import order_or_default
+    from recipes.core.sources.shard_index import ShardEpochs, ShardIndex
+    from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
+    from recipes.core.sources.tar_samples import expand_shards, read_samples, split_key
