@@ -86,7 +86,8 @@ def audio_options(owner: str, *, sample_rate: Any, num_channels: Any, max_second
     """``(sample_rate, num_channels, max_seconds)`` checked when a dataset is built, ``max_seconds``
     defaulted to :data:`MAX_SECONDS`; a ValueError names the parameter (``sample_rate=10**9`` would
     resample half a second into 500 M samples, ``num_channels=0`` pass for mono)."""
-    rate = checks.check_count("sample_rate", sample_rate, owner=owner, low=MIN_SAMPLE_RATE, high=MAX_SAMPLE_RATE, none=False)
+    rate = checks.check_count("sample_rate", sample_rate, owner=owner, low=MIN_SAMPLE_RATE, high=MAX_SAMPLE_RATE,
+                              none=False)
     channels = checks.check_count("num_channels", num_channels, owner=owner, low=1, high=MAX_CHANNELS)
     seconds = checks.check_positive("max_seconds", max_seconds, owner=owner)
     return int(rate), channels, MAX_SECONDS if seconds is None else seconds

@@ -95,8 +95,8 @@ class AudioFolderDataset(Dataset):
         self.clip_seconds = checks.check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
         self.random_crop = random_crop
         self.extensions = AUDIO_EXTENSIONS if extensions is None else extensions
-        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty, kind="audio",
-                                                example="dog/001.wav")
+        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty,
+                                                                    kind="audio", example="dog/001.wav")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         self._prefix = os.path.join(self.root, "")
         with SkippedRows(self.root, "clip") as skipped:

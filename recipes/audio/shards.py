@@ -98,7 +98,7 @@ class AudioShards(ResumableStream):
             self.pad_id = tokenizing.find_pad_id(tokenizer)
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(storage.basename, self.shards)).encode()):08x}"
         super().__init__(seed, order.rank, order.world_size, source=source)
-        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
+        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads them
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
@@ -121,8 +121,9 @@ class AudioShards(ResumableStream):
                                   turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-        return streams.read_samples([self.shards[number] for number in numbers], start, max_member_bytes=MAX_MEMBER_BYTES,
-                            storage_options=self.storage_options, on_error=self.on_error)
+        return streams.read_samples([self.shards[number] for number in numbers], start,
+                                    max_member_bytes=MAX_MEMBER_BYTES, storage_options=self.storage_options,
+                                    on_error=self.on_error)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes]) -> list[dict[str, Any]]:
         """A sample's item, none when it is skipped (:meth:`_item`)."""

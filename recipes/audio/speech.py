@@ -249,7 +249,8 @@ class SpeechDataset(Dataset):
         """The id ``audio_collate`` pads transcripts with (the tokenizer's; None without one)."""
         return self._pad_id if self._pad_id is not None or self.tokens is None else 0
 
-    def _resolve(self, ref: Any, place: int, under: storage.UnderRoot | None = None, *, lexical: bool = False) -> str | bytes:
+    def _resolve(self, ref: Any, place: int, under: storage.UnderRoot | None = None, *,
+                 lexical: bool = False) -> str | bytes:
         """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``:
         in full, with ``under``'s folders resolved once, or by its letters only (``lexical``:
         ``durations="manifest"`` opens nothing at index time)."""

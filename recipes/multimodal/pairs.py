@@ -130,7 +130,8 @@ class ImageTextDataset(Dataset):
         self.on_error, self.strict_decode = check_on_error(on_error), strict_decode
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, tokenizing.load_tokenizer(tokenizer)
-        with SkippedRows(storage.shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest") as skipped:
+        name = storage.shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest"
+        with SkippedRows(name) as skipped:
             if parquet.is_parquet(manifest):
                 fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
                           "max_row_group_bytes": max_row_group_bytes}
@@ -384,5 +385,5 @@ def multimodal_loader(
     prefetcher: the raw batches hold encoded bytes.
     """
     collate = hooks.UsualCollate(multimodal_collate_for) if collate_fn is None else collate_fn
-    return build_loader(imaging.with_decode(dataset, decode, DeviceCaptions), collate, batch_size=batch_size, train=train, device=device, seed=seed,
-                        stateful=stateful, **overrides)
+    return build_loader(imaging.with_decode(dataset, decode, DeviceCaptions), collate, batch_size=batch_size,
+                        train=train, device=device, seed=seed, stateful=stateful, **overrides)

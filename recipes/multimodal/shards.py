@@ -115,14 +115,16 @@ class ImageTextShards(ResumableStream):
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
-        self.shards, self.index = ranks.shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir), rank,
-                                                world_size)
+        self.shards, self.index = ranks.shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir),
+                                                      rank, world_size)
         self.storage_options = storage_options
-        self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes, verify=options.verify_cache)
+        self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes,
+                                                                     verify=options.verify_cache)
         if storage.is_url(self.shards[0]):
             storage.filesystem(self.shards[0], storage_options)  # import the backend here, not in every forked worker
         self.tokenizer = tokenizing.load_tokenizer(tokenizer)
-        self.encoder = tokenizing.TruncatingEncoder(self.tokenizer, max_length, truncation=options.truncation)  # copies made once
+        # its copies are made once
+        self.encoder = tokenizing.TruncatingEncoder(self.tokenizer, max_length, truncation=options.truncation)
         self.transform, self.shuffle_buffer, self.max_length = transform, shuffle_buffer, max_length
         self.captions, self.on_error = captions, check_on_error(on_error)
         self.strict_decode = options.strict_decode
@@ -130,7 +132,7 @@ class ImageTextShards(ResumableStream):
         source = f"{len(self.shards)} shards {zlib.crc32(chr(10).join(map(storage.basename, self.shards)).encode()):08x}"
         super().__init__(seed, rank, world_size, source=source)
         self.pad_id = caption_pad_id(self.tokenizer)
-        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads the shards
+        self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads them
 
     def read_paths(self) -> list[Any]:
         """The shards a pass reads (for :meth:`retries_made`)."""

@@ -54,7 +54,8 @@ def padded_batch(
     (``stream_collate``): ``caller`` is the name a clashing item key's ValueError gives;
     ``padding``: ``pad_to_multiple_of`` and ``padding_side``."""
     batch = drop_skipped(batch)
-    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **padding)
+    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id,
+                                                              **padding)
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "lengths": lengths, "index": _column(batch, "index")}
     if batch and "label" in batch[0]:
         out["labels"] = _column(batch, "label")

@@ -99,7 +99,8 @@ class LineIndex:
         kept = local // STRIDE
         offset, skip = int(self.offsets[file][kept]), local - kept * STRIDE
         if skip:
-            with storage.open_stream(paths[file], start=offset, storage_options=storage_options, size=self.sizes[file]) as f:
+            with storage.open_stream(paths[file], start=offset, storage_options=storage_options,
+                                     size=self.sizes[file]) as f:
                 for _ in range(skip):
                     offset += len(f.readline())
         return int(self.base[file]) + offset

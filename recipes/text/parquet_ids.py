@@ -269,8 +269,8 @@ def read_id_corpus(
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     small = all(part.ids.dtype == np.uint16 for part in parts)  # every group's ids fit in 16 bits
     extras = {name: _joined_numbers(values) for name, values in extra_parts.items()}
-    return ParquetCorpus(arrays.concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype), labels, names, rows,
-                         extras)
+    tokens = arrays.concat_tokens(parts, np.dtype(np.uint16) if small else column.dtype)
+    return ParquetCorpus(tokens, labels, names, rows, extras)
 
 
 def _joined_numbers(parts: list[np.ndarray]) -> np.ndarray:

@@ -116,7 +116,8 @@ class StreamingTextDataset(ResumableStream):
     ) -> None:
         """:meth:`from_ids`'s setup, on the instance it makes."""
         options = checks.read_options_or_default(read_options, "StreamingTextDataset.from_ids", IDS_READ_OPTIONS)
-        self._build(paths, tokenizer, order=streams.order_or_default(order, "StreamingTextDataset"), options=options, **fields)
+        self._build(paths, tokenizer, order=streams.order_or_default(order, "StreamingTextDataset"), options=options,
+                    **fields)
 
     def __init__(
         self,
@@ -135,7 +136,8 @@ class StreamingTextDataset(ResumableStream):
         fields = {"text_field": text_field, "label_field": label_field, "storage_options": storage_options}
         self._build(paths, tokenizer, max_length=max_length, pad_id=pad_id, on_error=on_error,
                     order=streams.order_or_default(order, "StreamingTextDataset"),
-                    options=checks.read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS), **fields)
+                    options=checks.read_options_or_default(read_options, "StreamingTextDataset", TEXT_READ_OPTIONS),
+                    **fields)
 
     @classmethod
     def from_ids(
@@ -223,7 +225,8 @@ class StreamingTextDataset(ResumableStream):
 
             # a datasets.Dataset is in each rank's memory already: nothing to list, nothing to send
             listed = not any(map(parquet.is_arrow_dataset, paths if isinstance(paths, (list, tuple)) else [paths]))
-            self.paths, self.sizes, self.file_bytes = ranks.shared_result(footers, rank, world_size) if listed else footers()
+            found = ranks.shared_result(footers, rank, world_size) if listed else footers()
+            self.paths, self.sizes, self.file_bytes = found
         else:  # equal shares by line count (recipes.text.line_index): one read of the files, on rank 0, or none
             indexed = functools.partial(LineIndex.of_files, self.paths, storage_options, options.index_dir)
             self.paths, self.sizes, self.lines = ranks.shared_result(indexed, rank, world_size)

@@ -190,7 +190,8 @@ class TokenizedTextDataset(Dataset):
                 extras = corpus.extras
             else:
                 rows = read_rows(self.path, data=data, max_chars=max_chars, **fields)
-                tokens = tokenizing.encode_texts(encoder, rows.texts, description=f"tokenizing {storage.basename(self.path)}")
+                tokens = tokenizing.encode_texts(encoder, rows.texts,
+                                                 description=f"tokenizing {storage.basename(self.path)}")
                 labels, names = label_ids(rows.labels) if rows.labels is not None else (None, None)
                 lines, extras = np.asarray(rows.lines, dtype=np.int64), extra_arrays(rows.extras)
             skipped.check(len(lines))

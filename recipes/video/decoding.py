@@ -83,7 +83,8 @@ class VideoOptions:
         if self.decode not in DECODE_CHOICES:
             raise ValueError(f"VideoOptions.decode must be one of {DECODE_CHOICES}, got {self.decode!r}")
         if self.index_dir is not None:
-            storage.cache_folder(self.index_dir, option="VideoOptions.index_dir")  # "" or a URL: refused now, not at the build
+            # "" or a URL: refused now, not at the build
+            storage.cache_folder(self.index_dir, option="VideoOptions.index_dir")
 
     def frame_size(self, info: VideoInfo) -> tuple[int, int]:
         """``(height, width)`` of the frames the decoder gives for a video of ``info``."""

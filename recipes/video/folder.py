@@ -67,8 +67,8 @@ class VideoFolderDataset(ClipDataset):
         self.on_error = check_on_error(on_error)
         self.options = VideoOptions() if options is None else options
         self.extensions = VIDEO_EXTENSIONS if extensions is None else extensions
-        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty, kind="video",
-                                                example="archery/v_001.mp4")
+        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty,
+                                                                    kind="video", example="archery/v_001.mp4")
         self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
         prefix = os.path.join(self.root, "")
         paths = [prefix + name for name in relative]

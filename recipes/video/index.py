@@ -75,8 +75,8 @@ class VideoIndex:
         offsets = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
         times = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float64)
         kept = {name: getattr(self, name)[rows] for name in FIELDS}
-        return VideoIndex(**kept, times=times, offsets=offsets, codecs=arrays.StringArray([self.codecs[r] for r in rows]),
-                          errors={})
+        codecs = arrays.StringArray([self.codecs[r] for r in rows])
+        return VideoIndex(**kept, times=times, offsets=offsets, codecs=codecs, errors={})
 
 
 def _identity(path: str) -> list:

@@ -231,7 +231,9 @@ def _dense(image: torch.Tensor) -> torch.Tensor:
     return image.contiguous()
 
 
-def image_collate(batch: Sequence[tuple[torch.Tensor, int] | None]) -> tuple[torch.Tensor | imaging.EncodedBatch, torch.Tensor]:
+def image_collate(
+    batch: Sequence[tuple[torch.Tensor, int] | None],
+) -> tuple[torch.Tensor | imaging.EncodedBatch, torch.Tensor]:
     """Stack ``(image, label)`` samples: ``(uint8 [B,3,H,W], int64 [B])``.
 
     Images are copied once into a batch tensor allocated up front (timm's ``fast_collate``); in a
@@ -288,5 +290,5 @@ def vision_loader(
     (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`image_collate`.
     """
     collate = hooks.UsualCollate.of(image_collate) if collate_fn is None else collate_fn
-    return build_loader(imaging.with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size, train=train, device=device,
-                        seed=seed, stateful=stateful, **overrides)
+    return build_loader(imaging.with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size,
+                        train=train, device=device, seed=seed, stateful=stateful, **overrides)

@@ -54,7 +54,8 @@ def read_instruction_ids(
     column = IdsColumn(ids_field, vocab_size=vocab_size, on_error=on_error)
     sizes = parquet.row_counts(entries, storage_options)
     ids_out, learned_out, rows_out = [], [], []
-    for part in parquet.iter_tables(entries, column.columns + ([name] if name else []), sizes, storage_options=storage_options):
+    for part in parquet.iter_tables(entries, column.columns + ([name] if name else []), sizes,
+                                    storage_options=storage_options):
         chunk = column.read(part)  # checked ids; bad rows raised or skipped already
         offsets = chunk.tokens.offsets
         local = chunk.rows - part.row  # the kept rows, within this part

@@ -211,8 +211,8 @@ class InstructionDataset(Dataset):
         vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
         self._line_name = "row"
         ids, learned, numbers = read_instruction_ids(
-            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab, completion_only=self.completion_only,
-            on_error=self.on_error, storage_options=storage_options)
+            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab,
+            completion_only=self.completion_only, on_error=self.on_error, storage_options=storage_options)
         kept_ids, kept_learned, kept_numbers = [], [], []
         for row_ids, mask, number in zip(ids, learned, numbers):
             encoded = Encoded(row_ids.tolist(), mask, 0)
@@ -315,8 +315,10 @@ def instruction_collate(
     """
     batch = drop_skipped(batch)
     options = {"pad_to_multiple_of": pad_to_multiple_of, "padding_side": padding_side}
-    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id, **options)
-    labels = tokenizing.pad_to_width([item["labels"] for item in batch], lengths.numpy(), input_ids.shape[1], IGNORE_INDEX, padding_side)
+    input_ids, attention_mask, lengths = tokenizing.pad_batch([item["input_ids"] for item in batch], pad_id=pad_id,
+                                                              **options)
+    labels = tokenizing.pad_to_width([item["labels"] for item in batch], lengths.numpy(), input_ids.shape[1],
+                                     IGNORE_INDEX, padding_side)
     index = torch.from_numpy(np.array([item["index"] for item in batch], dtype=np.int64))
     out = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels, "lengths": lengths, "index": index}
     return out | arrays.extra_columns(batch, ITEM_KEYS, out, caller="instruction_collate")
