@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from recipes.audio.decoding import audio_options, crop, decode, probe
 from recipes.core import (
     ByLength,
+    ClassFolderDataset,
     DataError,
     FixedPoint,
     MixedDataset,
@@ -41,7 +42,6 @@ from recipes.core import (
     fixed_to_float,
     hooks,
     skip_or_raise,
-    storage,
     tokenizing,
 )
 
@@ -49,7 +49,7 @@ AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".oga", ".m4a", ".
 MILLISECONDS = 1000  # durations are batched as integer milliseconds (recipes.core.sampling.plans sort ints)
 
 
-class AudioFolderDataset(Dataset):
+class AudioFolderDataset(ClassFolderDataset):
     """``root/<class>/**/<audio file>`` -> ``(audio float32 [C, N], label int)``.
 
     Args:
@@ -68,11 +68,13 @@ class AudioFolderDataset(Dataset):
         extensions: file endings to include, case-insensitive (default :data:`AUDIO_EXTENSIONS`).
         allow_empty: accept class folders without any audio file.
 
-    The index is numpy arrays (paths in a :class:`StringArray`, labels, durations), which forked
-    workers share instead of copying. :attr:`durations` holds each item's seconds from the
-    file headers, capped at ``clip_seconds``.
+    The index is :class:`recipes.core.ClassFolderDataset`'s (``classes``, ``samples``, ``targets``,
+    :meth:`find_samples`) with the durations: numpy arrays, which forked workers share instead of
+    copying. :attr:`durations` holds each item's seconds from the file headers, capped at
+    ``clip_seconds``.
     """
 
+    kind, example = "audio", "dog/001.wav"  # for the messages of an empty or missing folder
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (fixed_point_view)
 
     def __init__(
@@ -88,31 +90,26 @@ class AudioFolderDataset(Dataset):
         extensions: str | Sequence[str] | None = None,
         allow_empty: bool = False,
     ) -> None:
-        self.root = os.path.expanduser(os.fspath(root))
         self.sample_rate, self.num_channels, self.max_seconds = audio_options(
             "AudioFolderDataset", sample_rate=sample_rate, num_channels=num_channels, max_seconds=max_seconds)
         self.on_error = check_on_error(on_error)
         self.clip_seconds = checks.check_positive("clip_seconds", clip_seconds, owner="AudioFolderDataset")
         self.random_crop = random_crop
-        self.extensions = AUDIO_EXTENSIONS if extensions is None else extensions
-        self.classes, relative, labels = storage.class_folder_files(self.root, self.extensions, allow_empty,
-                                                                    kind="audio", example="dog/001.wav")
-        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
-        self._prefix = os.path.join(self.root, "")
+        super().__init__(root, AUDIO_EXTENSIONS if extensions is None else extensions, allow_empty=allow_empty)
         with SkippedRows(self.root, "clip") as skipped:
-            kept, seconds = self._index(relative)
+            kept, seconds = self._index()
             skipped.check(len(kept))
-        self.paths = arrays.StringArray([relative[k] for k in kept])
-        self.labels = np.asarray(labels, dtype=np.int64)[kept]
+        self.paths = arrays.StringArray([self.paths[k] for k in kept])
+        self.labels = self.labels[kept]
         self.header_durations = np.asarray(seconds, dtype=np.float64)
         cap = np.inf if clip_seconds is None else clip_seconds
         self.durations = np.minimum(self.header_durations, cap)
 
-    def _index(self, relative: list[str]) -> tuple[list[int], list[float]]:
+    def _index(self) -> tuple[list[int], list[float]]:
         """Read each file's header; a bad one is raised or, under ``"skip"``, left out."""
         kept, seconds = [], []
-        for k, name in enumerate(relative):
-            path = self._prefix + name
+        for k in range(len(self.paths)):
+            path = self.path(k)
             try:
                 info = probe(path, path)
                 if info.duration > self.max_seconds:
@@ -125,37 +122,17 @@ class AudioFolderDataset(Dataset):
             seconds.append(info.duration)
         return kept, seconds
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def path(self, index: int) -> str:
-        """The file of sample ``index``, spelled as ImageFolder would spell it."""
-        return self._prefix + self.paths[index]
-
-    def describe(self, index: int) -> str:
-        """Where sample ``index`` comes from, for messages: its file."""
-        return self.path(index)
-
     def state_source(self) -> str:
         """What a loader state names as this data: counts and digests of the class and file names
         and of the header durations (which the duration plans batch by), not the root itself."""
-        names, seconds = checks.sampled_digest(self.classes) + checks.sampled_digest(self.paths), checks.sampled_digest(self.durations)
+        names = checks.sampled_digest(self.classes) + checks.sampled_digest(self.paths)
+        seconds = checks.sampled_digest(self.durations)
         return f"{len(self)} clips in {len(self.classes)} classes, names {names}, durations {seconds}"
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "audio_collate", "classes": self.classes, "sample_rate": self.sample_rate,
                 "num_channels": self.num_channels, "per_sample": ("durations",)}
-
-    @property
-    def samples(self) -> list[tuple[str, int]]:
-        """ImageFolder's ``samples``: ``(path, class_index)`` in dataset order (built on access)."""
-        return list(zip((self._prefix + p for p in self.paths), self.labels.tolist()))
-
-    @property
-    def targets(self) -> list[int]:
-        """The class index of every sample (built on access)."""
-        return self.labels.tolist()
 
     def read_audio(self, index: int) -> torch.Tensor:
         """Sample ``index``'s whole clip, float32 ``[C, N]`` (int16 ``FixedPoint`` where :attr:`fixed_point`

@@ -76,6 +76,7 @@ HOMES = {
     "tune_loader": "loading.tuning",
     "describe_sample": "contracts.errors",
     "ResumableStream": "sources.streams",
+    "ClassFolderDataset": "sources.class_folders",
     "SkippedRows": "contracts.errors",
     "sample_seed": "sampling.seeding",
 }
@@ -128,6 +129,7 @@ if TYPE_CHECKING:  # where each name lives, for static readers: type checkers, I
     from recipes.core.sampling.samplers import GroupedBatchSampler, SeededBatchSampler
     from recipes.core.sampling.seeding import SeededDataset, sample_seed, sample_seeds, seeded
     from recipes.core.sampling.stream_order import StreamOrder
+    from recipes.core.sources.class_folders import ClassFolderDataset
     from recipes.core.sources.streams import ResumableStream
     from recipes.core.workers.watchdog import LoaderStallWarning, LoaderTimeoutError
 

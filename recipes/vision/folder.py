@@ -30,17 +30,16 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
 from recipes.core import (
+    ClassFolderDataset,
     DataError,
     ReadOptions,
     UserCode,
-    arrays,
     build_loader,
     check_on_error,
     checks,
@@ -49,11 +48,10 @@ from recipes.core import (
     imaging,
     read_image,
     skip_or_raise,
-    storage,
 )
 
 
-class ImageFolderDataset(Dataset):
+class ImageFolderDataset(ClassFolderDataset):
     """``root/<class>/**/<image>`` -> ``(tv_tensors.Image uint8 [3,H,W], label int)``.
 
     Args:
@@ -74,11 +72,12 @@ class ImageFolderDataset(Dataset):
             second, full decode where ``draft_size`` drafts; with ``decode="device"`` every image is
             then decoded, and checked, in the worker).
 
-    The index is two numpy arrays (paths relative to ``root`` in a :class:`StringArray`, labels
-    as int64), so forked workers share it instead of copying it page by page. ``samples`` and
-    ``targets`` rebuild ImageFolder's lists on each access: keep a reference, do not index them
-    in a loop.
+    The index is :class:`recipes.core.ClassFolderDataset`'s, ImageFolder's: ``classes``,
+    ``class_to_idx``, ``samples``, ``targets``, and :meth:`find_samples` to list the files another
+    way. Its arrays (paths in a :class:`StringArray`, labels as int64) are shared by forked workers.
     """
+
+    kind, example = "image", "cat/001.jpg"  # for the messages of an empty or missing folder
 
     def __init__(
         self,
@@ -92,7 +91,6 @@ class ImageFolderDataset(Dataset):
         read_options: ReadOptions | None = None,
     ) -> None:
         options = checks.read_options_or_default(read_options, "ImageFolderDataset", ("strict_decode",))
-        self.root = os.path.expanduser(os.fspath(root))
         self.transform = transform
         self.on_error = check_on_error(on_error)
         if draft_size == "auto":
@@ -101,59 +99,11 @@ class ImageFolderDataset(Dataset):
             raise ValueError(f"draft_size must be 'auto', None or (width, height), got {draft_size!r}")
         self.draft_size = draft_size
         self.strict_decode = options.strict_decode
-        self.extensions = IMG_EXTENSIONS if extensions is None else extensions
-        self.allow_empty = allow_empty
-        self.classes, relative, labels = self.find_samples(self.root)
-        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
-        # ImageFolder's paths are os.path.join(root, class, ...): that prefix plus what we store
-        self._prefix = os.path.join(self.root, "")
-        self.paths = arrays.StringArray(relative)
-        self.labels = np.asarray(labels, dtype=np.int64)
-        in_range = not len(self.labels) or 0 <= self.labels.min() <= self.labels.max() < len(self.classes)
-        if len(self.labels) != len(self.paths) or not in_range:
-            raise ValueError(
-                f"{type(self).__name__}.find_samples gave {len(self.paths)} files and {len(self.labels)} labels for "
-                f"{len(self.classes)} classes: it must give a label, an index into the classes, for each file"
-            )
-
-    def find_samples(self, root: str) -> tuple[list[str], list[str], list[int]]:
-        """``(classes, files relative to root, each file's index into classes)``: ImageFolder's
-        ``find_classes`` and ``make_dataset`` in one, from the class folders under ``root``. Override
-        it to list the samples another way, e.g. from a CSV (docs/copying.md, "Change tasks")."""
-        return storage.class_folder_files(root, self.extensions, self.allow_empty, kind="image", example="cat/001.jpg")
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def path(self, index: int) -> str:
-        """The file of sample ``index``, spelled as ImageFolder spells it."""
-        return self._prefix + self.paths[index]
-
-    def describe(self, index: int) -> str:
-        """Where sample ``index`` comes from, for messages: its file."""
-        return self.path(index)
-
-    def state_source(self) -> str:
-        """What a loader state names as this data: the counts and digests of the class and file
-        names under the root, not the root itself (a moved folder still resumes)."""
-        classes, files = checks.sampled_digest(self.classes), checks.sampled_digest(self.paths)
-        return f"{len(self)} images in {len(self.classes)} classes, names {classes}{files}"
+        super().__init__(root, IMG_EXTENSIONS if extensions is None else extensions, allow_empty=allow_empty)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "image_collate", "classes": self.classes, "class_to_idx": self.class_to_idx}
-
-    @property
-    def samples(self) -> list[tuple[str, int]]:
-        """ImageFolder's ``samples``: ``(path, class_index)`` in dataset order (built on access)."""
-        return list(zip((self._prefix + p for p in self.paths), self.labels.tolist()))
-
-    imgs = samples  # ImageFolder's alias
-
-    @property
-    def targets(self) -> list[int]:
-        """ImageFolder's ``targets``: the class index of every sample (built on access)."""
-        return self.labels.tolist()
 
     def load_image(self, index: int) -> torch.Tensor:
         """Sample ``index``'s image as uint8 [3,H,W] RGB, before the transform: its file, decoded.

@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
-from recipes.core import ReadOptions, read_image
+from recipes.core import ClassFolderDataset, ReadOptions, read_image
 from recipes.core.caches import (
     BlobFile,
     BlobWriter,
@@ -211,6 +211,7 @@ CASES = [
     ("coco-missing-image", "CocoDataset", "http", lambda w: _first(_coco(w, "one.json"))),
     ("coco-closed", "CocoDataset", "closed", lambda w: _coco(w, "a.json")),
     ("coco-s3-nobucket", "CocoDataset", "s3-nobucket", lambda w: _coco(w, "a.json")),
+    ("class-folder-url", "ClassFolderDataset", "http", lambda w: ClassFolderDataset(w.url("train"), ".jpg")),
     ("folder-url", "ImageFolderDataset", "http",
      lambda w: ImageFolderDataset(w.url("train"))),
     ("read-image-404", "read_image", "http", lambda w: read_image(w.url("gone.jpg"), storage_options=w.options)),
