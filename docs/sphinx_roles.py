@@ -13,7 +13,7 @@ import html
 import re
 from typing import Any
 
-from griffe import Extension, GriffeLoader, Module, NameResolutionError, Object
+from griffe import AliasResolutionError, CyclicAliasError, Extension, GriffeLoader, Module, NameResolutionError, Object
 
 # ``:role:`target```, ``:py:role:`target```, ``:role:`~a.b``` (title ``b``), ``:role:`!a``` (no link)
 # and ``:role:`title <target>```, as Sphinx reads them
@@ -35,6 +35,7 @@ class SphinxRoles(Extension):
 
     def on_package(self, *, pkg: Module, loader: GriffeLoader, **kwargs: Any) -> None:
         documented = _documented(pkg)
+        self.package = pkg
         self.by_path = {obj.path: obj for obj in documented}
         paths_by_name: dict[str, set[str]] = {}
         for obj in documented:
@@ -66,11 +67,23 @@ class SphinxRoles(Extension):
         try:
             path = scope.resolve(first) + dot + rest
         except NameResolutionError:
-            # a name the docstring's module does not import: the one object of that name in the package
-            return self.only_one.get(target, target)
+            # a name the docstring's module does not import: the one object of that name in the package,
+            # or a full path (a public spelling leads to where it is defined)
+            return self.only_one.get(target) or self.defined_at(target)
         # a package that imports ``name`` from its submodule ``name``: griffe keeps the submodule under
         # the name, Python the imported object, which is what a role other than :mod: means
         found = self.by_path.get(path)
         if role != "mod" and found is not None and found.is_module and target in found.members:
             return f"{path}.{target}"
-        return path
+        return self.defined_at(path)
+
+    def defined_at(self, path: str) -> str:
+        """Where the object at ``path`` is defined: a public spelling (``recipes.core.DataError``,
+        ``recipes.core.storage.shown``) leads to the module that defines it, whose page documents it."""
+        if not path.startswith(self.package.path + "."):
+            return path
+        try:
+            found = self.package[path.removeprefix(self.package.path + ".")]
+            return found.final_target.path if found.is_alias else path
+        except (KeyError, AliasResolutionError, CyclicAliasError):
+            return path

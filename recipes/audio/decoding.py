@@ -10,12 +10,12 @@ M4A). ``decode`` resamples in FFmpeg, mixes to mono as the mean of the
 channels (librosa's ``to_mono``; FFmpeg's own downmix sums at -3 dB and can leave [-1, 1]), and
 clips to [-1, 1] (float codecs and resampling may overshoot). It never decodes more than
 ``max_seconds`` plus :data:`DURATION_TOLERANCE`, whatever a header claims: that limit bounds each
-sample's memory. Every failure is a :class:`recipes.core.contracts.errors.DataError` naming the file and the problem.
+sample's memory. Every failure is a :class:`recipes.core.DataError` naming the file and the problem.
 
 PCM WAV and FLAC at the target rate (no resampling) are read by libsndfile through ``soundfile``
 when it is installed (``pip install ".[audio]"``, the ``audio`` extra): the same samples, bit for bit,
 in less time (docs/audio.md, "Decoders", has the figures). :func:`decoders` says which decoder reads
-what. ``fixed_point=True`` keeps 16-bit samples as stored (:class:`recipes.core.contracts.fixed_point.FixedPoint`).
+what. ``fixed_point=True`` keeps 16-bit samples as stored (:class:`recipes.core.FixedPoint`).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def decode(
         expected_from: who gave ``expected``, for the message (``"the manifest"``).
         fixed_point: give 16-bit PCM already at ``sample_rate`` (WAV, FLAC), that needs no mixing
             (mono, or ``num_channels=None``), as its int16 samples marked
-            :class:`recipes.core.contracts.fixed_point.FixedPoint`: the float decode is exactly those over 32768.
+            :class:`recipes.core.FixedPoint`: the float decode is exactly those over 32768.
     """
     remix = None if num_channels in (None, 1) else num_channels
     # stored samples stay int16 only where nothing is computed from them: no resampling, no mixing

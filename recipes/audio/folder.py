@@ -167,9 +167,9 @@ def audio_collate(batch: list[Any], *, pad_to_multiple_of: int | None = None, pa
     Returns:
         ``audio`` ``[B, T]`` for mono clips, ``[B, C, T]`` otherwise, zero-padded on the right, T
         the longest clip rounded up to ``pad_to_multiple_of``: int16 marked
-        :class:`recipes.core.contracts.fixed_point.FixedPoint` where every clip is (16-bit PCM at the target rate,
+        :class:`recipes.core.FixedPoint` where every clip is (16-bit PCM at the target rate,
         decoded as stored: half float32's bytes to hand over; ``DevicePrefetcher`` or
-        :func:`recipes.core.contracts.fixed_point.fixed_to_float` gives the float batch, exactly), float32
+        :func:`recipes.core.fixed_to_float` gives the float batch, exactly), float32
         otherwise or with ``float_audio=True`` (a trainer that moves batches itself); ``audio_lengths`` int64
         [B]; ``attention_mask`` bool [B, T] (True = real sample); ``labels`` int64 [B] with labels;
         ``input_ids`` int64 [B, L] padded with ``pad_id`` and ``lengths`` int64 [B] with
@@ -236,7 +236,7 @@ class AudioCollate:
 def fixed_point_view(dataset: Any) -> Any:
     """What :func:`audio_loader` reads: a shallow copy of ``dataset`` (a mixture's sources each) with
     ``fixed_point = True``, so that 16-bit PCM at the target rate reaches the collate as its int16
-    samples (:class:`recipes.core.contracts.fixed_point.FixedPoint`) and crosses from the workers at half float32's
+    samples (:class:`recipes.core.FixedPoint`) and crosses from the workers at half float32's
     bytes; ``dataset[i]`` stays float32. A dataset without ``fixed_point`` is returned as it is."""
     if isinstance(dataset, MixedDataset):
         view = copy.copy(dataset)
@@ -250,7 +250,7 @@ def fixed_point_view(dataset: Any) -> Any:
 
 
 def audio_collate_for(dataset: Any) -> AudioCollate:
-    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
+    """:class:`AudioCollate` with ``dataset``'s pad id (:func:`recipes.core.hooks.dataset_pad_id`), else 0."""
     return AudioCollate(pad_id=hooks.dataset_pad_id(dataset, 0))
 
 
@@ -269,29 +269,29 @@ def audio_loader(
     """The DataLoader preset for the audio datasets (anything with ``.durations``), with :func:`audio_collate`.
 
     Training batches hold clips of similar duration: every epoch the clips are sorted by
-    duration with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`), cut into
+    duration with a little fresh jitter (:class:`recipes.core.ByLength`), cut into
     batches, and the batches shuffled, so padding stays small and batchmates change. Evaluation
     keeps the dataset order and every clip. Batches are split across the ranks of a process group
     (equal counts when training); each sample's random crop is seeded by ``(seed, epoch, index)``.
     Where every clip of a batch is 16-bit PCM at the target rate (WAV, FLAC), its ``audio`` is their
-    int16 samples, a :class:`recipes.core.contracts.fixed_point.FixedPoint` (:func:`fixed_point_view`): half the bytes
+    int16 samples, a :class:`recipes.core.FixedPoint` (:func:`fixed_point_view`): half the bytes
     from the workers, made the same float32 batch by ``DevicePrefetcher`` on the device (on the CPU,
-    in the main process), by :func:`recipes.core.contracts.fixed_point.fixed_to_float`, or read as it is by :class:`LogMel`.
+    in the main process), by :func:`recipes.core.fixed_to_float`, or read as it is by :class:`LogMel`.
 
     Args:
         dataset: an audio dataset, or a ``MixedDataset`` of them; an :class:`AudioShards` stream
-            is batched by ``batch_size`` as it comes (:func:`recipes.core.loading.loader.stream_loader`).
+            is batched by ``batch_size`` as it comes (:func:`recipes.core.stream_loader`).
         batch_size: clips per batch; with ``max_seconds`` an upper bound, or None.
         max_seconds: a budget per batch, ``len(batch) * longest <= max_seconds`` (the audio
             ``max_tokens``: what the padded batch holds); a single longer clip is its own batch.
         train: shuffled, duration-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
+        device, seed, stateful: see :func:`recipes.core.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
         collate_fn: used as given. Default: the collate the dataset asks for
-            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :class:`AudioCollate` with its pad id
-            (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
+            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :class:`AudioCollate` with its pad id
+            (:class:`recipes.core.hooks.PadsIds`; 0 if none).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
-            :func:`recipes.core.loading.loader.preset_kwargs`).
+            :func:`recipes.core.preset_kwargs`).
     """
     collate = hooks.UsualCollate(audio_collate_for) if collate_fn is None else collate_fn
     if isinstance(dataset, IterableDataset):  # AudioShards: it orders, shuffles and shards itself

@@ -7,14 +7,14 @@
 A sample is the consecutive members that share a key: ``000042.flac`` (or ``.wav``, ``.mp3``,
 ``.ogg``, ``.opus``) and its transcript, ``000042.txt`` or ``000042.json`` with ``"text"``.
 Shards are local paths or fsspec URLs, plain or gzip/bzip2/xz compressed, grouped into samples by
-:func:`recipes.core.sources.tar_samples.read_samples`: one sequential stream from the byte where a pass
+:func:`recipes.core.streams.read_samples`: one sequential stream from the byte where a pass
 resumes, never extracted to disk; member names that climb out are refused, links passed over,
 members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with two members of
 one extension or a key that comes back after other samples refused. Each epoch the samples of the
 shards (in an order shuffled by ``(seed, epoch)`` with a ``shuffle_buffer``) are cut into ``world_size
 x num_workers`` runs equal by count (:mod:`recipes.core.sources.shard_index`: one walk of the headers at
 construction, on rank 0); a state holds each reader's shard and byte offset
-(:class:`recipes.core.sources.streams.ResumableStream`), never data. Build it after ``init_process_group``.
+(:class:`recipes.core.ResumableStream`), never data. Build it after ``init_process_group``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class AudioShards(ResumableStream):
 
     Args:
         urls: the shards: a list, a folder (its ``*.tar``), a ``{000..099}`` range or a glob
-            (:func:`recipes.core.sources.tar_samples.expand_shards`).
+            (:func:`recipes.core.streams.expand_shards`).
         tokenizer: a ``tokenizers.Tokenizer`` or tokenizer.json path; None: no ``input_ids``.
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
@@ -60,12 +60,12 @@ class AudioShards(ResumableStream):
         on_error: ``"raise"`` a DataError naming the shard and member, or ``"skip"`` the sample
             (a shard that cannot be read: the rest of it) with a warning.
         storage_options: passed to fsspec for URL shards; never shown.
-        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+        order: a :class:`recipes.core.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling ``seed`` shared by all
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
 
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     def __init__(

@@ -78,7 +78,7 @@ class SpeechDataset(Dataset):
             UTF-8 or not a string, a clip that cannot be read or that decodes to another length
             than its row says; named by file and line (or row).
         audio_root: the folder paths are relative to (default: the manifest's folder).
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its ``durations``
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its ``durations``
             (``"headers"`` or ``"manifest"``: see the module docstring; docs/audio.md says when each
             fits), ``index_dir`` (each clip's header kept for the next build of the same manifest,
             read again for a clip whose size or modification time changed) and ``num_channels``

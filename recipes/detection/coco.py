@@ -63,7 +63,7 @@ class CocoDataset(Dataset):
             targets.
         transforms: a ``torchvision.transforms.v2`` callable on ``(image, target)``; flips and
             crops then move the boxes (and masks) with the pixels. An exception it raises is a
-            :class:`recipes.core.contracts.errors.SampleError` naming the index, image id and file (a bug,
+            :class:`recipes.core.SampleError` naming the index, image id and file (a bug,
             not bad data: ``on_error="skip"`` does not drop it).
         masks: add ``masks`` decoded with pycocotools from polygons or RLE.
         include_crowd: keep ``iscrowd=1`` regions in the targets (they are always kept for
@@ -81,7 +81,7 @@ class CocoDataset(Dataset):
             e.g. ``("occluded",)``. An annotation without one, or with a value that is not a number,
             is a DataError naming the field and the annotation id (``on_error="skip"``: its image is
             left out). For any other use of the annotations, override :meth:`extend_target`.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``strict_annotations`` (raise on boxes with a non-positive or non-finite width or
             height instead of dropping them with one :class:`DegenerateBoxWarning`) and
             ``strict_decode`` (raise or skip, per ``on_error``, an image libjpeg reports as corrupt).

@@ -144,15 +144,15 @@ def detection_loader(
         train: shuffle within aspect-ratio groups and drop each group's incomplete last batch;
             ranks of a process group get equal batch counts. False: dataset order, every
             image once across ranks.
-        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
+        device, seed, stateful: see :func:`recipes.core.build_loader`.
         collate_fn: used as given; :class:`PaddedDetectionCollate` pads. Default: the collate the dataset
-            asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`detection_collate`.
+            asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :func:`detection_collate`.
             Its batches leave worker processes packed (:func:`recipes.core.workers.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision
             reference's bins.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...;
-            :func:`recipes.core.loading.loader.preset_kwargs`).
+            :func:`recipes.core.preset_kwargs`).
     """
     if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
         groups = aspect_ratio_groups(_aspect_ratios(dataset))

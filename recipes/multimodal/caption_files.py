@@ -147,7 +147,7 @@ def _parse_row(row: Any, where: str) -> tuple[str, list[str]]:
 
 
 def check_image_name(name: Any, where: str) -> str:
-    """A manifest's image name, checked lexically (:func:`recipes.core.sources.paths.check_relative`) and as UTF-8."""
+    """A manifest's image name, checked lexically (:func:`recipes.core.storage.check_relative`) and as UTF-8."""
     name = storage.check_relative(name, source=where)
     if not is_unicode(name):
         raise DataError(f"{where}: image name {name!r} is not valid UTF-8 text")

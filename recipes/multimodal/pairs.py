@@ -77,7 +77,7 @@ class ImageTextDataset(Dataset):
         image_root: folder (or URL) the image names are relative to; default: the manifest's.
         transform: applied to the uint8 image tensor (torchvision v2 transforms work). To batch,
             it must bring every image to one size (e.g. ``Resize(224)`` + ``CenterCrop(224)``). An
-            exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the index,
+            exception it raises is a :class:`recipes.core.SampleError` naming the index,
             manifest line and image (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included (CLIP's context is
             77); None keeps all.
@@ -95,7 +95,7 @@ class ImageTextDataset(Dataset):
             content, so that later runs map that copy (else each construction, in every rank,
             copies them into a temporary file of its own). Ranks that build a cold cache at the
             same moment each write; the last one published stays.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``strict_decode`` (with ``decode="device"`` every image is then decoded, and checked,
             in the worker), ``max_row_group_bytes`` and ``truncation``.
 
@@ -260,7 +260,7 @@ class DeviceCaptions(imaging.DeviceView):
 
 def caption_item(dataset: ImageTextDataset, index: int, plan: imaging.ImagePlan | None) -> dict[str, Any] | None:
     """``dataset[index]``; with a ``plan`` (``decode="device"``, :class:`DeviceCaptions`), ``"image"``
-    is an ``EncodedImage`` (:func:`recipes.core.pixels.device_decode.encode_image`)."""
+    is an ``EncodedImage`` (:func:`recipes.core.imaging.encode_image`)."""
     if dataset.captions == "all":
         caption = index
         row = int(dataset.caption_image[index])
@@ -300,7 +300,7 @@ def caption_item(dataset: ImageTextDataset, index: int, plan: imaging.ImagePlan 
 
 
 def caption_pad_id(tokenizer: Tokenizer) -> int:
-    """The tokenizer's pad id (:func:`recipes.core.tokens.encoding.find_pad_id`), or 0 where it has none, as
+    """The tokenizer's pad id (:func:`recipes.core.tokenizing.find_pad_id`), or 0 where it has none, as
     CLIP's BPE has not: captions are always padded, and padded positions are masked out."""
     found = tokenizing.find_pad_id(tokenizer)
     return 0 if found is None else found
@@ -314,7 +314,7 @@ def multimodal_collate(batch: Sequence[dict[str, Any] | None], *, pad_id: int = 
         and resized ones are; ``.contiguous()`` gives NCHW memory), ``input_ids`` int64 [B,T] (right-padded with
         ``pad_id``), ``attention_mask`` int64 [B,T], ``lengths`` int64 [B], and ``index`` int64
         [B] (or ``key``, a list of str, for items from :class:`ImageTextShards`); any other key of the
-        items batched as :func:`recipes.core.contracts.batching.extra_columns` does.
+        items batched as :func:`recipes.core.arrays.extra_columns` does.
 
     Raises:
         ValueError: images of different sizes, or not uint8; the message says which transform fixes it.
@@ -349,7 +349,7 @@ class MultimodalCollate:
 
 
 def multimodal_collate_for(dataset: Any) -> MultimodalCollate:
-    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`), else 0."""
+    """:class:`MultimodalCollate` with ``dataset``'s pad id (:func:`recipes.core.hooks.dataset_pad_id`), else 0."""
     return MultimodalCollate(pad_id=hooks.dataset_pad_id(dataset, 0))
 
 
@@ -374,8 +374,8 @@ def multimodal_loader(
     way ``stateful=True`` gives an exact mid-epoch resume (for shards: with the same ranks and
     workers). ``overrides`` are DataLoader keyword arguments
     (``num_workers=0``, ``multiprocessing_context="spawn"``, ...). ``collate_fn`` is used as given;
-    by default the collate the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`),
-    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`; 0 if none).
+    by default the collate the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`),
+    else :class:`MultimodalCollate` with its pad id (:class:`recipes.core.hooks.PadsIds`; 0 if none).
 
     ``decode="device"`` (map-style, with a RandomResizedCrop or Resize + CenterCrop transform):
     workers ship each JPEG's bytes and its crop and flip drawn from the sample's seed;

@@ -13,7 +13,7 @@ The caption column holds a string or a list of strings. With the default ``capti
 ("caption") a file without that column but with a ``captions`` column uses that one, as a
 JSONL manifest row may. A bad row is a :class:`DataError` naming the file and row, or is dropped
 with a warning under ``on_error="skip"``. Embedded bytes are copied into a memory-mapped
-:class:`recipes.core.sources.blob_file.BlobFile`; names and caption ids go into flat numpy arrays.
+:class:`recipes.core.caches.BlobFile`; names and caption ids go into flat numpy arrays.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def index_caption_parquet(
     With ``cache_dir``, the embedded bytes are kept there under a digest of the source's content
     and the options, and found again by the next construction with the same (another run, every
     rank of a job) instead of being copied anew: the rows are still read, their bytes not written.
-    ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own).
+    ``tokenizer`` may be a :class:`recipes.core.tokenizing.TruncatingEncoder` (then ``max_length`` is its own).
     """
     entries = parquet.parquet_entries(source, storage_options)  # globs expanded once: a listing call for a URL
     if not isinstance(tokenizer, tokenizing.TruncatingEncoder):  # once, not a copy per chunk

@@ -56,7 +56,7 @@ def write_shards(
         image_field, caption_field: the Parquet columns of the image and the caption(s).
         storage_options: passed to fsspec for a Parquet URL.
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
-            uncompressed (:data:`recipes.core.sources.parquet_files.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
+            uncompressed (:data:`recipes.core.parquet.MAX_ROW_GROUP_BYTES`, 256 MiB); raise
             it for a trusted file written with larger row groups.
 
     Returns:

@@ -73,7 +73,7 @@ class ImageTextShards(ResumableStream):
             caption is cut and keeps its special tokens (CLIP's EOT); the tokenizer you pass is
             not changed.
         transform: applied to the uint8 image; must bring images to one size to batch them. An
-            exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the shard and
+            exception it raises is a :class:`recipes.core.SampleError` naming the shard and
             member (a bug, not bad data: ``on_error="skip"`` does not drop it).
         max_length: truncate ids to this many tokens, special tokens included; None keeps all.
         captions: ``"random"``, ``"first"`` or ``"all"`` (one item per caption) for multi-caption samples.
@@ -82,18 +82,18 @@ class ImageTextShards(ResumableStream):
         storage_options: passed to fsspec for URL shards (endpoint, credentials); never shown.
         cache_dir: keep remote shards here once read whole, so later epochs read local disk, and
             the shards' sample index (:mod:`recipes.core.sources.shard_index`), so a second build reads none
-            (:class:`recipes.core.sources.disk_cache.DiskCache`).
-        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: ``shuffle_buffer`` samples held
+            (:class:`recipes.core.caches.DiskCache`).
+        order: a :class:`recipes.core.StreamOrder`: ``shuffle_buffer`` samples held
             for shuffling (0: shards and samples in order), the shuffling and augmentation
             ``seed`` shared by all ranks (None draws one), and a rank and world size to use
             instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound, least
             recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
             only its size and modification time; a copy that differs is fetched again).
     """
 
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
 
     def __init__(
         self,

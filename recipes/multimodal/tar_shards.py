@@ -74,6 +74,6 @@ def read_samples(
     cache: caches.DiskCache | None = None,
 ) -> Iterator[tuple[list[int], tuple[str, str, dict[str, bytes]]]]:
     """``([shard position, byte offset], (shard, key, {extension: bytes}))`` for each sample of
-    ``shards`` (:func:`recipes.core.sources.tar_samples.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
+    ``shards`` (:func:`recipes.core.streams.read_samples`), members over ``MAX_MEMBER_BYTES`` refused."""
     return streams.read_samples(shards, begin, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
                                 on_error=on_error, cache=cache)

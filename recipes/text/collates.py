@@ -7,7 +7,7 @@ They batch the items of :class:`recipes.text.TokenizedTextDataset`, of
 :class:`recipes.text.StreamingTextDataset` (:func:`stream_collate` pads through :func:`padded_batch`
 too) and of their mixtures; ``text_collate_for`` and ``stream_collate_for`` are the presets' usual
 collates, with a dataset's pad id; ``pack_collate`` also packs :class:`recipes.text.InstructionDataset`'s
-per-token labels. Any other key of the items is batched as :func:`recipes.core.contracts.batching.extra_columns`
+per-token labels. Any other key of the items is batched as :func:`recipes.core.arrays.extra_columns`
 does.
 """
 
@@ -41,7 +41,7 @@ def text_collate(
         ``lengths`` int64 [B] (for ``pack_padded_sequence``), ``index`` int64 [B], and
         ``labels`` int64 [B] when the items have labels. T is the longest sample, rounded up to
         ``pad_to_multiple_of`` (8 or 64 suits tensor cores). ``None`` items (skipped) are dropped.
-        Any other key of the items is batched too (:func:`recipes.core.contracts.batching.extra_columns`).
+        Any other key of the items is batched too (:func:`recipes.core.arrays.extra_columns`).
     """
     return padded_batch(batch, caller="text_collate", pad_id=pad_id, pad_to_multiple_of=pad_to_multiple_of,
                         padding_side=padding_side)
@@ -92,13 +92,13 @@ class StreamCollate:
 
 
 def stream_collate_for(dataset: Any) -> StreamCollate:
-    """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`);
+    """:class:`StreamCollate` with ``dataset``'s pad id (:func:`recipes.core.hooks.dataset_pad_id`);
     a ValueError says what to pass where it has none."""
     return StreamCollate(pad_id=tokenizing.require_pad_id(hooks.dataset_pad_id(dataset), type(dataset).__name__))
 
 
 def text_collate_for(dataset: Any) -> TextCollate:
-    """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.contracts.protocols.dataset_pad_id`);
+    """:class:`TextCollate` with ``dataset``'s pad id (:func:`recipes.core.hooks.dataset_pad_id`);
     a ValueError says what to pass where it has none."""
     return TextCollate(pad_id=tokenizing.require_pad_id(hooks.dataset_pad_id(dataset), type(dataset).__name__))
 

@@ -115,7 +115,7 @@ class LineIndex:
     def turn(self, slot: int, slots: int, epoch: int, paths: list[Any],
              storage_options: dict[str, Any] | None = None) -> int:
         """The global byte offset where reader ``slot`` starts reading its share in ``epoch``: the line
-        :func:`recipes.core.sources.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
+        :func:`recipes.core.streams.turning_point` names (its first line in even epochs, its middle one in odd)."""
         total = self.total
         line = streams.turning_point(slot * total // slots, (slot + 1) * total // slots, epoch)
         return self.line_start(line, paths, storage_options)
@@ -182,7 +182,7 @@ class LineIndex:
 def sized_files(paths: list[Any], storage_options: dict[str, Any] | None = None) -> tuple[list[Any], list[int]]:
     """``(files, sizes)``: ``paths`` with each glob replaced by its files, sorted, and each file's
     size in bytes: from the glob's listing where it gives one (an object store's: 1,000 a request),
-    else asked (:func:`recipes.core.sources.storage.stream_sizes`, a HEAD a URL).
+    else asked (:func:`recipes.core.storage.stream_sizes`, a HEAD a URL).
 
     Raises:
         FileNotFoundError: a glob matches nothing, or a file is missing.

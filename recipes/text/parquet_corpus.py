@@ -45,7 +45,7 @@ class ParquetCorpus:
 class ParquetSource:
     """A Parquet source resolved once (:func:`parquet_source`): its entries and the names it goes by."""
 
-    entries: list[Any]  # from recipes.core.sources.parquet_files.parquet_entries
+    entries: list[Any]  # from recipes.core.parquet.parquet_entries
     path: Any  # what the dataset shows as its path: the source as given, or the Dataset's description
     name: str  # what messages call it
     key_path: Any  # what names its token-cache entry: the first file, or "dataset.parquet" for a Dataset
@@ -157,9 +157,9 @@ def read_parquet_corpus(
     max_chars: int | None = None,
     extra_fields: Sequence[str] = (),
 ) -> ParquetCorpus:
-    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.sources.parquet_files.parquet_entries`).
+    """Read and tokenise every row of ``entries`` (from :func:`recipes.core.parquet.parquet_entries`).
 
-    ``tokenizer`` may be a :class:`recipes.core.tokens.encoding.TruncatingEncoder` (then ``max_length`` is its own);
+    ``tokenizer`` may be a :class:`recipes.core.tokenizing.TruncatingEncoder` (then ``max_length`` is its own);
     a text over ``max_chars`` characters is a DataError naming its row (None: no limit); each of the
     ``extra_fields`` is kept as an array in ``extras`` (:func:`recipes.text.corpus_files.extra_arrays`).
     """

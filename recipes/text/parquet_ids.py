@@ -14,7 +14,7 @@ null or empty list, a null id, an id below 0 or at or over ``vocab_size`` (witho
 ``max_length`` cuts off too. ``on_error="skip"`` drops the row with a warning. A column of another
 type (floats, strings) is the file's problem and always raises, as a missing column does.
 ``max_length`` cuts as the text path cuts when a tokenizer names the special tokens
-(:meth:`recipes.core.tokens.encoding.TruncatingEncoder.cut_ids`: ``[CLS] ... [SEP]`` kept), else slices.
+(:meth:`recipes.core.tokenizing.TruncatingEncoder.cut_ids`: ``[CLS] ... [SEP]`` kept), else slices.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class IdsColumn:
         vocab_size: ids must be below it; None takes the encoder's tokenizer's, else only
             ``uint32`` bounds them.
         max_length: keep at most this many ids a row (None: all).
-        encoder: a :class:`recipes.core.tokens.encoding.TruncatingEncoder` of the tokenizer that wrote the
+        encoder: a :class:`recipes.core.tokenizing.TruncatingEncoder` of the tokenizer that wrote the
             ids: it cuts them as it cuts a text (its ``max_length`` and truncation are used).
             None: ``max_length`` slices, ``ids[:max_length]``.
         on_error: ``"raise"`` or ``"skip"``.
@@ -113,7 +113,7 @@ class IdsColumn:
     def check_footer(self, entry: Any, file: Any) -> None:
         """A DataError naming ``entry`` unless its id column holds integer lists, read from ``file``, its
         open ``pyarrow.parquet.ParquetFile`` (None for a Dataset); the columns are checked already
-        (the ``check`` of :func:`recipes.core.sources.parquet_files.read_footers`)."""
+        (the ``check`` of :func:`recipes.core.parquet.read_footers`)."""
         name = parquet.entry_name(entry)
         if file is None:
             kind = entry.with_format("arrow", columns=[self.field])[0:0].schema.field(self.field).type
@@ -125,7 +125,7 @@ class IdsColumn:
         _check_type(kind, where, self.field)
 
     def chunks(self, entries: Sequence[Any], sizes: Sequence[int], **read: Any) -> Iterator[IdsChunk]:
-        """An :class:`IdsChunk` per row group that :func:`recipes.core.sources.parquet_files.iter_tables`
+        """An :class:`IdsChunk` per row group that :func:`recipes.core.parquet.iter_tables`
         reads (``read``: its keyword options, the row range and row-group size limit among them)."""
         for part in parquet.iter_tables(entries, self.columns, sizes, **read):
             yield self.read(part)
@@ -250,7 +250,7 @@ def read_id_corpus(
     storage_options: dict[str, Any] | None = None,
     max_row_group_bytes: int = parquet.MAX_ROW_GROUP_BYTES,
 ) -> ParquetCorpus:
-    """Every usable row of ``entries`` (from :func:`recipes.core.sources.parquet_files.parquet_entries`),
+    """Every usable row of ``entries`` (from :func:`recipes.core.parquet.parquet_entries`),
     its labels numbered as the text path numbers them (integers kept, else sorted names)."""
     for entry in entries:
         column.check_entry(entry, storage_options)

@@ -14,7 +14,7 @@ batch. To build it once per worker, pass the class and Ray runs actors:
 {"max_length": 512}, compute=ray.data.ActorPoolStrategy(size=8))``; each actor reads the path.
 
 The ids are those of :class:`recipes.text.TokenizedTextDataset` for the same text and
-``max_length``: :func:`recipes.core.tokens.encoding.encode_texts` cuts the content and keeps the special
+``max_length``: :func:`recipes.core.tokenizing.encode_texts` cuts the content and keeps the special
 tokens, from a bounded prefix of a long text. A null, blank or non-string text raises the
 DataError the dataset raises for it, naming the row in its batch. The module needs pyarrow
 (``pip install ".[parquet]"``), not Ray: only the caller imports Ray.
@@ -48,7 +48,7 @@ class TokenizeBatch:
         text_field: the column of texts.
         ids_field: the column to add; a batch that has it already is refused.
         truncation: ``"tokenizer"`` (keep the special tokens) or ``"slice"``, as
-            :class:`recipes.core.tokens.encoding.TruncatingEncoder`.
+            :class:`recipes.core.tokenizing.TruncatingEncoder`.
     """
 
     def __init__(

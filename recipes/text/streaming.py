@@ -74,9 +74,9 @@ class StreamingTextDataset(ResumableStream):
 
     Items are ``{"input_ids": int64 [L], "index": byte offset}`` plus ``"label": int`` with a
     ``label_field`` (streaming cannot number string labels: they must be integers). ``state_dict()``
-    holds positions (:class:`recipes.core.sources.streams.ResumableStream`): ``[block, offset, lines taken]``.
+    holds positions (:class:`recipes.core.ResumableStream`): ``[block, offset, lines taken]``.
     Each reader reads its share from the epoch's turning point on, then from its start up to it
-    (:func:`recipes.core.sources.streams.turning_point`), so the lines one epoch drops the next one reads.
+    (:func:`recipes.core.streams.turning_point`), so the lines one epoch drops the next one reads.
 
     Args:
         paths: a file, a glob (``*``, ``?``, ``[``) or a list of them, read in this order (a glob's
@@ -91,10 +91,10 @@ class StreamingTextDataset(ResumableStream):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"``.
         storage_options: passed to fsspec for URL paths (endpoint, credentials); never shown.
-        order: a :class:`recipes.core.sampling.stream_order.StreamOrder`: the shuffle buffer, its seed
+        order: a :class:`recipes.core.StreamOrder`: the shuffle buffer, its seed
             (``(seed, epoch, slot)``; None draws one shared by all ranks), and a rank and world
             size to use instead of ``torch.distributed``'s.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars`` (a longer text is a DataError naming its byte
             offset), ``max_row_group_bytes`` and ``index_dir``: where the line index of .txt and
             .jsonl files is kept, so the next build of the same files reads none of them
@@ -103,7 +103,7 @@ class StreamingTextDataset(ResumableStream):
     A Parquet column of token-id lists streams without a tokenizer: :meth:`from_ids`.
     """
 
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.sources.streams.turning_point)
+    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
 
     def _init_ids(
         self,
@@ -202,7 +202,7 @@ class StreamingTextDataset(ResumableStream):
                 if not storage.is_url(path) and not path.is_file() and not storage.has_glob(path):
                     raise FileNotFoundError(f"text file {path} does not exist")
         # the encoder (copies made once) cuts a text and the stored ids of ids_field alike, through a
-        # batch-safe copy (recipes.core.tokens.encoding.batch_safe_tokenizer); the pad id is read from the
+        # batch-safe copy (recipes.core.tokenizing.batch_safe_tokenizer); the pad id is read from the
         # tokenizer as given, whose padding config that copy drops
         tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
         pad_id = pad_id if tokenizer is None else tokenizing.find_pad_id(tokenizer, pad_id)
@@ -384,12 +384,12 @@ def streaming_loader(
         dataset: the stream; it shards itself across the workers and ranks.
         batch_size: lines per batch (a worker's last batch may be short unless ``train``).
         train: drop each worker's last partial batch.
-        device, seed: see :func:`recipes.core.loading.loader.loader_kwargs`.
+        device, seed: see :func:`recipes.core.loader_kwargs`.
         stateful: a ``StatefulDataLoader`` whose ``state_dict()`` resumes mid-epoch exactly: the
             same batches as an uninterrupted run, with the same ranks and workers.
         collate_fn: used as given (``pack_collate`` packs). Default: the collate the stream asks for
-            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`: a mixture's sources' one), else
-            :class:`StreamCollate` with its pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
+            (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`: a mixture's sources' one), else
+            :class:`StreamCollate` with its pad id (:class:`recipes.core.hooks.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ...).
     """
     collate = hooks.UsualCollate(stream_collate_for) if collate_fn is None else collate_fn

@@ -98,7 +98,7 @@ def load_cache(
         verify: also check each file's CRC-32 against the record (reads every byte).
         require_columns, require_meta: names the caller needs; a record without one is damaged.
         vocab_size: the tokens are served checked against it, each block of ids the first time
-            (:meth:`recipes.core.contracts.arrays.TokenArray.bounded`): an id written over in place, which
+            (:meth:`recipes.core.arrays.TokenArray.bounded`): an id written over in place, which
             keeps the file's size, dtype and shape, is a DataError naming the file, never an item.
 
     Raises:

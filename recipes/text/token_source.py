@@ -54,7 +54,7 @@ def token_source(
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, a ``tokenizer.json`` path, or None (stored ids only).
-        max_length, truncation: the cut (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
+        max_length, truncation: the cut (:class:`recipes.core.tokenizing.TruncatingEncoder`).
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         ids_field, vocab_size, label_field, on_error, extra_fields: with ``ids_field``, the stored column's
             :class:`recipes.text.parquet_ids.IdsColumn`, which cuts with the encoder when there is one.

@@ -73,7 +73,7 @@ class TokenizedTextDataset(Dataset):
     truncation, ``enable_truncation(max_length)``: the text is cut and the special tokens of the
     post-processor are kept (a long text still ends in ``[SEP]``/``</s>``); the tokenizer you
     pass is not changed. A long line is tokenised from a bounded prefix, so memory follows
-    ``max_length``, not the line (:class:`recipes.core.tokens.encoding.TruncatingEncoder`).
+    ``max_length``, not the line (:class:`recipes.core.tokenizing.TruncatingEncoder`).
 
     Reading rules (:mod:`recipes.text.corpus_files`): blank lines are not samples;
     ``line_numbers[i]`` is the file line of sample ``i``. Invalid UTF-8, bad JSON, a missing or
@@ -102,7 +102,7 @@ class TokenizedTextDataset(Dataset):
         pad_id: the padding id; None reads the tokenizer's padding config or its pad token.
         on_error: ``"raise"`` or ``"skip"`` (see above).
         storage_options: passed to fsspec for a URL (endpoint, credentials); never shown.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``truncation``, ``max_line_chars``, ``max_row_group_bytes`` and ``verify_cache`` (with
             ``cache_dir``, every cached file's CRC-32 is checked at open).
         extra_fields: numeric JSON fields or CSV / Parquet columns carried into each item under
@@ -230,7 +230,7 @@ class TokenizedTextDataset(Dataset):
             tokenizer: None, or the tokenizer that made the ids.
             ids_field: the column of token-id lists.
             label_field, max_length, pad_id, on_error, storage_options, extra_fields: as the constructor's.
-            read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+            read_options: a :class:`recipes.core.ReadOptions`; this reads its
                 ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
                 default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
         """
@@ -337,7 +337,7 @@ def text_loader(
     """A DataLoader preset for :class:`TokenizedTextDataset`.
 
     Training batches hold samples of similar length: every epoch the samples are sorted by
-    length with a little fresh jitter (:class:`recipes.core.sampling.plans.ByLength`) and cut into
+    length with a little fresh jitter (:class:`recipes.core.ByLength`) and cut into
     batches, whose order is then shuffled; samples of similar length change batchmates every
     epoch, and padding stays close to sorting everything (figures: benchmarks/README.md).
     Evaluation keeps the dataset order. Each rank of a process group gets the same number of
@@ -350,13 +350,13 @@ def text_loader(
         max_tokens: cut batches by a token budget, ``len(batch) * longest <= max_tokens`` (a
             single longer sample forms its own batch).
         train: shuffled, length-grouped, drop the last partial batch; else in order, keep all.
-        device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`.
+        device, seed, stateful: see :func:`recipes.core.build_loader`.
         collate_fn: used as given; ``pack_collate`` packs without padding. Default: the collate the
-            dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`:
+            dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`:
             :class:`recipes.text.InstructionDataset` and mixtures of them, ``instruction_collate``),
-            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.contracts.protocols.PadsIds`).
+            else :class:`TextCollate` with the dataset's pad id (:class:`recipes.core.hooks.PadsIds`).
         overrides: DataLoader keyword arguments (``num_workers=0``, ``pin_memory=False``, ...;
-            :func:`recipes.core.loading.loader.preset_kwargs`).
+            :func:`recipes.core.preset_kwargs`).
     """
     collate = hooks.UsualCollate(text_collate_for) if collate_fn is None else collate_fn
     plan = ByLength(dataset.lengths) if max_tokens is None else TokenBudget(dataset.lengths, max_tokens)

@@ -7,7 +7,7 @@
 Each file is read by :func:`recipes.video.probe.probe` (header and packets, no frame decoded).
 The arrays (a few per video, frame times only for variable-rate ones) are what forked workers
 share instead of copying Python objects (pytorch issue 13246). With ``index_dir`` they are kept
-as one ``.npz`` (:func:`recipes.core.sources.index_cache.cached_index`, loaded without pickle), named by
+as one ``.npz`` (:func:`recipes.core.caches.cached_index`, loaded without pickle), named by
 a digest of every file's path, size and modification time: the next build over the same files
 opens none of them, and one changed file builds the index again. A file that cannot be used is
 kept in the index as its reason, so a build from the cache names it again.

@@ -7,7 +7,7 @@ A video dataset draws a clip per item only when the preset trains: :func:`video_
 the DataLoader a copy of the dataset (its ``with_random_clips``, the sources of a ``MixedDataset``
 or ``Subset`` alike) that draws each item's clip from the sample's seed, ``(seed, epoch, index)``,
 as the images' augmentations are drawn; evaluating, the copy takes clip ``clip`` of the evenly
-spaced ones. The rest is :func:`recipes.core.loading.loader.build_loader`: shuffled epochs split across
+spaced ones. The rest is :func:`recipes.core.build_loader`: shuffled epochs split across
 ranks, exact resume with ``stateful=True``, errors naming their clips, batches packed in workers.
 """
 
@@ -86,14 +86,14 @@ def video_loader(
     Args:
         dataset: a ``VideoFolderDataset`` or ``VideoDataset``, or a ``MixedDataset`` / ``Subset`` of them.
         batch_size: clips per batch.
-        train, device, seed, stateful: see :func:`recipes.core.loading.loader.build_loader`; ``stateful=True``
+        train, device, seed, stateful: see :func:`recipes.core.build_loader`; ``stateful=True``
             resumes mid-epoch with exactly the batches still to come.
         layout: ``"BTCHW"`` (``[B, T, 3, H, W]``, video transformers) or ``"BCTHW"``
             (``[B, 3, T, H, W]``, 3-D CNNs such as torchvision's ``r3d_18`` and ``mvit``).
         collate_fn: used as given (``layout`` is then the collate's to apply). Default: the collate
-            the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :class:`VideoCollate`.
+            the dataset asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :class:`VideoCollate`.
         overrides: DataLoader keyword arguments (``num_workers=0``, ``multiprocessing_context="spawn"``;
-            :func:`recipes.core.loading.loader.preset_kwargs`).
+            :func:`recipes.core.preset_kwargs`).
 
     ``VideoOptions(decode="device")`` datasets are iterated through ``DevicePrefetcher(loader,
     device)``, which decodes them (:mod:`recipes.video.device`); it normalises clips of either layout.

@@ -9,7 +9,7 @@ only, for the exact frame count and each frame's time. A stream whose frames all
 (``seek_mode="approximate"``), which spares a scan at every open. Others (a variable frame rate)
 keep their frame times, from which segments in seconds become frame numbers.
 
-Every problem is a :class:`recipes.core.contracts.errors.DataError` naming the file: an empty or truncated
+Every problem is a :class:`recipes.core.DataError` naming the file: an empty or truncated
 file, one that is not a video or has no video stream, a codec FFmpeg cannot decode, a frame size
 or frame count in the header past :data:`MAX_FRAME_PIXELS` / :data:`MAX_FRAMES` (refused before
 the scan, which would allocate by the claimed count).

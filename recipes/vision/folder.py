@@ -57,7 +57,7 @@ class ImageFolderDataset(ClassFolderDataset):
     Args:
         root: the folder holding one sub-folder per class (``~`` is expanded).
         transform: applied to the uint8 image, e.g. :func:`train_transform` / :func:`eval_transform`.
-            An exception it raises is a :class:`recipes.core.contracts.errors.SampleError` naming the index
+            An exception it raises is a :class:`recipes.core.SampleError` naming the index
             and file (a bug, not bad data: ``on_error="skip"`` does not drop it).
         extensions: file endings to include, case-insensitive; default ImageFolder's
             (``.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp``).
@@ -67,7 +67,7 @@ class ImageFolderDataset(ClassFolderDataset):
             this ``(width, height)``; ``"auto"`` takes ``transform.draft_size`` (set by the
             presets), None always decodes in full. The module docstring says when it is safe.
             ``decode="device"`` plans and, on the CPU, decodes each JPEG at the same scale.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``strict_decode`` (raise or skip, per ``on_error``, a JPEG libjpeg reports as corrupt: a
             second, full decode where ``draft_size`` drafts; with ``decode="device"`` every image is
             then decoded, and checked, in the worker).
@@ -235,9 +235,9 @@ def vision_loader(
     and each sample's augmentation is seeded by ``(seed, epoch, index)``, so ``seed`` reproduces
     batches whatever the worker count. ``stateful=True`` returns a ``StatefulDataLoader`` that
     resumes mid-epoch. ``overrides`` are DataLoader keyword arguments (``num_workers=0``, ...;
-    :func:`recipes.core.loading.loader.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
+    :func:`recipes.core.preset_kwargs`). Normalise on the device: ``DevicePrefetcher(loader, device)``.
     ``collate_fn`` is used as given; by default the collate the dataset asks for
-    (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.contracts.protocols.collate_of`), else :func:`image_collate`.
+    (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :func:`image_collate`.
     """
     collate = hooks.UsualCollate.of(image_collate) if collate_fn is None else collate_fn
     return build_loader(imaging.with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size,

@@ -44,6 +44,8 @@ def test_the_site_builds_strictly(tmp_path):
                  for name in ("core", *DOMAINS)}
     # a role in a domain's docstring reaches the core's page: `:class:`DataError`` from an imported name
     assert any('href="../core/#recipes.core.contracts.errors.DataError"' in page for page in reference.values())
+    # and a public spelling, a namespace's too (`:func:`recipes.core.streams.turning_point``), where it is defined
+    assert any('href="../core/#recipes.core.sources.streams.turning_point"' in page for page in reference.values())
     for name in DOMAINS:  # each public class and function is documented on its page, so a role can link it
         module = importlib.import_module(f"recipes.{name}")
         for public in module.__all__:

@@ -8,7 +8,7 @@ The formats are TRL's (``SFTTrainer``): ``{"messages": [{"role", "content"}, ...
 ``{"prompt", "completion"}`` as two strings or as two lists of messages (conversational), and
 ``{"text"}``. Sources: ``.jsonl`` (a JSON object a line), ``.csv`` (``prompt``/``completion`` or
 ``text`` columns), Parquet files, lists and globs of them, and a Hugging Face ``datasets.Dataset``.
-A problem with a row is a :class:`recipes.core.contracts.errors.DataError` naming the file and line (or row).
+A problem with a row is a :class:`recipes.core.DataError` naming the file and line (or row).
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ class InstructionDataset(Dataset):
         pad_id: the id ``instruction_collate`` pads with; None reads the tokenizer's pad token,
             else the template's ``eos_token`` (padding is masked either way).
         storage_options: passed to fsspec for a URL; never shown.
-        read_options: a :class:`recipes.core.contracts.read_options.ReadOptions`; this reads its
+        read_options: a :class:`recipes.core.ReadOptions`; this reads its
             ``max_line_chars``: a row whose texts hold more characters is a DataError naming it
             (``TokenizedTextDataset``'s bound and default). A row is rendered and tokenised whole,
             whatever ``max_length``: about 100 bytes of memory a character.
@@ -311,7 +311,7 @@ def instruction_collate(
         token), ``labels`` int64 [B,T] (-100 on padding too, so a model's shifted loss skips it),
         ``lengths`` int64 [B] and ``index`` int64 [B]. T is the longest sample, rounded up to
         ``pad_to_multiple_of``. ``None`` items (skipped) are dropped; other item keys are batched
-        as :func:`recipes.core.contracts.batching.extra_columns` does.
+        as :func:`recipes.core.arrays.extra_columns` does.
     """
     batch = drop_skipped(batch)
     options = {"pad_to_multiple_of": pad_to_multiple_of, "padding_side": padding_side}
