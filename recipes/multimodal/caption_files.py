@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recipes.core import DataError, check_on_error, skip_or_raise, storage
+import numpy as np
+
+from recipes.core import DataError, arrays, caches, check_on_error, skip_or_raise, storage, tokenizing
 from recipes.text.corpus_files import is_unicode
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".json": "coco"}
@@ -53,6 +55,42 @@ class CaptionManifest:
 
     def where(self, row: int) -> str:
         return f"{storage.shown(self.path)} {self.key_name} {self.keys[row]}"
+
+
+@dataclass
+class CaptionIndex:
+    """What :class:`recipes.multimodal.ImageTextDataset` keeps of its source, a manifest or Parquet:
+    numpy arrays, which forked workers share, and a blob file of embedded images."""
+
+    images: arrays.StringArray  # image paths, '' for rows whose bytes are in ``blobs``
+    blobs: caches.BlobFile | None  # embedded bytes (an empty entry for a path row); None if there are none
+    tokens: arrays.TokenArray  # every caption, row after row
+    counts: np.ndarray  # int64: captions per row
+    entries: list[Any]  # the files read, in order (a datasets.Dataset stands for itself)
+    sources: list[str]  # entry names, for messages
+    source_of: np.ndarray  # int32: the entry of each row
+    keys: np.ndarray  # int64: each row's line (or COCO image id, or row) within its entry
+    key_name: str = "row"  # what keys count: "line", "image id" or "row"
+
+    def where(self, row: int) -> str:
+        """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
+        return f"{self.sources[self.source_of[row]]} {self.key_name} {self.keys[row]}"
+
+
+def index_caption_manifest(
+    manifest: str | os.PathLike, encoder: tokenizing.TruncatingEncoder, *, on_error: str = "raise",
+    storage_options: dict[str, Any] | None = None,
+) -> CaptionIndex:
+    """:func:`read_caption_manifest`'s rows as a :class:`CaptionIndex`, every caption tokenised."""
+    rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
+    flat = [caption for row in rows.captions for caption in row]
+    return CaptionIndex(
+        images=arrays.StringArray(rows.images), blobs=None, entries=[rows.path], sources=[storage.shown(rows.path)],
+        tokens=tokenizing.encode_texts(encoder, flat, description="tokenizing captions"),
+        counts=np.array([len(captions) for captions in rows.captions], dtype=np.int64),
+        source_of=np.zeros(len(rows), dtype=np.int32), keys=np.asarray(rows.keys, dtype=np.int64),
+        key_name=rows.key_name,
+    )
 
 
 def read_caption_manifest(

@@ -53,7 +53,7 @@ from recipes.core import (
     storage,
     tokenizing,
 )
-from recipes.multimodal.caption_files import read_caption_manifest
+from recipes.multimodal.caption_files import index_caption_manifest
 from recipes.multimodal.parquet_captions import index_caption_parquet
 
 CAPTION_CHOICES = ("random", "first", "all")
@@ -131,28 +131,21 @@ class ImageTextDataset(Dataset):
         self.transform, self.captions, self.max_length = transform, captions, max_length
         self.storage_options, tokenizer = storage_options, tokenizing.load_tokenizer(tokenizer)
         name = storage.shown(manifest) if isinstance(manifest, (str, os.PathLike)) else "the manifest"
+        table = parquet.is_parquet(manifest)
         with SkippedRows(name) as skipped:
-            if parquet.is_parquet(manifest):
-                fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir,
-                          "max_row_group_bytes": max_row_group_bytes}
-                index = index_caption_parquet(
-                    manifest, encoder, on_error=on_error, storage_options=storage_options, **fields
-                )
-                self.images, self.blobs, self.caption_tokens, counts = index.images, index.blobs, index.tokens, index.counts
-                self._sources, self._source_of, self._key_name, self._keys = index.sources, index.source_of, "row", index.keys
-                self.manifest = parquet.entry_name(manifest) if parquet.is_arrow_dataset(manifest) else manifest
-                first = None if parquet.is_arrow_dataset(manifest) else index.entries[0]
+            if table:
+                fields = {"image_field": image_field, "caption_field": caption_field, "cache_dir": cache_dir}
+                index = index_caption_parquet(manifest, encoder, on_error=on_error, storage_options=storage_options,
+                                              max_row_group_bytes=max_row_group_bytes, **fields)
             else:
-                rows = read_caption_manifest(manifest, on_error=on_error, storage_options=storage_options)
-                self.images, self.blobs, self.manifest, first = arrays.StringArray(rows.images), None, rows.path, rows.path
-                self._sources, self._key_name, self._keys = [storage.shown(rows.path)], rows.key_name, np.asarray(rows.keys, dtype=np.int64)
-                self._source_of = np.zeros(len(rows), dtype=np.int32)
-                counts = np.array([len(c) for c in rows.captions], dtype=np.int64)
-                flat = [caption for row in rows.captions for caption in row]
-                self.caption_tokens = tokenizing.encode_texts(encoder, flat, description="tokenizing captions")
-            skipped.check(len(self.images))
-        if not len(self.images):
-            raise DataError(f"{self._sources[0]}: the manifest holds no usable image-caption row")
+                index = index_caption_manifest(manifest, encoder, on_error=on_error, storage_options=storage_options)
+            skipped.check(len(index.images))
+        if not len(index.images):
+            raise DataError(f"{index.sources[0]}: the manifest holds no usable image-caption row")
+        self.index, self.images, self.blobs, self.caption_tokens = index, index.images, index.blobs, index.tokens
+        arrow = table and parquet.is_arrow_dataset(manifest)
+        self.manifest = parquet.entry_name(manifest) if arrow else manifest if table else index.entries[0]
+        first, counts = None if arrow else index.entries[0], index.counts
         if image_root is None:
             self.image_root = None if first is None else storage.parent(first)
         else:
@@ -162,7 +155,6 @@ class ImageTextDataset(Dataset):
         np.cumsum(counts, out=self.caption_offsets[1:])
         self.caption_image = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         self.pad_id = caption_pad_id(tokenizer)
-
 
     def __init__(
         self,
@@ -218,21 +210,18 @@ class ImageTextDataset(Dataset):
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
-    def where(self, row: int) -> str:
-        """Where image row ``row`` comes from, e.g. ``'train.jsonl line 12'``."""
-        return f"{self._sources[self._source_of[row]]} {self._key_name} {self._keys[row]}"
-
     def state_source(self) -> str:
         """What a loader state names as this data: the manifests' names, the sample count and a
         digest of the image names (not the folders: moved data still resumes)."""
-        manifests = checks.sampled_digest([storage.basename(source) for source in self._sources])
-        return f"{len(self._sources)} manifests {manifests}: {len(self)} samples, images {checks.sampled_digest(self.images)}"
+        manifests = checks.sampled_digest([storage.basename(source) for source in self.index.sources])
+        images = checks.sampled_digest(self.images)
+        return f"{len(self.index.sources)} manifests {manifests}: {len(self)} samples, images {images}"
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: ``"train.jsonl line 12, image cat/1.jpg"``."""
         row = int(self.caption_image[index]) if self.captions == "all" else index
         image = "embedded image" if self.blobs is not None and self.blobs[row] else f"image {storage.shown(self.images[row])}"
-        return f"{self.where(row)}, {image}"
+        return f"{self.index.where(row)}, {image}"
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return caption_item(self, index, None)
@@ -292,7 +281,7 @@ def caption_item(dataset: ImageTextDataset, index: int, plan: imaging.ImagePlan 
             contiguous = dataset.transform is None
             image = decode_image(data, source=source, contiguous=contiguous, strict=dataset.strict_decode)
     except DataError as error:
-        return skip_or_raise(DataError(f"{dataset.where(row)}: {error}"), dataset.on_error)
+        return skip_or_raise(DataError(f"{dataset.index.where(row)}: {error}"), dataset.on_error)
     if not encoded and dataset.transform is not None:
         with UserCode.for_sample(dataset, index):  # a failing transform names the line and image
             image = dataset.transform(image)

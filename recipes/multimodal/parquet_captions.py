@@ -28,7 +28,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from recipes.core import DataError, arrays, caches, check_on_error, parquet, skip_or_raise, tokenizing
-from recipes.multimodal.caption_files import check_caption, check_image_name
+from recipes.multimodal.caption_files import CaptionIndex, check_caption, check_image_name
 
 CHUNK_ROWS = 4096  # rows whose captions are tokenised in one call
 
@@ -43,20 +43,6 @@ class CaptionRow:
     name: str
     data: bytes | None
     captions: list[str]
-
-
-@dataclass
-class CaptionIndex:
-    """What :class:`ImageTextDataset` keeps of a Parquet source: numpy arrays and a blob file."""
-
-    images: arrays.StringArray  # image paths, '' for rows whose bytes are in ``blobs``
-    blobs: caches.BlobFile | None  # embedded bytes (an empty entry for a path row); None if there are none
-    tokens: arrays.TokenArray  # every caption, row after row
-    counts: np.ndarray  # int64: captions per row
-    entries: list[Any]  # the files read, in order (a datasets.Dataset stands for itself)
-    sources: list[str]  # entry names, for messages
-    source_of: np.ndarray  # int32: the entry of each row
-    keys: np.ndarray  # int64: the row within its entry
 
 
 def caption_rows(

@@ -224,7 +224,7 @@ OVER = {
     "AudioFolderDataset": (105, 6, 9),
     "AudioShards": (101, 9, 9),
     "CocoDataset": (210, 13, 11),
-    "ImageTextDataset": (173, 7, 10),
+    "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (127, 9, 10),
     "InstructionDataset": (241, 11, 10),
     "SpeechDataset": (271, 15, 10),

@@ -101,9 +101,9 @@ def test_skip_yields_exactly_the_good_pairs_and_a_warning_names_each_bad_line(fo
     with recording() as caught:
         dataset = ImageTextDataset(manifest, tokenizer, on_error="skip", max_length=77)
         batches = list(multimodal_loader(dataset, 4, train=False, device="cpu", num_workers=0))
-    assert [dataset.where(i) for i in range(len(dataset))] == [f"{manifest} line {n}" for n in [1, 2, 4, 5, 6, 7, 10, 14, 15]]
+    assert [dataset.index.where(i) for i in range(len(dataset))] == [f"{manifest} line {n}" for n in [1, 2, 4, 5, 6, 7, 10, 14, 15]]
     index = [i for batch in batches for i in batch["index"].tolist()]
-    assert [dataset.where(i) for i in index] == [f"{manifest} line {n}" for n in GOOD_LINES]
+    assert [dataset.index.where(i) for i in index] == [f"{manifest} line {n}" for n in GOOD_LINES]
     pixels = np.concatenate([batch["pixel_values"].numpy() for batch in batches])
     with Image.open(folder / "images" / "good.png") as good:
         expected_good = np.asarray(good).transpose(2, 0, 1)
@@ -139,7 +139,7 @@ def test_an_invalid_utf8_csv_row_is_named_not_the_whole_file(folder, tokenizer):
         ImageTextDataset(manifest, tokenizer)
     with pytest.warns(SkippedSampleWarning, match=r"m\.csv line 3"):
         dataset = ImageTextDataset(manifest, tokenizer, on_error="skip")
-    assert [dataset.where(i) for i in range(len(dataset))] == [f"{manifest} line 2", f"{manifest} line 4"]
+    assert [dataset.index.where(i) for i in range(len(dataset))] == [f"{manifest} line 2", f"{manifest} line 4"]
 
 
 def test_an_error_in_a_worker_names_the_manifest_line_and_file(folder, tokenizer):

@@ -255,7 +255,7 @@ def test_bad_rows_raise_naming_the_manifest_line_or_are_skipped(photos, tokenize
         ImageTextDataset(manifest, tokenizer)
     with pytest.warns(SkippedSampleWarning, match=f"{manifest} line 2"):
         dataset = ImageTextDataset(manifest, tokenizer, on_error="skip", captions="all")
-    assert len(dataset) == 2 and dataset.where(1) == f"{manifest} line 3"
+    assert len(dataset) == 2 and dataset.index.where(1) == f"{manifest} line 3"
 
 
 def test_csv_blank_caption_names_its_line(photos, tokenizer):

@@ -55,7 +55,7 @@ def test_path_and_caption_list_columns_of_small_row_groups_give_the_jsonl_items(
     pq.write_table(pa.table({"image": [r[0] for r in rows], "caption": [r[1] for r in rows]}), folder / "m.parquet", row_group_size=3)
     dataset = ImageTextDataset(folder / "m.parquet", tokenizer, captions="all")
     assert_same_items(dataset, ImageTextDataset(folder / "manifest.jsonl", tokenizer, captions="all"))
-    assert dataset.blobs is None and dataset.where(4) == f"{folder / 'm.parquet'} row 4"
+    assert dataset.blobs is None and dataset.index.where(4) == f"{folder / 'm.parquet'} row 4"
 
 
 def test_embedded_bytes_and_a_renamed_captions_column_decode_as_pil_does(folder, tokenizer):
@@ -109,7 +109,7 @@ def test_unsafe_paths_and_empty_cells_name_the_row_or_are_skipped(folder, tokeni
         ImageTextDataset(folder / "bad.parquet", tokenizer)
     dataset, reasons = with_skip_warnings(lambda: ImageTextDataset(folder / "bad.parquet", tokenizer, on_error="skip"))
     assert len(reasons) == 3 and "row 2: column 'image' holds no image" in reasons[1] and "row 3: empty caption" in reasons[2]
-    assert len(dataset) == 1 and dataset.where(0).endswith("bad.parquet row 0")
+    assert len(dataset) == 1 and dataset.index.where(0).endswith("bad.parquet row 0")
 
 
 def test_a_spawned_two_worker_loader_reads_embedded_images(folder, tokenizer):
