@@ -30,7 +30,6 @@ import torch
 from recipes.audio.decoding import audio_options, decode
 from recipes.core import (
     DataError,
-    ResumableStream,
     StreamOrder,
     check_on_error,
     ranks,
@@ -46,7 +45,7 @@ AUDIO_MEMBERS = ("flac", "wav", "mp3", "ogg", "opus")  # a sample's clip, in ord
 MAX_MEMBER_BYTES = 256 * 2**20
 
 
-class AudioShards(ResumableStream):
+class AudioShards(streams.ShardStream):
     """Iterate ``{"audio" float32 [C, N], "text" str, "input_ids" int64 [L] (with a tokenizer), "key" str}``.
 
     Args:
@@ -65,7 +64,6 @@ class AudioShards(ResumableStream):
             ranks (None draws one), and a rank and world size to use instead of ``torch.distributed``'s.
     """
 
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
     fixed_point = False  # True: 16-bit PCM at the target rate as its int16 samples (audio_loader's view)
 
     def __init__(
@@ -105,27 +103,12 @@ class AudioShards(ResumableStream):
         return {"collate": "audio_collate", "sample_rate": self.sample_rate, "num_channels": self.num_channels,
                 "pad_id": self.pad_id}
 
-    def max_workers(self) -> int:
-        """The most DataLoader workers per rank that all get a sample."""
-        return self.epochs.max_workers(self.world_size)
-
-    def _max_taken(self, slots: int) -> int | None:
-        return max(self.shuffle_buffer, 1)
-
-    def _check_position(self, position: list[Any], slots: int) -> None:
-        self.epochs.check_position(position, slots)
-
-    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
-        """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=self._items,
-                                  turns=self.cursor.turns)
-
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
         return streams.read_samples([self.shards[number] for number in numbers], start,
                                     max_member_bytes=MAX_MEMBER_BYTES, storage_options=self.storage_options,
                                     on_error=self.on_error)
 
-    def _items(self, shard: str, key: str, files: dict[str, bytes]) -> list[dict[str, Any]]:
+    def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> list[dict[str, Any]]:
         """A sample's item, none when it is skipped (:meth:`_item`)."""
         item = self._item(shard, key, files)
         return [] if item is None else [item]

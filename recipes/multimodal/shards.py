@@ -26,7 +26,6 @@ Why a tar walk of its own and not the webdataset package: benchmarks/README.md (
 
 from __future__ import annotations
 
-import functools
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -38,7 +37,6 @@ from tokenizers import Tokenizer
 from recipes.core import (
     DataError,
     ReadOptions,
-    ResumableStream,
     StreamOrder,
     UserCode,
     caches,
@@ -60,7 +58,7 @@ CAPTION_CHOICES = ("random", "first", "all")
 SHARDS_READ_OPTIONS = ("strict_decode", "truncation", "cache_limit_bytes", "verify_cache")
 
 
-class ImageTextShards(ResumableStream):
+class ImageTextShards(streams.ShardStream):
     """Iterate ``{"image": uint8 [3,H,W], "input_ids": int64 [L], "key": str}`` from tar shards.
 
     Args:
@@ -92,8 +90,6 @@ class ImageTextShards(ResumableStream):
             recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
             only its size and modification time; a copy that differs is fetched again).
     """
-
-    turns = True  # a pass starts at its epoch's turning point (recipes.core.streams.turning_point)
 
     def __init__(
         self,
@@ -134,29 +130,12 @@ class ImageTextShards(ResumableStream):
         self.pad_id = caption_pad_id(self.tokenizer)
         self.epochs = streams.ShardEpochs(self.index, shuffle_buffer, type(self).__name__)  # how a pass reads them
 
-    def read_paths(self) -> list[Any]:
-        """The shards a pass reads (for :meth:`retries_made`)."""
-        return list(self.shards)
-
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed stream must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "multimodal_collate", "pad_id": self.pad_id}
 
     def _max_taken(self, slots: int) -> int | None:
         return max(self.shuffle_buffer, 1) if self.captions != "all" else None  # "all": items per sample vary
-
-    def _check_position(self, position: list[Any], slots: int) -> None:
-        self.epochs.check_position(position, slots)
-
-    def max_workers(self) -> int:
-        """The most DataLoader workers per rank that all get a sample."""
-        return self.epochs.max_workers(self.world_size)
-
-    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
-        """One epoch of this slot's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
-        items = functools.partial(self._items, epoch=epoch)
-        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=items,
-                                  turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
         return read_samples([self.shards[number] for number in numbers], start, storage_options=self.storage_options,

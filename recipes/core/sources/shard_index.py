@@ -22,6 +22,7 @@ the next one reads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -34,7 +35,7 @@ import torch
 from recipes.core.sources.index_cache import cached_index, file_identities
 from recipes.core.sampling.seeding import epoch_generator
 from recipes.core.contracts.states import check_int
-from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
+from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
 from recipes.core.sources.tar_samples import sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -216,3 +217,50 @@ class ShardEpochs:
     def max_workers(self, world_size: int) -> int:
         """The most DataLoader workers per rank that all get a sample."""
         return max(self.index.total // world_size, 1)
+
+
+class ShardStream(ResumableStream):
+    """A stream of the samples of tar shards, shared out by a :class:`ShardEpochs`: what every shard
+    stream of a domain has in common (``AudioShards``, ``ImageTextShards``).
+
+    A subclass sets ``self.shards`` (the shard paths or URLs), ``self.epochs`` (their
+    :class:`ShardEpochs`) and ``self.shuffle_buffer`` after ``ResumableStream.__init__``, and defines
+    how shards are read and what a sample gives::
+
+        def _read(self, numbers, start):                 # the samples of shards[numbers], from start
+            return read_samples([self.shards[n] for n in numbers], start)
+        def _items(self, shard, key, files, epoch):     # a sample's items ({extension: bytes} in files)
+            return [{"audio": decode(files["flac"]), "key": key}]
+    """
+
+    turns = True  # a pass starts at its epoch's turning point (turning_point)
+    shards: list[str]
+    epochs: ShardEpochs
+    shuffle_buffer: int
+
+    def read_paths(self) -> list[Any]:
+        """The shards a pass reads (for :meth:`retries_made`)."""
+        return list(self.shards)
+
+    def max_workers(self) -> int:
+        """The most DataLoader workers per rank that all get a sample."""
+        return self.epochs.max_workers(self.world_size)
+
+    def _max_taken(self, slots: int) -> int | None:
+        return max(self.shuffle_buffer, 1)  # one item a sample; a subclass giving several returns None
+
+    def _check_position(self, position: list[Any], slots: int) -> None:
+        self.epochs.check_position(position, slots)
+
+    def _blocks(self, slot: int, slots: int, epoch: int, resume: list[Any] | None) -> Iterator[tuple[int, Any, Any]]:
+        """One epoch of this reader's share of the samples, in blocks of ``shuffle_buffer`` shuffled samples."""
+        items = functools.partial(self._items, epoch=epoch)
+        return self.epochs.blocks(slot, slots, epoch, resume, seed=self.cursor.seed, read=self._read, items=items,
+                                  turns=self.cursor.turns)
+
+    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
+        raise NotImplementedError(f"{type(self).__name__} must implement _read(numbers, start): its shards' samples")
+
+    def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterable[Any]:
+        raise NotImplementedError(f"{type(self).__name__} must implement _items(shard, key, files, epoch)")
+
