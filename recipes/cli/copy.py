@@ -11,6 +11,8 @@ multimodal's of ``recipes.text`` and ``recipes.vision``, keep using the installe
 Import statements change, found in the syntax tree and edited at the token's position, and so
 do the usage examples in docstrings (``from recipes.detection import`` there reads
 ``from detection import``), so that they run against the copy; comments and other strings stay.
+The domain's own tests (``recipes/<domain>/tests/``, built on its fixture writer) come along:
+``python -m pytest detection/tests`` in DEST checks the copy after each edit.
 """
 
 from __future__ import annotations
@@ -138,5 +140,7 @@ def run(args: argparse.Namespace) -> int:
     for package, modules in copied.needs.items():
         print(f"it needs {package}: {', '.join(modules)}")
     names = ", ".join(copied.datasets) or "..."
+    if (copied.target / "tests").is_dir():
+        print(f"test it from {args.dest}: python -m pytest {args.domain}/tests")
     print(f"import it with {args.dest} as the working directory or on sys.path: from {args.domain} import {names}")
     return 0

@@ -1,6 +1,6 @@
 """`recipes copy DOMAIN DEST --standalone`: each domain's copy, with the modules of recipes it imports
-vendored inside it, runs in a virtualenv where recipes cannot be imported, and its demo loader gives
-the installed package's batches, to the bit."""
+vendored inside it, runs in a virtualenv where recipes cannot be imported: its demo loader gives the
+installed package's batches, to the bit, and the tests it carries (recipes/<domain>/tests/) pass there."""
 
 import contextlib
 import io
@@ -59,10 +59,18 @@ def test_every_standalone_copy_runs_without_recipes_and_batches_as_the_package_d
             assert main(["copy", domain, str(tmp_path / "project"), "--standalone"]) == 0
     assert printed.getvalue().count("lines in all, recipes not needed") == len(DOMAINS)
     python = venv_without_recipes(tmp_path / "venv")
+    env = {"PATH": "/usr/bin:/bin", "TOKENIZERS_PARALLELISM": "false"}
     script = f"DOMAINS, FIXTURES, OUT = {list(DOMAINS)!r}, {str(fixtures)!r}, {str(tmp_path / 'b.pt')!r}\n{RUN}"
     done = subprocess.run([str(python), "-c", script], cwd=tmp_path / "project", capture_output=True, text=True,
-                          timeout=300, env={"PATH": "/usr/bin:/bin", "TOKENIZERS_PARALLELISM": "false"})
+                          timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
+    carried = [f"{domain}/tests" for domain in DOMAINS if (tmp_path / "project" / domain / "tests").is_dir()]
+    assert "vision/tests" in carried
+    tested = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+                             *carried], cwd=tmp_path / "project",
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
+    assert " passed" in tested.stdout and "skipped" not in tested.stdout, tested.stdout[-2000:]
     theirs = torch.load(tmp_path / "b.pt", weights_only=False)
     for domain in DOMAINS:
         _, loader = __import__(f"recipes.{domain}.demo", fromlist=["build"]).build(fixtures)
