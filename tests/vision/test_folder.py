@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageOps
+from PIL import Image
 from torchvision import tv_tensors
 from torchvision.datasets import DatasetFolder, ImageFolder
 
@@ -16,6 +16,7 @@ from recipes.core.contracts.read_options import ReadOptions
 from recipes.core import DevicePrefetcher
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, eval_transform, image_collate, vision_loader
+from recipes.vision.tests.test_vision import pil_pixels  # PIL's upright RGB (16-bit gray: its top byte)
 from tests.photos import jpeg_bytes, overwrite_scan_data, photo
 
 
@@ -116,17 +117,6 @@ def test_index_is_numpy_arrays_not_python_lists(fixtures):
     assert not any(isinstance(value, list) and len(value) == len(dataset) for value in vars(dataset).values())
 
 
-def _pil_oracle(path: str) -> np.ndarray:
-    with Image.open(path) as opened:
-        image = ImageOps.exif_transpose(opened)
-        # 16-bit gray: mode "I;16" (newer Pillow) or "I" (Pillow 10.1), whose convert("RGB") clips
-        # it to white: keep the top byte
-        if image.mode.startswith("I"):
-            gray = (np.asarray(image).astype(np.int64) >> 8).astype(np.uint8)
-            return np.repeat(gray[:, :, None], 3, axis=2)
-        return np.asarray(image.convert("RGB"))
-
-
 def test_every_fixture_image_matches_pil_pixel_for_pixel(fixtures):
     dataset = ImageFolderDataset(fixtures / "vision")
     modes = set()
@@ -135,7 +125,7 @@ def test_every_fixture_image_matches_pil_pixel_for_pixel(fixtures):
         assert isinstance(image, tv_tensors.Image) and image.dtype == torch.uint8
         assert image.permute(1, 2, 0).is_contiguous()  # the decoder's dense [H,W,3] memory, documented
         assert target == label and type(target) is int
-        np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), _pil_oracle(path), err_msg=path)
+        np.testing.assert_array_equal(image.permute(1, 2, 0).numpy(), pil_pixels(path), err_msg=path)
         with Image.open(path) as opened:
             modes.add(opened.mode)
     assert modes == {"RGB", "RGBA", "L", "P", "I;16", "CMYK"}

@@ -29,7 +29,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def pil_pixels(path: str) -> np.ndarray:
-    """The image as PIL shows it upright in RGB; 16-bit gray keeps its top byte, as the recipe does."""
+    """The image as PIL shows it upright in RGB. 16-bit gray (mode "I;16", or "I" in Pillow 10.1),
+    whose ``convert("RGB")`` clips to white, keeps its top byte, as the recipe does."""
     with Image.open(path) as opened:
         image = ImageOps.exif_transpose(opened)
         if image.mode.startswith("I"):
