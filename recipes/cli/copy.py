@@ -11,8 +11,8 @@ multimodal's of ``recipes.text`` and ``recipes.vision``, keep using the installe
 Import statements change, found in the syntax tree and edited at the token's position, and so
 do the usage examples in docstrings (``from recipes.detection import`` there reads
 ``from detection import``), so that they run against the copy; comments and other strings stay.
-A domain's own tests (``recipes/<domain>/tests/``, built on its fixture writer; vision's so far)
-come along: ``python -m pytest vision/tests`` in DEST checks the copy after each edit.
+A domain's own tests (``recipes/<domain>/tests/``, built on its fixture writer) come along:
+``python -m pytest vision/tests`` in DEST checks the copy after each edit.
 """
 
 from __future__ import annotations

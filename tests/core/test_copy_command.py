@@ -73,10 +73,11 @@ def test_copy_prints_files_lines_needs_and_refuses_to_overwrite(tmp_path, capsys
     assert out[0].startswith("text/ (") and out[0].endswith(f"lines) -> {dest / 'text'}"), out
     assert out[1].startswith("it needs recipes.core: ") and "tokenizing" in out[1].split(": ")[1].split(", ")
     assert out[2] == "it needs recipes.fixtures_files: tokenizer_json, write, write_jsonl"  # its fixture writer's machinery
-    assert out[3] == (f"import it with {dest} as the working directory or on sys.path: "
+    assert out[3] == f"test it from {dest}: python -m pytest text/tests"  # the tests it carries
+    assert out[4] == (f"import it with {dest} as the working directory or on sys.path: "
                       "from text import InstructionDataset, StreamingTextDataset, TokenizedTextDataset")
     copied = sorted(p.name for p in (dest / "text").iterdir())
-    assert "__init__.py" in copied and "demo.py" in copied and "__pycache__" not in copied
+    assert "__init__.py" in copied and "demo.py" in copied and "tests" in copied and "__pycache__" not in copied
     assert "from text.tokenized import" in (dest / "text" / "__init__.py").read_text()
     (dest / "text" / "__init__.py").write_text("# mine\n")
     with pytest.raises(SystemExit) as exit_info:

@@ -1,0 +1,4 @@
+"""The tests that travel with a copy of the multimodal recipe (recipes/multimodal/tests/), run here on the package;
+tests/core/test_standalone_copy.py runs them again inside a standalone copy, without the package."""
+
+from recipes.multimodal.tests.test_multimodal import *  # noqa: F403  (pytest collects the tests and the fixtures)
