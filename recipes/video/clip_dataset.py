@@ -2,15 +2,16 @@
 
     class MyVideos(ClipDataset):
         def __init__(self, rows):
-            self.options, self.classes = VideoOptions(), None
+            self.options, self.classes, self.transform = VideoOptions(), None, None
             self.clips = ClipTable(paths, paths, labels, ClipSampling(16), self.options, None, on_error="raise")
 
 ``VideoFolderDataset`` and ``VideoDataset`` differ only in how they find their videos, labels and
 segments (a folder walk, manifest rows); each builds ``self.clips`` (a
-:class:`recipes.video.clips.ClipTable`), ``self.options`` and ``self.classes``, and this class
-gives the rest: items (:meth:`load_clip` and :meth:`load_target` are the seams a subclass
-overrides), the core's hooks (``describe``, ``batch_contract``) and what ``video_loader`` asks
-(``with_random_clips``, ``decode_path``); :class:`DeviceClips` is its view for ``decode="device"``.
+:class:`recipes.video.clips.ClipTable`), ``self.options``, ``self.classes`` and ``self.transform``,
+and this class gives the rest: items (:meth:`load_clip` and :meth:`load_target` are the seams a
+subclass overrides) and the core's hooks (``describe``, ``batch_contract``). ``video_loader``
+reads ``clips`` and ``options`` to draw the clips and pick where they decode;
+:class:`DeviceClips` is the view for ``decode="device"``.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import torch
 from torch.utils.data import Dataset
 
 from recipes.core import imaging
-from recipes.video.clips import ClipTable, copy_with, read_item
+from recipes.video.clips import ClipTable, read_item
 from recipes.video.decoding import VideoOptions, decode_clip
-from recipes.video.device import decode_path, encoded_item
+from recipes.video.device import encoded_item
 
 
 class ClipDataset(Dataset):
@@ -34,11 +35,7 @@ class ClipDataset(Dataset):
     clips: ClipTable
     options: VideoOptions
     classes: list[str] | None
-
-    @property
-    def transform(self) -> Callable[[Any], Any] | None:
-        """What each decoded clip goes through."""
-        return self.clips.transform
+    transform: Callable[[Any], Any] | None = None  # what each decoded clip goes through
 
     def __len__(self) -> int:
         return len(self.clips)
@@ -73,15 +70,6 @@ class ClipDataset(Dataset):
 
     def __getitem__(self, index: int) -> dict[str, Any] | None:
         return read_item(self, self.clips, index)
-
-    def with_random_clips(self, random: bool) -> ClipDataset:
-        """This dataset drawing each item's clip at random (``video_loader(train=True)`` asks for
-        it) or taking it evenly spaced (the default); a shallow copy sharing the index."""
-        return copy_with(self, self.clips.with_random(random))
-
-    def decode_path(self, device: Any) -> str:
-        """``"worker"`` or ``"device"``: where a loader for ``device`` decodes (``options.decode``)."""
-        return decode_path(self.options.decode, device, self.clips)
 
 
 class DeviceClips(imaging.DeviceView):

@@ -60,13 +60,11 @@ class ClipTable:
         segments: float64 ``[N, 2]`` of ``[start, end)`` seconds per video, NaN for the whole
             video; None: whole videos.
         on_error: ``"raise"`` or ``"skip"``.
-        transform: applied to each decoded clip (a ``tv_tensors.Video``).
     """
 
     def __init__(self, paths: Sequence[str], names: Sequence[str], labels: np.ndarray, sampling: ClipSampling,
-                 options: VideoOptions, segments: np.ndarray | None, *, on_error: str,
-                 transform: Callable[[Any], Any] | None = None) -> None:
-        self.sampling, self.options, self.on_error, self.transform = sampling, options, on_error, transform
+                 options: VideoOptions, segments: np.ndarray | None, *, on_error: str) -> None:
+        self.sampling, self.options, self.on_error = sampling, options, on_error
         self.random = False  # evenly spaced clips; the presets' training loaders draw them (with_random)
         index = VideoIndex.build(paths, names, options.index_dir)
         kept, ranges = [], []
@@ -151,21 +149,15 @@ class ClipTable:
         clips = self.sampling.clips_per_video
         return self.names[video] + (f", clip {clip} of {clips}" if clips > 1 else "")
 
-    def transform_seed(self) -> int | None:
-        """The seed an item's transform runs under, drawn from torch's generator (None without a transform)."""
-        return None if self.transform is None else int(torch.randint(0, SEED_RANGE, ()))
-
-    def item(self, index: int, clip: int, pixels: torch.Tensor, label: Any, frames: np.ndarray,
-             seed: int | None, where: Callable[[], str]) -> dict[str, Any]:
-        """The item of ``pixels`` (uint8 ``[T, 3, H, W]``) after the transform (run under ``seed``;
-        an error in it names ``where()``)."""
-        return {"video": transformed(pixels, self.transform, seed, where), "label": label, "index": int(index),
-                "clip": int(clip), "frames": torch.from_numpy(frames)}
-
     def state_words(self) -> str:
         """What a loader state names as these clips: counts and digests of the names and frame counts."""
         return (f"{len(self)} clips of {self.videos} videos, names {checks.sampled_digest(self.names)}, "
                 f"frames {checks.sampled_digest(self.count)}, {self.sampling}")
+
+
+def transform_seed(transform: Callable[[Any], Any] | None) -> int | None:
+    """The seed an item's ``transform`` runs under, drawn from torch's generator (None without one)."""
+    return None if transform is None else int(torch.randint(0, SEED_RANGE, ()))
 
 
 def transformed(pixels: torch.Tensor, transform: Callable[[Any], Any] | None, seed: int | None,
@@ -182,8 +174,8 @@ def transformed(pixels: torch.Tensor, transform: Callable[[Any], Any] | None, se
 
 def read_item(dataset: Any, table: ClipTable, index: int) -> dict[str, Any] | None:
     """Item ``index`` of ``dataset`` (whose clips ``table`` holds): the clip's frames from the
-    dataset's ``load_clip(video, frames)``, its target from ``load_target(video)``, then the transform;
-    None for a sample skipped under ``on_error="skip"``."""
+    dataset's ``load_clip(video, frames)``, its target from ``load_target(video)``, then its
+    ``transform`` (an error in it names the item); None for a sample skipped under ``on_error="skip"``."""
     video, clip = table.locate(index)
     try:
         frames = table.frames(video, clip)
@@ -191,8 +183,10 @@ def read_item(dataset: Any, table: ClipTable, index: int) -> dict[str, Any] | No
         label = dataset.load_target(video)
     except DataError as error:
         return skip_or_raise(error, table.on_error)
-    seed = table.transform_seed()
-    return table.item(index, clip, pixels, label, frames, seed, lambda: describe_sample(dataset, index))
+    video_clip = transformed(pixels, dataset.transform, transform_seed(dataset.transform),
+                             lambda: describe_sample(dataset, index))
+    return {"video": video_clip, "label": label, "index": int(index), "clip": int(clip),
+            "frames": torch.from_numpy(frames)}
 
 
 def copy_with(dataset: Any, clips: ClipTable) -> Any:

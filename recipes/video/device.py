@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from recipes.core import DataError, resolve_device, skip_or_raise
-from recipes.video.clips import ClipTable, transformed
+from recipes.video.clips import ClipTable, transform_seed, transformed
 from recipes.video.decoding import AUTO_DEVICE_PIXELS, VideoOptions, decode_clip
 from recipes.video.probe import VideoInfo
 
@@ -59,8 +59,8 @@ def encoded_item(dataset: Any, table: ClipTable, index: int, path: str) -> dict[
         label = dataset.load_target(video)
     except DataError as error:
         return skip_or_raise(error, table.on_error)
-    encoded = EncodedClip(path, table.describe(index), frames, table.info(video), table.options, table.transform,
-                          table.transform_seed())
+    encoded = EncodedClip(path, table.describe(index), frames, table.info(video), table.options, dataset.transform,
+                          transform_seed(dataset.transform))
     return {"video": encoded, "label": label, "index": int(index), "clip": clip, "frames": torch.from_numpy(frames)}
 
 

@@ -73,8 +73,9 @@ class VideoFolderDataset(ClipDataset):
         prefix = os.path.join(self.root, "")
         paths = [prefix + name for name in relative]
         sampling = ClipSampling(frames_per_clip, frame_step, clips_per_video, short)
+        self.transform = transform
         self.clips = ClipTable(paths, paths, np.asarray(labels, dtype=np.int64), sampling, self.options, None,
-                               on_error=self.on_error, transform=transform)
+                               on_error=self.on_error)
 
     def state_source(self) -> str:
         """What a loader state names as this data: counts and digests, not the root (a moved folder resumes)."""

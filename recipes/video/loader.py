@@ -4,8 +4,8 @@
     loader = video_loader(dataset, 32, train=False, layout="BCTHW", device="cuda")          # r3d_18's order
 
 A video dataset draws a clip per item only when the preset trains: :func:`video_loader` hands
-the DataLoader a copy of the dataset (its ``with_random_clips``, the sources of a ``MixedDataset``
-or ``Subset`` alike) that draws each item's clip from the sample's seed, ``(seed, epoch, index)``,
+the DataLoader a copy of the dataset (of each :class:`recipes.video.clip_dataset.ClipDataset`, the
+sources of a ``MixedDataset`` or ``Subset`` alike; other datasets as they are) that draws each item's clip from the sample's seed, ``(seed, epoch, index)``,
 as the images' augmentations are drawn; evaluating, the copy takes clip ``clip`` of the evenly
 spaced ones. The rest is :func:`recipes.core.build_loader`: shuffled epochs split across
 ranks, exact resume with ``stateful=True``, errors naming their clips, batches packed in workers.
@@ -14,33 +14,25 @@ ranks, exact resume with ``stateful=True``, errors naming their clips, batches p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from recipes.core import build_loader, hooks, imaging
-from recipes.video.clip_dataset import DeviceClips
+from recipes.video.clip_dataset import ClipDataset, DeviceClips
+from recipes.video.clips import copy_with
 from recipes.video.collate import LAYOUTS, VideoCollate
-
-
-@runtime_checkable
-class DrawsClips(Protocol):
-    """What :func:`video_loader` asks of a video dataset: ``with_random_clips(random)``, a copy that
-    draws its clips at random (training) or evenly spaced; ``decode_path(device)``, ``"worker"`` or
-    ``"device"`` for a loader on ``device``. Without them a dataset is loaded as it is, decoded in the workers."""
-
-    def with_random_clips(self, random: bool) -> Any: ...
-
-    def decode_path(self, device: Any) -> str: ...
+from recipes.video.device import decode_path
 
 
 def clips_drawn(dataset: Dataset, random: bool) -> Dataset:
-    """``dataset`` drawing its clips at random or evenly spaced (through mixtures and subsets)."""
+    """``dataset`` drawing its clips at random or evenly spaced (through mixtures and subsets): a
+    shallow copy of each :class:`ClipDataset`, sharing its index; any other dataset as it is."""
     from recipes.core import MixedDataset  # here: a plain video dataset needs no mixture machinery
 
-    if isinstance(dataset, DrawsClips):
-        return dataset.with_random_clips(random)
+    if isinstance(dataset, ClipDataset):
+        return copy_with(dataset, dataset.clips.with_random(random))
     if isinstance(dataset, MixedDataset):
         sources = [clips_drawn(source, random) for source in dataset.datasets]
         return MixedDataset(sources, dataset.weights, samples_per_epoch=dataset.samples_per_epoch)
@@ -53,8 +45,8 @@ def decode_of(dataset: Dataset, device: Any) -> str:
     """Where the loader decodes ``dataset`` (its sources must agree): ``"worker"`` or ``"device"``."""
     from recipes.core import MixedDataset
 
-    if isinstance(dataset, DrawsClips):
-        return dataset.decode_path(device)
+    if isinstance(dataset, ClipDataset):
+        return decode_path(dataset.options.decode, device, dataset.clips)
     if isinstance(dataset, MixedDataset):
         paths = sorted({decode_of(source, device) for source in dataset.datasets})
         if len(paths) > 1:

@@ -91,7 +91,7 @@ class VideoDataset(ClipDataset):
             try:
                 if isinstance(row, DataError):
                     raise row
-                path, label, segment = self._parse(place, row, fields)
+                path, label, segment = _parse(row, fields, self.video_root, f"{self.name} {_unit(self.name)} {place}")
             except DataError as error:
                 skip_or_raise(error, self.on_error)
                 continue
@@ -101,11 +101,12 @@ class VideoDataset(ClipDataset):
             segments.append(segment)
         self.classes, label_ids = _label_ids(labels)
         self.class_to_idx = {name: index for index, name in enumerate(self.classes or ())}
-        names = [f"{self.name} {self._unit} {place} ({path})" for place, path in zip(places, paths)]
+        names = [f"{self.name} {_unit(self.name)} {place} ({path})" for place, path in zip(places, paths)]
         has_segments = start_field is not None or end_field is not None
         table = np.asarray(segments, dtype=np.float64).reshape(-1, 2) if has_segments else None
+        self.transform = transform
         self.clips = ClipTable(paths, names, label_ids, ClipSampling(**clips), self.options, table,
-                               on_error=self.on_error, transform=transform)
+                               on_error=self.on_error)
         self.places = np.asarray(places, dtype=np.int64)[self.clips.rows]  # each kept row's line (or row number)
 
     @classmethod
@@ -120,38 +121,40 @@ class VideoDataset(ClipDataset):
         return cls(csv_path, video_root=video_root, video_field=KINETICS_FULL, start_field="time_start",
                    end_field="time_end", **options)
 
-    @property
-    def _unit(self) -> str:
-        return "row" if self.name.endswith(".parquet") else "line"
-
-    def _parse(self, place: int, row: dict[str, Any], fields: tuple[str | None, ...]) -> tuple[str, Any, list[float]]:
-        """A row's video (checked under ``video_root``), label and segment."""
-        video_field, label_field, start_field, end_field = fields
-        where = f"{self.name} {self._unit} {place}"
-        if "{" in video_field:
-            try:
-                reference = string.Formatter().vformat(video_field, (), {k: _number(v) for k, v in row.items()})
-            except (KeyError, ValueError, IndexError) as error:
-                raise DataError(f"{where}: cannot fill {video_field!r} ({type(error).__name__}: {error})") from None
-        else:
-            reference = row.get(video_field)
-        if not isinstance(reference, str) or not reference:
-            raise DataError(f"{where}: no video path in {video_field!r} ({sorted(row)})")
-        path = os.fspath(storage.resolve_under(self.video_root, reference, source=where))
-        label = -1 if label_field is None else row.get(label_field)
-        if isinstance(label, str) and label.strip().lstrip("-").isdigit():
-            label = int(label)
-        if not isinstance(label, (int, str)) or isinstance(label, bool) or label == "":
-            raise DataError(f"{where}: the label {label_field!r} is missing or not an int or a name ({label!r})")
-        segment = [_seconds(row, field, where) for field in (start_field, end_field)]
-        return path, label, segment
-
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, counts and digests."""
         return f"{storage.basename(self.name)}: {self.clips.state_words()}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.clips.videos} videos, {self.clips.sampling})"
+
+
+def _unit(name: str) -> str:
+    """What a manifest's messages count its rows in: Parquet rows (from 0), else lines (from 1)."""
+    return "row" if name.endswith(".parquet") else "line"
+
+
+def _parse(row: dict[str, Any], fields: tuple[str | None, ...], video_root: str,
+           where: str) -> tuple[str, Any, list[float]]:
+    """A row's video (checked under ``video_root``), label and segment; errors name ``where``."""
+    video_field, label_field, start_field, end_field = fields
+    if "{" in video_field:
+        try:
+            reference = string.Formatter().vformat(video_field, (), {k: _number(v) for k, v in row.items()})
+        except (KeyError, ValueError, IndexError) as error:
+            raise DataError(f"{where}: cannot fill {video_field!r} ({type(error).__name__}: {error})") from None
+    else:
+        reference = row.get(video_field)
+    if not isinstance(reference, str) or not reference:
+        raise DataError(f"{where}: no video path in {video_field!r} ({sorted(row)})")
+    path = os.fspath(storage.resolve_under(video_root, reference, source=where))
+    label = -1 if label_field is None else row.get(label_field)
+    if isinstance(label, str) and label.strip().lstrip("-").isdigit():
+        label = int(label)
+    if not isinstance(label, (int, str)) or isinstance(label, bool) or label == "":
+        raise DataError(f"{where}: the label {label_field!r} is missing or not an int or a name ({label!r})")
+    segment = [_seconds(row, field, where) for field in (start_field, end_field)]
+    return path, label, segment
 
 
 def _number(value: Any) -> Any:

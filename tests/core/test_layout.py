@@ -230,8 +230,8 @@ OVER = {
     "SpeechDataset": (271, 15, 10),
     "StreamingTextDataset": (296, 17, 10),
     "TokenizedTextDataset": (255, 13, 11),
-    "VideoDataset": (156, 15, 9),
-    "VideoFolderDataset": (114, 13, 10),
+    "VideoDataset": (118, 10, 9),
+    "VideoFolderDataset": (102, 10, 10),
 }
 
 

@@ -15,6 +15,7 @@ from recipes.core.contracts.errors import DataError
 from recipes.video import VideoFolderDataset, VideoOptions, decode_clip, probe
 from recipes.video.decoding import DECODER_BYTES_PER_PIXEL, DECODER_OVERHEAD, DECODERS, DecoderCache
 from recipes.video.fixtures import FOLDER_CLIPS
+from recipes.video.loader import clips_drawn
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_evenly_spaced_and_random_clips_equal_torchcodecs_own_decode_of_their_fr
     path = str(folder / name)
     video = [v for v in range(dataset.clips.videos) if dataset.path(v) == path][0]
     oracle = VideoDecoder(path)  # exact seeking: what TorchCodec itself decodes for those indices
-    drawing = dataset.with_random_clips(True)
+    drawing = clips_drawn(dataset, random=True)
     for index in range(3 * video, 3 * video + 3):
         for source in (dataset, drawing):
             torch.manual_seed(index)

@@ -11,6 +11,7 @@ import torch
 from recipes.core import DevicePrefetcher, MixedDataset
 from recipes.video import ClipBatch, VideoFolderDataset, VideoOptions, train_transform, video_loader
 from recipes.video.device import decode_path
+from recipes.video.loader import decode_of
 from tests.harness import assert_same_batches
 
 
@@ -60,9 +61,9 @@ def test_a_mixture_decodes_where_its_sources_agree(folder):
 def test_auto_decodes_in_the_workers_off_cuda_and_small_videos_on_cuda(folder):
     dataset, device = _pair(folder)
     auto = VideoFolderDataset(folder, options=VideoOptions(decode="auto"))
-    assert auto.decode_path("cpu") == "worker" and auto.decode_path("debug") == "worker"
+    assert decode_of(auto, "cpu") == "worker" and decode_of(auto, "debug") == "worker"
     assert decode_path("auto", torch.device("cuda"), auto.clips) == "worker"  # 64x48 < 1280x720
-    assert dataset.decode_path("cuda") == "worker" and device.decode_path("cpu") == "device"
+    assert decode_of(dataset, "cuda") == "worker" and decode_of(device, "cpu") == "device"
 
 
 @pytest.mark.gpu
