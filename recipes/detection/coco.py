@@ -29,9 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 from torchvision.tv_tensors import BoundingBoxFormat
@@ -42,12 +40,11 @@ from recipes.core import (
     UserCode,
     check_on_error,
     checks,
-    imaging,
     read_image,
     skip_or_raise,
     storage,
 )
-from recipes.detection.coco_files import decode_masks, read_instances
+from recipes.detection.coco_files import decode_masks, image_path, read_instances, size_mismatch
 from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
@@ -129,19 +126,11 @@ class CocoDataset(Dataset):
         self.categories = self.index.categories
         self.category_to_label = {cid: k + 1 for k, cid in enumerate(self.categories)}
         self.label_to_category = {k: cid for cid, k in self.category_to_label.items()}
+        self.image_ids = self.index.image_ids  # the COCO id of every image, in dataset order (ascending)
+        self.aspect_ratios = self.index.widths / self.index.heights  # width / height, from the file: no image opened
 
     def __len__(self) -> int:
         return len(self.index.image_ids)
-
-    @property
-    def image_ids(self) -> np.ndarray:
-        """COCO id of every image, in dataset order (ascending)."""
-        return self.index.image_ids
-
-    @property
-    def aspect_ratios(self) -> np.ndarray:
-        """Width / height of every image, from the annotation file (no image is opened)."""
-        return self.index.widths / self.index.heights
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
@@ -182,13 +171,16 @@ class CocoDataset(Dataset):
         """Image ``index`` as uint8 [3,H,W], before ``transforms``: its ``file_name`` under
         ``image_root``, decoded, its size checked against the annotations. Override it to read
         images another way (an archive, a database); a :class:`DataError` it raises follows ``on_error``."""
-        path = self._path(index)
+        source = _source(self, index)
+        path = image_path(self.image_root, self._real_root, self.index.file_names[index], source)
         try:
             image = read_image(path, contiguous=False, strict=self.strict_decode)  # the decoder's layout: no copy
         except DataError as error:  # it names the file; add which image of the annotations
-            raise DataError(f"{self._source(index)}: {error}") from None
-        if tuple(image.shape[-2:]) != (int(self.index.heights[index]), int(self.index.widths[index])):
-            raise DataError(self._size_mismatch(path, index, image.shape[-1], image.shape[-2]))
+            raise DataError(f"{source}: {error}") from None
+        width, height = int(self.index.widths[index]), int(self.index.heights[index])
+        if tuple(image.shape[-2:]) != (height, width):
+            raise DataError(size_mismatch(path, storage.shown(self.ann_file), int(self.index.image_ids[index]),
+                                          (width, height), (image.shape[-1], image.shape[-2])))
         return image
 
     def load_target(self, index: int) -> dict[str, Any]:
@@ -208,7 +200,7 @@ class CocoDataset(Dataset):
             "iscrowd": torch.from_numpy(ix.iscrowd[rows]),
         }
         if self.masks:
-            masks = decode_masks(ix.segments_of(rows), height, width, source=self._source(index),
+            masks = decode_masks(ix.segments_of(rows), height, width, source=_source(self, index),
                                  ann_ids=ix.ann_ids[rows].tolist())
             target["masks"] = tv_tensors.Mask(torch.from_numpy(masks))
         for name, values in ix.extras.items():
@@ -225,44 +217,10 @@ class CocoDataset(Dataset):
         workers share). A :class:`DataError` it raises follows ``on_error``."""
         return target
 
-    def _source(self, index: int) -> str:
-        return f"{storage.shown(self.ann_file)}, image {self.index.image_ids[index]}"
 
-    def _path(self, index: int) -> str:
-        # The root was resolved once; a one-component name that is not a symlink stays inside it
-        # (COCO's flat folders: one lstat). Otherwise follow links with os.path.realpath, cheaper
-        # than pathlib's resolve(); what lands outside gets resolve_under's verdict.
-        name = self.index.file_names[index]
-        path = self._real_root + name
-        if "/" not in name and os.sep not in name and not os.path.islink(path):
-            return path
-        path = os.path.realpath(path)
-        if path.startswith(self._real_root):
-            return path
-        return storage.resolve_under(self.image_root, name, source=self._source(index))
-
-    def _size_mismatch(self, path: str | Path, index: int, got_width: int, got_height: int) -> str:
-        """Say what is wrong, and whether the annotations were drawn on an EXIF-rotated photo's
-        stored pixels. COCO sizes describe the pixels as loaded; we apply EXIF orientation (as
-        detectron2 does, where torchvision's CocoDetection does not), so such a photo's boxes
-        would be misplaced. A 180-degree turn keeps the size and cannot be caught this way."""
-        width, height = int(self.index.widths[index]), int(self.index.heights[index])
-        message = (
-            f"{path}: decoded image is {got_width}x{got_height} (WxH) but {storage.shown(self.ann_file)} gives image "
-            f"{self.index.image_ids[index]} as {width}x{height}; its boxes would be misplaced"
-        )
-        try:
-            with Image.open(path) as stored:
-                stored_size = stored.size
-            upright_size = imaging.image_size(path)
-        except (OSError, DataError):
-            return message
-        if stored_size == (width, height) and upright_size != stored_size:
-            message += (
-                ". The file is stored sideways with an EXIF orientation tag, and the annotations were drawn "
-                "on the stored pixels: rotate the image upright and its annotations with it, or strip the tag"
-            )
-        return message
+def _source(dataset: CocoDataset, index: int) -> str:
+    """Image ``index`` of ``dataset`` for messages: the annotation file and the image id."""
+    return f"{storage.shown(dataset.ann_file)}, image {dataset.index.image_ids[index]}"
 
 
 _TARGET_KEYS = ("image_id", "boxes", "labels", "area", "iscrowd", "masks")

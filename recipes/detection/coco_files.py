@@ -15,6 +15,9 @@ files that are not strict JSON (Python's ``json.dumps`` writes ``NaN``), the sta
 parses the file instead, and so it does for a file the schema refuses: the rules of
 :mod:`recipes.detection.coco_checks` then name its first problem (a :class:`DataError` naming the
 file and the entry) in the words ``recipes check`` uses.
+
+The images the file names are read from here too: :func:`image_path` keeps each inside the image
+root, and :func:`size_mismatch` says what is wrong with one whose decoded size is not the file's.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from operator import attrgetter
 from typing import Annotated, Any
 
 import numpy as np
+from PIL import Image
 
-from recipes.core import DataError, storage
+from recipes.core import DataError, imaging, storage
 from recipes.detection.coco_checks import (
     MISSING,
     SECTIONS,
@@ -258,6 +262,42 @@ def _struct_columns(images: list, anns: list, cats: list, segments: list[bytes] 
         "category_names": list(map(attrgetter("name"), cats)),
         "segments": segments,
     }
+
+
+def image_path(root: str | os.PathLike, real_root: str, name: str, source: str) -> str:
+    """The file of image ``name`` under ``root`` (``real_root``: its ``os.path.realpath`` and a
+    separator, resolved once), refused by :func:`recipes.core.storage.resolve_under` naming ``source``
+    where a link or a ``..`` leads out of it."""
+    # A one-component name that is not a symlink stays inside the root (COCO's flat folders: one
+    # lstat). Otherwise follow links with os.path.realpath, cheaper than pathlib's resolve().
+    path = real_root + name
+    if "/" not in name and os.sep not in name and not os.path.islink(path):
+        return path
+    path = os.path.realpath(path)
+    if path.startswith(real_root):
+        return path
+    return storage.resolve_under(root, name, source=source)
+
+
+def size_mismatch(path: str, ann_file: str, image_id: int, size: tuple[int, int], decoded: tuple[int, int]) -> str:
+    """What is wrong where image ``image_id`` (``path``) decodes to ``decoded`` (W, H) but ``ann_file``
+    gives ``size``, and whether the annotations were drawn on an EXIF-rotated photo's stored pixels.
+    COCO sizes describe the pixels as loaded; the dataset applies EXIF orientation (as detectron2
+    does, where torchvision's CocoDetection does not), so such a photo's boxes would be misplaced.
+    A 180-degree turn keeps the size and cannot be caught this way."""
+    (width, height), (got_width, got_height) = size, decoded
+    message = (f"{path}: decoded image is {got_width}x{got_height} (WxH) but {ann_file} gives image {image_id} as "
+               f"{width}x{height}; its boxes would be misplaced")
+    try:
+        with Image.open(path) as stored:
+            stored_size = stored.size
+        upright_size = imaging.image_size(path)
+    except (OSError, DataError):
+        return message
+    if stored_size == (width, height) and upright_size != stored_size:
+        message += (". The file is stored sideways with an EXIF orientation tag, and the annotations were drawn "
+                    "on the stored pixels: rotate the image upright and its annotations with it, or strip the tag")
+    return message
 
 
 def decode_masks(segments: Sequence[bytes], height: int, width: int, *, source: str, ann_ids: Sequence[int]) -> np.ndarray:

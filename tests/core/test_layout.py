@@ -223,7 +223,7 @@ CLASS_GOALS = (150, 6, 8)
 OVER = {
     "AudioFolderDataset": (105, 6, 9),
     "AudioShards": (85, 5, 9),
-    "CocoDataset": (210, 13, 11),
+    "CocoDataset": (166, 8, 11),
     "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (108, 5, 10),
     "InstructionDataset": (241, 11, 10),
