@@ -19,7 +19,8 @@ from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, decoders, pro
 from recipes.audio.features import LogMel
 from recipes.audio.folder import AUDIO_EXTENSIONS, AudioCollate, AudioFolderDataset, audio_collate, audio_loader
 from recipes.audio.shards import AudioShards
-from recipes.audio.speech import ManifestDurationWarning, SpeechDataset
+from recipes.audio.speech import SpeechDataset
+from recipes.audio.speech_build import ManifestDurationWarning
 
 __all__ = [
     "AudioCollate",

@@ -16,34 +16,27 @@ naming the row (strict: ``warnings.simplefilter("error", ManifestDurationWarning
 ``"manifest"`` takes the manifest's durations and opens no clip until it is decoded, where a clip
 that decodes to another length is a DataError naming row and clip (``on_error="skip"``: skipped with
 a warning). Transcripts are tokenised once, at construction, with the tokenizer's truncation
-(special tokens kept), as ``TokenizedTextDataset`` does.
+(special tokens kept), as ``TokenizedTextDataset`` does. How the rows are resolved, read and checked
+at construction: :mod:`recipes.audio.speech_build`.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from recipes.audio.decoding import (
-    DURATION_RELATIVE_TOLERANCE,
-    DURATION_TOLERANCE,
-    AudioInfo,
-    audio_options,
-    decode,
-)
-from recipes.audio.speech_index import NO_FILE, HeaderIndex, read_headers
-from recipes.audio.speech_rows import Rows, manifest_rows, table_rows
+from recipes.audio.decoding import audio_options, decode
+from recipes.audio.speech_build import ClipPaths, build_index, kept_columns, kept_rows, refresh_index
+from recipes.audio.speech_index import HeaderIndex
+from recipes.audio.speech_rows import manifest_rows, table_rows
 from recipes.core import (
     DataError,
     ReadOptions,
     SkippedRows,
-    arrays,
     caches,
     check_on_error,
     checks,
@@ -54,11 +47,6 @@ from recipes.core import (
 
 SPEECH_READ_OPTIONS = ("durations", "index_dir", "num_channels")  # what SpeechDataset reads of its ReadOptions
 INDEX_VERSION = 1  # part of an index's key: bump when what it keeps changes
-
-
-class ManifestDurationWarning(UserWarning):
-    """A manifest's ``duration`` disagrees with its clip's header; the message names the row. Make it an
-    error with ``warnings.simplefilter("error", ManifestDurationWarning)`` (strict)."""
 
 
 class SpeechDataset(Dataset):
@@ -108,7 +96,6 @@ class SpeechDataset(Dataset):
         self.durations_from = options.durations
         checks.check_count("max_length", max_length, owner="SpeechDataset")
         table = _is_table(source)
-        self._unit = "row" if table else "line"  # what places count, for messages
         self._under: storage.UnderRoot | None = None  # the folders source() has resolved
         with SkippedRows("") as skipped:
             if table:
@@ -118,6 +105,7 @@ class SpeechDataset(Dataset):
                 self.name = storage.shown(source)
                 root = Path(source).parent if audio_root is None else audio_root
             self.audio_root = None if root is None else os.fspath(root)
+            self.clips = ClipPaths(self.name, "row" if table else "line", self.audio_root)
             skipped.name = self.name
             key = None
             if not table and options.index_dir is not None and self.durations_from == "headers":
@@ -125,17 +113,19 @@ class SpeechDataset(Dataset):
                        text_field]
             index = None if key is None else HeaderIndex.load(options.index_dir, key)
             if index is not None:
-                errors = self._refresh(index, options.index_dir, key)
+                errors = refresh_index(index, self.clips, options.index_dir, key)
                 raw: dict[int, Any] = {}
             else:
                 rows = rows if table else manifest_rows(source, audio_field, text_field, on_error)
-                index, errors = self._build(rows, identify=key is not None)
+                index, errors = build_index(rows, self.clips, headers=self.durations_from == "headers",
+                                            identify=key is not None)
                 raw = rows.raw
                 if key is not None and rows.clean:
                     index.save(options.index_dir, key)
-            kept = self._check(index, errors, raw)
+            kept = kept_rows(index, errors, raw, self.clips, max_seconds=self.max_seconds,
+                             headers=self.durations_from == "headers", on_error=self.on_error)
             skipped.check(int(kept.sum()))
-        self._keep(index, kept)
+        self._refs, self.texts, self.places, self.durations = kept_columns(index, kept)
         self.tokens, self._pad_id = None, None
         if tokenizer is not None:
             tokenizer = tokenizing.load_tokenizer(tokenizer)
@@ -143,160 +133,21 @@ class SpeechDataset(Dataset):
             self.tokens = tokenizing.encode_texts(encoder, list(self.texts))  # read once
             self._pad_id = tokenizing.find_pad_id(tokenizer)
 
-    def _build(self, rows: Rows, *, identify: bool) -> tuple[HeaderIndex, dict[int, DataError]]:
-        """``rows`` indexed afresh: each clip resolved, its header read (``"headers"``) or its row's
-        duration taken (``"manifest"``); the errors by row, raised or skipped in order by :meth:`_check`."""
-        headers, errors, sources = self.durations_from == "headers", {}, []
-        under = storage.UnderRoot(self.audio_root) if headers and self.audio_root is not None else None
-        for row, (place, ref, text) in enumerate(zip(rows.places, rows.refs, rows.texts)):
-            try:
-                if isinstance(text, DataError):
-                    raise text
-                sources.append(self._resolve(ref, place, under, lexical=not headers))
-            except DataError as error:
-                errors[row] = error
-                sources.append(error)
-        stated, count = np.asarray(rows.stated, dtype=np.float64), len(rows.places)
-        identities = np.full((count, 2), NO_FILE[0], dtype=np.int64)
-        if headers:
-            names = [self._describe(place, ref) for place, ref in zip(rows.places, rows.refs)]
-            found = read_headers(sources, names, identify=identify, description=f"reading the headers of {self.name}")
-            seconds = np.array([info.duration if isinstance(info, AudioInfo) else np.nan for info, _ in found])
-            for row, (info, identity) in enumerate(found):
-                identities[row] = identity
-                if isinstance(info, DataError):
-                    errors.setdefault(row, info)
-        else:
-            seconds = stated.copy()
-            for row in np.flatnonzero(~(stated > 0)).tolist():  # none given, or not a positive number
-                value = rows.raw[row] if row in rows.raw else None if np.isnan(stated[row]) else float(stated[row])
-                errors.setdefault(row, DataError(
-                    f"{self._describe(rows.places[row], rows.refs[row])}: the manifest's duration is {value!r}, not "
-                    "seconds; durations='manifest' takes each clip's length from its row (or read the headers: "
-                    "ReadOptions(durations='headers'))"))
-        refs = arrays.StringArray(rows.refs) if all(isinstance(ref, str) for ref in rows.refs) else list(rows.refs)
-        texts = arrays.StringArray(text if isinstance(text, str) else "" for text in rows.texts)
-        paths = [source if isinstance(source, str) else "" for source in sources]
-        index = HeaderIndex(np.asarray(rows.places, dtype=np.int64), refs, texts, stated, paths,
-                            identities[:, 0].copy(), identities[:, 1].copy(), seconds)
-        return index, errors
-
-    def _refresh(self, index: HeaderIndex, index_dir: Any, key: list[Any]) -> dict[int, DataError]:
-        """Read again the headers of ``index``'s stale rows (:meth:`HeaderIndex.stale`), keep the index
-        again if any changed, and return those that failed, by row."""
-        stale, errors = np.flatnonzero(index.stale()).tolist(), {}
-        if not stale:
-            return errors
-        under, sources = storage.UnderRoot(self.audio_root), []
-        for row in stale:
-            try:
-                sources.append(self._resolve(index.refs[row], int(index.places[row]), under))
-            except DataError as error:
-                sources.append(error)
-        names = [self._describe(int(index.places[row]), index.refs[row]) for row in stale]
-        before = (index.seconds[stale].copy(), index.sizes[stale].copy(), index.mtimes[stale].copy())
-        for row, source, (info, identity) in zip(stale, sources, read_headers(sources, names, identify=True)):
-            index.paths[row] = source if isinstance(source, str) else ""
-            index.sizes[row], index.mtimes[row] = identity
-            index.seconds[row] = info.duration if isinstance(info, AudioInfo) else np.nan
-            if isinstance(info, DataError):
-                errors[row] = info
-        after = (index.seconds[stale], index.sizes[stale], index.mtimes[stale])
-        if not all(np.array_equal(old, new, equal_nan=True) for old, new in zip(before, after)):
-            index.save(index_dir, key)
-        return errors
-
-    def _check(self, index: HeaderIndex, errors: dict[int, DataError], raw: dict[int, Any]) -> np.ndarray:
-        """Which rows are kept: each error raised or skipped, each clip over ``max_seconds`` too, and a
-        stated duration that disagrees with a header warned of, in row order; the rest in one pass."""
-        seconds, stated = index.seconds, index.stated
-        valid = ~np.isnan(seconds)
-        over = np.where(valid, seconds, 0) > self.max_seconds
-        mismatch = np.zeros(len(seconds), dtype=bool)
-        if self.durations_from == "headers":
-            tolerance = np.maximum(DURATION_TOLERANCE, DURATION_RELATIVE_TOLERANCE * np.where(valid, seconds, 0))
-            mismatch = valid & ~np.isnan(stated) & (np.abs(np.nan_to_num(stated) - seconds) > tolerance)
-            mismatch[[row for row in raw if valid[row]]] = True
-        kept = np.ones(len(seconds), dtype=bool)
-        for row in sorted({*errors, *np.flatnonzero(over | mismatch).tolist()}):
-            where = self._describe(int(index.places[row]), index.refs[row])
-            if row in errors or over[row]:
-                kept[row] = False
-                skip_or_raise(errors.get(row) or DataError(
-                    f"{where}: {seconds[row]:.2f} s is over max_seconds={self.max_seconds:g}; raise max_seconds"),
-                    self.on_error)
-                continue
-            warnings.warn(f"{where}: the manifest's duration {raw.get(row, float(stated[row]))!r} disagrees with the "
-                          f"header's {seconds[row]:.3f} s; the header's is used (batching and max_seconds follow it)",
-                          ManifestDurationWarning, stacklevel=4)
-        return kept
-
-    def _keep(self, index: HeaderIndex, kept: np.ndarray) -> None:
-        """The kept rows as the dataset's arrays (numpy-backed where the rows are paths: forked workers
-        share them instead of copying them)."""
-        refs, texts = index.refs, index.texts
-        if not kept.all():
-            rows = np.flatnonzero(kept).tolist()
-            picked = [refs[row] for row in rows]
-            refs = arrays.StringArray(picked) if isinstance(refs, arrays.StringArray) else picked
-            texts = arrays.StringArray(texts[row] for row in rows)
-        self._refs, self.texts = refs, texts
-        self.places = np.asarray(index.places[kept], dtype=np.int64)
-        self.durations = np.asarray(index.seconds[kept], dtype=np.float64)
-
     @property
     def pad_id(self) -> int | None:
         """The id ``audio_collate`` pads transcripts with (the tokenizer's; None without one)."""
         return self._pad_id if self._pad_id is not None or self.tokens is None else 0
-
-    def _resolve(self, ref: Any, place: int, under: storage.UnderRoot | None = None, *,
-                 lexical: bool = False) -> str | bytes:
-        """A row's clip: the bytes of an ``Audio`` struct, or its path checked under ``audio_root``:
-        in full, with ``under``'s folders resolved once, or by its letters only (``lexical``:
-        ``durations="manifest"`` opens nothing at index time)."""
-        if isinstance(ref, dict):
-            if ref.get("bytes"):
-                return ref["bytes"]
-            ref = ref.get("path")
-        if not isinstance(ref, str) or not ref:
-            raise DataError(f"{self._describe(place, ref)}: no audio path or bytes")
-        if self.audio_root is None:
-            raise DataError(f"{self._describe(place, ref)}: a path without bytes needs audio_root=the folder it is in")
-        name = ref
-        if os.path.isabs(ref):  # NeMo writes absolute paths: accepted inside audio_root
-            name = os.path.relpath(os.path.normpath(ref), os.path.abspath(self.audio_root)).replace(os.sep, "/")
-            if name == ".." or name.startswith("../"):
-                return self._resolved_inside(ref, place, lexical)
-        try:
-            if lexical:
-                return os.path.join(self.audio_root, storage.check_relative(name))
-            return (under or storage.UnderRoot(self.audio_root))(name)
-        except DataError as error:
-            raise DataError(f"{self._describe(place, None)}: {error}") from None
-
-    def _resolved_inside(self, ref: str, place: int, lexical: bool) -> str:
-        """An absolute path outside ``audio_root`` as written, accepted where it resolves inside it."""
-        base = Path(self.audio_root).resolve()
-        path = Path(os.path.normpath(ref)) if lexical else Path(ref).resolve()
-        if not path.is_relative_to(base):
-            raise DataError(f"{self._describe(place, ref)}: {ref!r} is outside audio_root {base}; pass the "
-                            "folder that holds the clips as audio_root")
-        return str(path)
-
-    def _describe(self, place: int, ref: Any) -> str:
-        name = ref.get("path") if isinstance(ref, dict) else ref
-        return f"{self.name} {self._unit} {place}" + (f" ({name})" if name else "")
 
     def source(self, index: int) -> str | bytes:
         """Sample ``index``'s clip as the decoder takes it: its path (under ``audio_root``, checked again
         as it is opened: the folders once a process, the file itself each time) or its bytes."""
         if self._under is None and self.audio_root is not None:
             self._under = storage.UnderRoot(self.audio_root)  # built where it is used: each worker resolves its own
-        return self._resolve(self._refs[index], int(self.places[index]), self._under)
+        return self.clips.resolve(self._refs[index], int(self.places[index]), self._under)
 
     def describe(self, index: int) -> str:
         """Where sample ``index`` comes from, for messages: manifest line (or row) and clip."""
-        return self._describe(int(self.places[index]), self._refs[index])
+        return self.clips.describe(int(self.places[index]), self._refs[index])
 
     def state_source(self) -> str:
         """What a loader state names as this data: the manifest's file name, the clip count and a

@@ -227,7 +227,7 @@ OVER = {
     "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (108, 5, 10),
     "InstructionDataset": (241, 11, 10),
-    "SpeechDataset": (271, 15, 10),
+    "SpeechDataset": (134, 8, 10),
     "StreamingTextDataset": (296, 17, 10),
     "TokenizedTextDataset": (255, 13, 11),
     "VideoDataset": (118, 10, 9),
