@@ -229,7 +229,7 @@ OVER = {
     "InstructionDataset": (241, 11, 10),
     "SpeechDataset": (134, 8, 10),
     "StreamingTextDataset": (296, 17, 10),
-    "TokenizedTextDataset": (255, 13, 11),
+    "TokenizedTextDataset": (199, 9, 11),
     "VideoDataset": (118, 10, 9),
     "VideoFolderDataset": (102, 10, 10),
 }
