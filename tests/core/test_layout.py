@@ -226,7 +226,7 @@ OVER = {
     "CocoDataset": (166, 8, 11),
     "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (108, 5, 10),
-    "InstructionDataset": (241, 11, 10),
+    "InstructionDataset": (164, 7, 10),
     "SpeechDataset": (134, 8, 10),
     "StreamingTextDataset": (296, 17, 10),
     "TokenizedTextDataset": (199, 9, 11),

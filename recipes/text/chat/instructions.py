@@ -98,27 +98,6 @@ class InstructionDataset(Dataset):
             whatever ``max_length``: about 100 bytes of memory a character.
     """
 
-    def _init_ids(
-        self,
-        source: Any,
-        tokenizer: Tokenizer | str | os.PathLike | None = None,
-        *,
-        ids_field: str = "input_ids",
-        template: ChatTemplate | str | os.PathLike | None = None,
-        completion_only: bool = True,
-        max_length: int | None = None,
-        on_error: str = "raise",
-        overlong: str = "cut",
-        pad_id: int | None = None,
-        storage_options: dict[str, Any] | None = None,
-    ) -> None:
-        """:meth:`from_ids`'s reading, on the instance it makes."""
-        tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
-        tokenizer = self._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
-        with SkippedRows(self._name) as skipped:
-            self._read_ids(source, ids_field, tokenizer, storage_options)
-            skipped.check(len(self))
-
     def __init__(
         self,
         source: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -140,10 +119,12 @@ class InstructionDataset(Dataset):
         self._line_name, rows = read_records(source, storage_options)
         ids, learned, numbers = [], [], []
         with SkippedRows(self._name) as skipped:
-            for chunk, encoded in LabelEncoder(tokenizer).pipelined(self._rendered(rows)):
+            rendered = _rendered(rows, self.template, completion_only=completion_only, max_chars=self.max_chars,
+                                 on_error=on_error)
+            for chunk, encoded in LabelEncoder(tokenizer).pipelined(rendered):
                 for (row, _), sample in zip(chunk, encoded):
                     try:
-                        sample_ids, mask = self._cut(sample, row.where)
+                        sample_ids, mask = _cut(sample, row.where, max_length, overlong, completion_only)
                     except DataError as error:
                         skip_or_raise(error, on_error)
                         continue
@@ -179,7 +160,7 @@ class InstructionDataset(Dataset):
             template, completion_only, on_error, overlong, pad_id, storage_options: as the
                 constructor's; ``max_length`` cuts from the end, as text is cut.
         """
-        return from_ids_instance(cls, cls._init_ids, source, tokenizer, ids_field=ids_field, template=template,
+        return from_ids_instance(cls, _read_ids, source, tokenizer, ids_field=ids_field, template=template,
                                  completion_only=completion_only, max_length=max_length, on_error=on_error,
                                  overlong=overlong, pad_id=pad_id, storage_options=storage_options)
 
@@ -202,47 +183,6 @@ class InstructionDataset(Dataset):
             self._pad_id = tokenizer.token_to_id(eos)
         return tokenizer
 
-    def _read_ids(self, source: Any, ids_field: str, tokenizer: Tokenizer | None,
-                  storage_options: dict[str, Any] | None) -> None:
-        """Ids and labels already made (:mod:`recipes.text.chat.instruction_ids`), cut as text is."""
-        if not parquet.is_parquet(source):
-            raise ValueError(f"{self._name}: from_ids reads a Parquet column of token-id lists (or a "
-                             "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
-        vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
-        self._line_name = "row"
-        ids, learned, numbers = read_instruction_ids(
-            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab,
-            completion_only=self.completion_only, on_error=self.on_error, storage_options=storage_options)
-        kept_ids, kept_learned, kept_numbers = [], [], []
-        for row_ids, mask, number in zip(ids, learned, numbers):
-            encoded = Encoded(row_ids.tolist(), mask, 0)
-            where = f"{self._name} row {number}"
-            try:
-                if self.completion_only and not mask.any():
-                    raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
-                row_ids, mask = self._cut(encoded, where)
-            except DataError as error:
-                skip_or_raise(error, self.on_error)
-                continue
-            kept_ids.append(np.asarray(row_ids, dtype=np.int64))
-            kept_learned.append(mask)
-            kept_numbers.append(number)
-        dtype = np.dtype(np.uint32) if tokenizer is None else tokenizing.token_dtype(tokenizer)
-        self._set(kept_ids, kept_learned, kept_numbers, dtype)
-
-    def _cut(self, encoded: Encoded, where: str) -> tuple[list[int], np.ndarray]:
-        """``encoded`` within ``max_length`` by the ``overlong`` rule, or the DataError that refuses it."""
-        if self.max_length is None or len(encoded.ids) <= self.max_length:
-            return encoded.ids, encoded.learned
-        if self.overlong == "refuse":
-            raise DataError(f"{where}: {len(encoded.ids)} tokens, over max_length={self.max_length} (overlong='refuse')",
-                            skip_hint=SKIP_HINT)
-        ids, mask = cut(encoded, self.max_length)
-        if self.completion_only and not mask.any():
-            raise DataError(f"{where}: the answer lies wholly past max_length={self.max_length} "
-                            f"({len(encoded.ids)} tokens); raise max_length", skip_hint=SKIP_HINT)
-        return ids, mask
-
     def _set(self, ids: list[np.ndarray], learned: list[np.ndarray], numbers: list[int], dtype: np.dtype) -> None:
         lengths = np.array([len(part) for part in ids], dtype=np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -252,23 +192,6 @@ class InstructionDataset(Dataset):
         self.learned = np.concatenate(learned) if learned else np.zeros(0, dtype=bool)  # aligned with tokens.ids
         self.line_numbers = np.array(numbers, dtype=np.int64)
         self.lengths = self.tokens.lengths  # int64 [N], what the length-grouping sampler sorts by
-
-    def _rendered(self, rows: Iterable[Any]) -> Iterator[list[tuple[Any, Rendered]]]:
-        """The rows rendered, ``CHUNK_ROWS`` at a time; a row that fails is skipped or raises here."""
-        pending = []
-        for row in rows:
-            try:
-                sample = check_record(row.record, row.where)
-                check_row_size(sample, row.where, self.max_chars)
-                pending.append((row, render_sample(sample, self.template, where=row.where,
-                                                   completion_only=self.completion_only)))
-            except DataError as error:
-                skip_or_raise(error, self.on_error)
-            if len(pending) == CHUNK_ROWS:
-                yield pending
-                pending = []
-        if pending:
-            yield pending
 
     @property
     def pad_id(self) -> int:
@@ -295,6 +218,84 @@ class InstructionDataset(Dataset):
         # without a pad id, its name, and text_loader asks for one (the pad_id property's ValueError)
         collate = "instruction_collate" if self._pad_id is None else InstructionCollate(pad_id=self._pad_id)
         return {"collate": collate, "pad_id": self._pad_id, "per_sample": ("lengths",)}
+
+
+def _read_ids(
+    dataset: InstructionDataset,
+    source: Any,
+    tokenizer: Tokenizer | str | os.PathLike | None = None,
+    *,
+    ids_field: str = "input_ids",
+    template: ChatTemplate | str | os.PathLike | None = None,
+    completion_only: bool = True,
+    max_length: int | None = None,
+    on_error: str = "raise",
+    overlong: str = "cut",
+    pad_id: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> None:
+    """:meth:`InstructionDataset.from_ids`'s reading, on the instance it makes: ids and labels already
+    made (:mod:`recipes.text.chat.instruction_ids`), cut as text is."""
+    tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
+    tokenizer = dataset._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
+    if not parquet.is_parquet(source):
+        raise ValueError(f"{dataset._name}: from_ids reads a Parquet column of token-id lists (or a "
+                         "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
+    vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+    dataset._line_name = "row"
+    kept_ids, kept_learned, kept_numbers = [], [], []
+    with SkippedRows(dataset._name) as skipped:
+        ids, learned, numbers = read_instruction_ids(
+            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab,
+            completion_only=completion_only, on_error=on_error, storage_options=storage_options)
+        for row_ids, mask, number in zip(ids, learned, numbers):
+            where = f"{dataset._name} row {number}"
+            try:
+                if completion_only and not mask.any():
+                    raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
+                row_ids, mask = _cut(Encoded(row_ids.tolist(), mask, 0), where, max_length, overlong, completion_only)
+            except DataError as error:
+                skip_or_raise(error, on_error)
+                continue
+            kept_ids.append(np.asarray(row_ids, dtype=np.int64))
+            kept_learned.append(mask)
+            kept_numbers.append(number)
+        skipped.check(len(kept_ids))
+    dtype = np.dtype(np.uint32) if tokenizer is None else tokenizing.token_dtype(tokenizer)
+    dataset._set(kept_ids, kept_learned, kept_numbers, dtype)
+
+
+def _cut(encoded: Encoded, where: str, max_length: int | None, overlong: str,
+         completion_only: bool) -> tuple[list[int], np.ndarray]:
+    """``encoded`` within ``max_length`` by the ``overlong`` rule, or the DataError that refuses it."""
+    if max_length is None or len(encoded.ids) <= max_length:
+        return encoded.ids, encoded.learned
+    if overlong == "refuse":
+        raise DataError(f"{where}: {len(encoded.ids)} tokens, over max_length={max_length} (overlong='refuse')",
+                        skip_hint=SKIP_HINT)
+    ids, mask = cut(encoded, max_length)
+    if completion_only and not mask.any():
+        raise DataError(f"{where}: the answer lies wholly past max_length={max_length} "
+                        f"({len(encoded.ids)} tokens); raise max_length", skip_hint=SKIP_HINT)
+    return ids, mask
+
+
+def _rendered(rows: Iterable[Any], template: ChatTemplate | None, *, completion_only: bool, max_chars: int | None,
+              on_error: str) -> Iterator[list[tuple[Any, Rendered]]]:
+    """The rows rendered, ``CHUNK_ROWS`` at a time; a row that fails is skipped or raises here."""
+    pending = []
+    for row in rows:
+        try:
+            sample = check_record(row.record, row.where)
+            check_row_size(sample, row.where, max_chars)
+            pending.append((row, render_sample(sample, template, where=row.where, completion_only=completion_only)))
+        except DataError as error:
+            skip_or_raise(error, on_error)
+        if len(pending) == CHUNK_ROWS:
+            yield pending
+            pending = []
+    if pending:
+        yield pending
 
 
 def instruction_collate(
