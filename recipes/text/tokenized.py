@@ -111,6 +111,33 @@ class TokenizedTextDataset(Dataset):
             missing, null or non-numeric value is a DataError naming the line and the field.
     """
 
+    def _init_ids(
+        self,
+        path: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        label_field: str | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        on_error: str = "raise",
+        storage_options: dict[str, Any] | None = None,
+        read_options: ReadOptions | None = None,
+        extra_fields: Sequence[str] = (),
+    ) -> None:
+        """:meth:`from_ids`'s reading, on the instance it makes."""
+        options = checks.read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
+        extra_fields = check_extra_fields(extra_fields)
+        table, _, self.path, self._name = _open_source(path, storage_options, ids_field=ids_field)
+        self._line_name, self._no_tokenizer = "row", tokenizer is None  # what line_numbers count, for messages
+        source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
+                              ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
+                              on_error=on_error, extra_fields=extra_fields)
+        self._pad_id, self._cache = source.pad_id, None  # None: text_collate asks for one, pack_collate needs none
+        reading = {"storage_options": table.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
+        corpus = read_id_corpus(table.entries, source.ids, **reading)
+        self._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names, corpus.extras)
+
     def __init__(
         self,
         path: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -128,7 +155,9 @@ class TokenizedTextDataset(Dataset):
     ) -> None:
         options = checks.read_options_or_default(read_options, "TokenizedTextDataset", TEXT_READ_OPTIONS)
         extra_fields = check_extra_fields(extra_fields)
-        table, suffix = _open_source(self, path, storage_options)
+        table, suffix, self.path, self._name = _open_source(path, storage_options)
+        self._line_name = "line" if table is None else "row"  # what line_numbers count, for messages
+        self._no_tokenizer = False  # from_ids sets it when it has no tokenizer, for the pad_id message
         if tokenizer is None:
             raise ValueError(
                 f"TokenizedTextDataset({self._name}) needs a tokenizer to tokenise {text_field!r}; pass one, or use "
@@ -207,7 +236,7 @@ class TokenizedTextDataset(Dataset):
                 ``truncation``, ``max_row_group_bytes`` and ``vocab_size`` (ids must be below it;
                 default: the tokenizer's ``get_vocab_size()``, without one only uint32's bound).
         """
-        return from_ids_instance(cls, _read_ids, path, tokenizer, ids_field=ids_field, label_field=label_field,
+        return from_ids_instance(cls, cls._init_ids, path, tokenizer, ids_field=ids_field, label_field=label_field,
                                  max_length=max_length, pad_id=pad_id, on_error=on_error,
                                  storage_options=storage_options, read_options=read_options,
                                  extra_fields=extra_fields)
@@ -266,56 +295,24 @@ class TokenizedTextDataset(Dataset):
             self._set(*_cached_columns(*load_cache(self._cache, vocab_size=self._vocab_size)))
 
 
-def _read_ids(
-    dataset: TokenizedTextDataset,
-    path: Any,
-    tokenizer: Tokenizer | str | os.PathLike | None = None,
-    *,
-    ids_field: str = "input_ids",
-    label_field: str | None = None,
-    max_length: int | None = None,
-    pad_id: int | None = None,
-    on_error: str = "raise",
-    storage_options: dict[str, Any] | None = None,
-    read_options: ReadOptions | None = None,
-    extra_fields: Sequence[str] = (),
-) -> None:
-    """:meth:`TokenizedTextDataset.from_ids`'s reading, on the instance it makes."""
-    options = checks.read_options_or_default(read_options, "TokenizedTextDataset.from_ids", IDS_READ_OPTIONS)
-    extra_fields = check_extra_fields(extra_fields)
-    table, suffix = _open_source(dataset, path, storage_options, ids_field=ids_field)
-    dataset._no_tokenizer = tokenizer is None
-    source = token_source(tokenizer, max_length=max_length, truncation=options.truncation, pad_id=pad_id,
-                          ids_field=ids_field, vocab_size=options.vocab_size, label_field=label_field,
-                          on_error=on_error, extra_fields=extra_fields)
-    dataset._pad_id, dataset._cache = source.pad_id, None  # None: text_collate asks for one, pack_collate needs none
-    reading = {"storage_options": table.storage_options, "max_row_group_bytes": options.max_row_group_bytes}
-    corpus = read_id_corpus(table.entries, source.ids, **reading)
-    dataset._set(corpus.tokens, corpus.labels, corpus.rows, corpus.label_names, corpus.extras)
-
-
-def _open_source(dataset: TokenizedTextDataset, path: Any, storage_options: dict[str, Any] | None, *,
-                 ids_field: str | None = None) -> tuple[Any, str]:
-    """``(the Parquet source or None, the format's suffix)``; sets the dataset's ``path`` and the names messages use."""
+def _open_source(path: Any, storage_options: dict[str, Any] | None, *,
+                 ids_field: str | None = None) -> tuple[Any, str, Any, str]:
+    """``(the Parquet source or None, the format's suffix, the path, its name for messages)``."""
     # a .parquet file, a list or glob of them, or a Hugging Face Dataset: resolved once
     table = parquet_source(path, storage_options) if parquet.is_parquet(path) else None
-    dataset._line_name = "line" if table is None else "row"  # what line_numbers count, for messages
-    dataset._no_tokenizer = False  # set by from_ids without a tokenizer, for the pad_id message
     if table is not None:
-        dataset.path, dataset._name = table.path, table.name
-        return table, parquet.PARQUET_SUFFIX
-    dataset.path = path if storage.is_url(path) else Path(path)
-    suffix = check_format(dataset.path, TEXT_FORMATS)  # the message lists .parquet too
+        return table, parquet.PARQUET_SUFFIX, table.path, table.name
+    local = path if storage.is_url(path) else Path(path)
+    suffix = check_format(local, TEXT_FORMATS)  # the message lists .parquet too
     if ids_field is not None:
         raise ValueError(
             f"{storage.shown(path)}: ids_field reads a Parquet column of token-id lists, and a {suffix} file has no "
             "such column; write the ids to Parquet (datasets.Dataset.to_parquet, pyarrow.parquet.write_table) "
             "or pass a tokenizer to tokenise the text"
         )
-    if not storage.is_url(path) and not dataset.path.is_file():
-        raise FileNotFoundError(f"text file {dataset.path} does not exist")
-    dataset._name = storage.shown(path)  # for messages
-    return None, suffix
+    if not storage.is_url(path) and not local.is_file():
+        raise FileNotFoundError(f"text file {local} does not exist")
+    return None, suffix, local, storage.shown(path)
 
 
 def _cached_columns(tokens: arrays.TokenArray, columns: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Any, ...]:

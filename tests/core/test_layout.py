@@ -226,10 +226,10 @@ OVER = {
     "CocoDataset": (166, 8, 11),
     "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (108, 5, 10),
-    "InstructionDataset": (164, 7, 10),
+    "InstructionDataset": (208, 8, 10),
     "SpeechDataset": (134, 8, 10),
     "StreamingTextDataset": (296, 17, 10),
-    "TokenizedTextDataset": (199, 9, 11),
+    "TokenizedTextDataset": (228, 10, 11),
     "VideoDataset": (118, 10, 9),
     "VideoFolderDataset": (102, 10, 10),
 }

@@ -98,6 +98,50 @@ class InstructionDataset(Dataset):
             whatever ``max_length``: about 100 bytes of memory a character.
     """
 
+    def _init_ids(
+        self,
+        source: Any,
+        tokenizer: Tokenizer | str | os.PathLike | None = None,
+        *,
+        ids_field: str = "input_ids",
+        template: ChatTemplate | str | os.PathLike | None = None,
+        completion_only: bool = True,
+        max_length: int | None = None,
+        on_error: str = "raise",
+        overlong: str = "cut",
+        pad_id: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        """:meth:`from_ids`'s reading, on the instance it makes: ids and labels already
+        made (:mod:`recipes.text.chat.instruction_ids`), cut as text is."""
+        tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
+        tokenizer = self._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
+        if not parquet.is_parquet(source):
+            raise ValueError(f"{self._name}: from_ids reads a Parquet column of token-id lists (or a "
+                             "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
+        vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+        self._line_name = "row"
+        kept_ids, kept_learned, kept_numbers = [], [], []
+        with SkippedRows(self._name) as skipped:
+            ids, learned, numbers = read_instruction_ids(
+                parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab,
+                completion_only=completion_only, on_error=on_error, storage_options=storage_options)
+            for row_ids, mask, number in zip(ids, learned, numbers):
+                where = f"{self._name} row {number}"
+                try:
+                    if completion_only and not mask.any():
+                        raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
+                    row_ids, mask = _cut(Encoded(row_ids.tolist(), mask, 0), where, max_length, overlong, completion_only)
+                except DataError as error:
+                    skip_or_raise(error, on_error)
+                    continue
+                kept_ids.append(np.asarray(row_ids, dtype=np.int64))
+                kept_learned.append(mask)
+                kept_numbers.append(number)
+            skipped.check(len(kept_ids))
+        dtype = np.dtype(np.uint32) if tokenizer is None else tokenizing.token_dtype(tokenizer)
+        self._set(kept_ids, kept_learned, kept_numbers, dtype)
+
     def __init__(
         self,
         source: str | os.PathLike | list[str | os.PathLike] | Any,
@@ -160,7 +204,7 @@ class InstructionDataset(Dataset):
             template, completion_only, on_error, overlong, pad_id, storage_options: as the
                 constructor's; ``max_length`` cuts from the end, as text is cut.
         """
-        return from_ids_instance(cls, _read_ids, source, tokenizer, ids_field=ids_field, template=template,
+        return from_ids_instance(cls, cls._init_ids, source, tokenizer, ids_field=ids_field, template=template,
                                  completion_only=completion_only, max_length=max_length, on_error=on_error,
                                  overlong=overlong, pad_id=pad_id, storage_options=storage_options)
 
@@ -218,51 +262,6 @@ class InstructionDataset(Dataset):
         # without a pad id, its name, and text_loader asks for one (the pad_id property's ValueError)
         collate = "instruction_collate" if self._pad_id is None else InstructionCollate(pad_id=self._pad_id)
         return {"collate": collate, "pad_id": self._pad_id, "per_sample": ("lengths",)}
-
-
-def _read_ids(
-    dataset: InstructionDataset,
-    source: Any,
-    tokenizer: Tokenizer | str | os.PathLike | None = None,
-    *,
-    ids_field: str = "input_ids",
-    template: ChatTemplate | str | os.PathLike | None = None,
-    completion_only: bool = True,
-    max_length: int | None = None,
-    on_error: str = "raise",
-    overlong: str = "cut",
-    pad_id: int | None = None,
-    storage_options: dict[str, Any] | None = None,
-) -> None:
-    """:meth:`InstructionDataset.from_ids`'s reading, on the instance it makes: ids and labels already
-    made (:mod:`recipes.text.chat.instruction_ids`), cut as text is."""
-    tokenizer = None if tokenizer is None else tokenizing.load_tokenizer(tokenizer)
-    tokenizer = dataset._setup(source, tokenizer, template, completion_only, max_length, on_error, overlong, pad_id)
-    if not parquet.is_parquet(source):
-        raise ValueError(f"{dataset._name}: from_ids reads a Parquet column of token-id lists (or a "
-                         "datasets.Dataset's); write the ids to Parquet, or pass rows to tokenise")
-    vocab = None if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
-    dataset._line_name = "row"
-    kept_ids, kept_learned, kept_numbers = [], [], []
-    with SkippedRows(dataset._name) as skipped:
-        ids, learned, numbers = read_instruction_ids(
-            parquet.parquet_entries(source, storage_options), ids_field, vocab_size=vocab,
-            completion_only=completion_only, on_error=on_error, storage_options=storage_options)
-        for row_ids, mask, number in zip(ids, learned, numbers):
-            where = f"{dataset._name} row {number}"
-            try:
-                if completion_only and not mask.any():
-                    raise DataError(f"{where}: nothing to learn (every label is -100)", skip_hint=SKIP_HINT)
-                row_ids, mask = _cut(Encoded(row_ids.tolist(), mask, 0), where, max_length, overlong, completion_only)
-            except DataError as error:
-                skip_or_raise(error, on_error)
-                continue
-            kept_ids.append(np.asarray(row_ids, dtype=np.int64))
-            kept_learned.append(mask)
-            kept_numbers.append(number)
-        skipped.check(len(kept_ids))
-    dtype = np.dtype(np.uint32) if tokenizer is None else tokenizing.token_dtype(tokenizer)
-    dataset._set(kept_ids, kept_learned, kept_numbers, dtype)
 
 
 def _cut(encoded: Encoded, where: str, max_length: int | None, overlong: str,
