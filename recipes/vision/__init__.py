@@ -8,9 +8,12 @@
     for images, labels in DevicePrefetcher(loader, "cuda"):   # float32, normalised on the GPU
         ...
 
-``folder.py`` (dataset, collate, loader) and ``transforms.py`` import only ``recipes.core``, so
-the folder can be copied into a project that has ``recipes`` installed.
+``folder.py`` (dataset, collate, loader), ``shards.py`` (:class:`ImageShards`, the same items from
+WebDataset tar shards, local or in object storage) and ``transforms.py`` import only ``recipes.core``,
+so the folder can be copied into a project that has ``recipes`` installed.
 """
+
+from typing import TYPE_CHECKING
 
 from recipes.vision.folder import ImageFolderDataset, image_collate, vision_loader
 from recipes.vision.transforms import (
@@ -22,10 +25,14 @@ from recipes.vision.transforms import (
     train_transform,
 )
 
+if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.vision.shards import ImageShards
+
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "ImageFolderDataset",
+    "ImageShards",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
     "eval_transform",
@@ -33,3 +40,12 @@ __all__ = [
     "train_transform",
     "vision_loader",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ImageShards on first use: a program that reads folders does not load the shard stream machinery
+    if name == "ImageShards":
+        from recipes.vision.shards import ImageShards
+
+        return ImageShards
+    raise AttributeError(f"module 'recipes.vision' has no attribute {name!r}")

@@ -132,7 +132,7 @@ class ImageFolderDataset(ClassFolderDataset):
         if isinstance(image, torch.Tensor):
             # dense memory, channels-last kept (no copy after a resize or flip; a crop view would
             # pin its whole source): image_collate then copies each image in one run
-            image = tv_tensors.Image(_dense(image.as_subclass(torch.Tensor)))
+            image = tv_tensors.Image(dense_image(image.as_subclass(torch.Tensor)))
         return image, target
 
     def __repr__(self) -> str:
@@ -174,7 +174,7 @@ class DeviceImages(imaging.DeviceView):
         return image, target
 
 
-def _dense(image: torch.Tensor) -> torch.Tensor:
+def dense_image(image: torch.Tensor) -> torch.Tensor:
     """``image`` in dense memory, in its own channel order: ``[H,W,C]`` memory stays channels-last."""
     if image.ndim == 3 and image.shape[0] > 1 and image.stride(0) == 1:
         return image.permute(1, 2, 0).contiguous().permute(2, 0, 1)

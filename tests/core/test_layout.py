@@ -226,6 +226,7 @@ OVER = {
     "CocoDataset": (166, 8, 11),
     "ImageTextDataset": (162, 6, 10),
     "ImageTextShards": (108, 5, 10),
+    "ImageShards": (79, 4, 9),  # came after this test; its nine keywords are issue 54's contract
     "InstructionDataset": (208, 8, 10),
     "SpeechDataset": (134, 8, 10),
     "StreamingTextDataset": (296, 17, 10),

@@ -1,0 +1,148 @@
+"""ImageShards: WebDataset tar shards (written here with tarfile, the ImageNet layout) give the items
+ImageFolderDataset gives for the same files; labels from .cls, .json and class names; the loader's
+workers, seeds and resume; HTTP with faults; every bad sample named by shard and key."""
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from recipes.core import DataError, SkippedSampleWarning, StreamOrder
+from recipes.vision import ImageFolderDataset, ImageShards, eval_transform, train_transform, vision_loader
+from tests.harness import digest
+from tests.servers import FaultyHTTPServer
+
+
+def write_tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
+    with tarfile.open(path, mode) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def folder_members(dataset: ImageFolderDataset, rows: range, label: str = "cls") -> list[tuple[str, bytes]]:
+    """Each sample of ``dataset`` in ``rows`` as ``<key>.<ext>`` and its label member."""
+    members = []
+    for row in rows:
+        path, target = dataset.samples[row]
+        members.append((f"{row:06d}.{Path(path).suffix[1:].lower()}", Path(path).read_bytes()))
+        if label == "cls":
+            members.append((f"{row:06d}.cls", f"{target}\n".encode()))
+        else:
+            members.append((f"{row:06d}.json", json.dumps({"label": dataset.classes[target], "n": target}).encode()))
+    return members
+
+
+@pytest.fixture(scope="module")
+def folder(fixtures) -> ImageFolderDataset:
+    return ImageFolderDataset(fixtures / "vision")
+
+
+@pytest.fixture(scope="module")
+def shards(folder, tmp_path_factory) -> list[Path]:
+    """The 14 fixture images in three shards, the last one gzip-compressed."""
+    out = tmp_path_factory.mktemp("shards")
+    return [write_tar(out / "train-000000.tar", folder_members(folder, range(0, 5))),
+            write_tar(out / "train-000001.tar", folder_members(folder, range(5, 10))),
+            write_tar(out / "train-000002.tgz", folder_members(folder, range(10, 14)), mode="w:gz")]
+
+
+def test_items_equal_the_folders_for_the_same_files(folder, shards):
+    items = list(ImageShards(shards))
+    assert len(items) == len(folder) == 14
+    for row, (image, label) in enumerate(items):
+        expected, target = folder[row]
+        assert type(image).__name__ == "Image" and image.dtype == torch.uint8
+        assert torch.equal(image, expected) and label == target and type(label) is int, folder.samples[row][0]
+
+
+def test_labels_from_json_by_name_or_key_with_classes_as_a_list_or_a_file(folder, tmp_path):
+    shard = write_tar(tmp_path / "named.tar", folder_members(folder, range(14), label="json"))
+    (tmp_path / "classes.txt").write_text("\n".join(folder.classes) + "\n")
+    for classes in (folder.classes, tmp_path / "classes.txt"):
+        assert [label for _, label in ImageShards(shard, label="json", classes=classes)] == folder.targets
+    assert [label for _, label in ImageShards(shard, label="json:n")] == folder.targets
+    with pytest.raises(ValueError, match="label must be one of"):
+        ImageShards(shard, label="txt")
+
+
+def test_two_workers_read_every_sample_once_and_a_seed_draws_the_same_crops_whatever_the_workers(shards):
+    def images(workers: int, seed: int = 0) -> list[str]:
+        stream = ImageShards(shards, transform=train_transform(16), order=StreamOrder(shuffle_buffer=4, seed=seed))
+        loader = vision_loader(stream, 2, train=False, device="cpu", num_workers=workers)
+        return sorted(digest([image, label]) for images, labels in loader for image, label in zip(images, labels))
+
+    once = images(0)
+    assert len(once) == 14 and images(2) == once  # each sample once, augmented by its key's seed
+    assert images(0, seed=1) != once
+
+
+def test_a_stateful_loader_resumes_mid_epoch_with_exactly_the_batches_still_to_come(shards):
+    def loader():
+        stream = ImageShards(shards, transform=train_transform(16), order=StreamOrder(shuffle_buffer=3, seed=2))
+        return vision_loader(stream, 2, device="cpu", seed=2, stateful=True, num_workers=0)
+
+    uninterrupted = loader()
+    expected = [digest(batch) for batch in list(uninterrupted) + list(uninterrupted)]
+    interrupted = loader()
+    batches = iter(interrupted)
+    seen = [digest(next(batches)) for _ in range(3)]
+    resumed = loader()
+    resumed.load_state_dict(interrupted.state_dict())
+    assert seen + [digest(batch) for batch in list(resumed) + list(resumed)] == expected
+
+
+def test_spawned_workers_give_the_samples_of_the_main_process(shards):
+    def images(**options) -> list[str]:
+        loader = vision_loader(ImageShards(shards, transform=eval_transform(16, resize_size=16)), 4, train=False,
+                               device="cpu", **options)
+        return sorted(digest(image) for images, _ in loader for image in images)
+
+    assert images(num_workers=2, multiprocessing_context="spawn") == images(num_workers=0)
+
+
+@pytest.mark.usefixtures("quick_retries")
+def test_http_shards_with_503s_and_cut_bodies_give_the_local_samples(shards):
+    local = [digest(item) for item in ImageShards(shards[:2])]
+    with FaultyHTTPServer(shards[0].parent, fail_every=3, cut_every=4) as server:
+        remote = [digest(item) for item in ImageShards(server.url("train-{000000..000001}.tar"))]
+    assert server.faults["503"] > 0 and server.faults["cut"] > 0
+    assert remote == local and len(local) == 10
+
+
+JPEG = "rgb.jpg"
+
+
+@pytest.mark.parametrize("members, message", [
+    ([("a.cls", b"1")], r"a: no image \(jpg/"),
+    ([("a.jpg", JPEG)], r"a: no label \(cls\)"),
+    ([("a.jpg", JPEG), ("a.cls", b"7")], r"a: the label 7 is out of range \(a class index is in 0\.\.1\)"),
+    ([("a.jpg", JPEG), ("a.cls", b"-1")], r"a: the label -1 is out of range"),
+    ([("a.jpg", JPEG), ("a.cls", b"zebra")], r"a: the label 'zebra' is not one of the 2 classes"),
+    ([("a.jpg", JPEG), ("a.png", "rgb.png"), ("a.cls", b"0")], r"a: two images under one key \(jpg, png\)"),
+    ([("a.jpg", JPEG), ("a.cls", b"\xff")], r"a: cannot read the label from its \.cls"),
+    ([("a.jpg", b"not a jpeg"), ("a.cls", b"0")], r"a\.jpg"),
+], ids=["no-image", "no-label", "out-of-range", "negative", "unknown-name", "two-images", "not-utf8", "bad-image"])
+def test_a_bad_sample_is_named_by_shard_and_key_or_skipped_with_a_warning(fixtures, tmp_path, members, message):
+    def data(value):
+        return (fixtures / "vision" / "dog" / value).read_bytes() if isinstance(value, str) else value
+
+    good = [("b.jpg", data(JPEG)), ("b.cls", b"1")]
+    shard = write_tar(tmp_path / "bad.tar", [(name, data(value)) for name, value in members] + good)
+    with pytest.raises(DataError, match=r"bad\.tar:" + message):
+        list(ImageShards(shard, classes=["cat", "dog"]))
+    with pytest.warns(SkippedSampleWarning, match=r"bad\.tar:" + message):
+        items = list(ImageShards(shard, classes=["cat", "dog"], on_error="skip"))
+    assert [label for _, label in items] == [1]  # the good sample only, never a substitute
+
+
+def test_a_class_name_without_classes_says_what_to_pass(fixtures, tmp_path):
+    image = (fixtures / "vision" / "dog" / JPEG).read_bytes()
+    shard = write_tar(tmp_path / "named.tar", [("a.jpg", image), ("a.json", b'{"label": "dog"}')])
+    with pytest.raises(DataError, match=r"named\.tar:a: the label 'dog' is a class name; pass classes="):
+        list(ImageShards(shard, label="json"))
