@@ -9,10 +9,12 @@
         ...
 
 ``folder.py`` (dataset, collate, loader), ``shards.py`` (:class:`ImageShards`, the same items from
-WebDataset tar shards, local or in object storage) and ``transforms.py`` import only ``recipes.core``,
+WebDataset tar shards, local or in object storage), ``shard_writer.py`` (:func:`write_shards`, a
+folder or a manifest as shards) and ``transforms.py`` import only ``recipes.core``,
 so the folder can be copied into a project that has ``recipes`` installed.
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 from recipes.vision.folder import ImageFolderDataset, image_collate, vision_loader
@@ -25,7 +27,9 @@ from recipes.vision.transforms import (
     train_transform,
 )
 
+SHARD_NAMES = {"ImageShards": "recipes.vision.shards", "write_shards": "recipes.vision.shard_writer"}
 if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.vision.shard_writer import write_shards
     from recipes.vision.shards import ImageShards
 
 __all__ = [
@@ -39,13 +43,12 @@ __all__ = [
     "image_collate",
     "train_transform",
     "vision_loader",
+    "write_shards",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # ImageShards on first use: a program that reads folders does not load the shard stream machinery
-    if name == "ImageShards":
-        from recipes.vision.shards import ImageShards
-
-        return ImageShards
+    # the shard names on first use: a program that reads folders does not load the shard stream machinery
+    if name in SHARD_NAMES:
+        return getattr(importlib.import_module(SHARD_NAMES[name]), name)
     raise AttributeError(f"module 'recipes.vision' has no attribute {name!r}")

@@ -49,7 +49,9 @@ from recipes.vision.folder import dense_image
 
 IMAGE_MEMBERS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")  # a sample's image, as extensions
 LABEL_RULES = ("cls", "json", "json:<key>")
-MAX_MEMBER_BYTES = 64 * 2**20  # an image member is read whole: 64 MiB is far above any photo's
+# A member is read whole, and refused before a byte of it is read above this: more than any image
+# under the pixel limit needs.
+MAX_MEMBER_BYTES = 512 * 2**20
 SHARDS_READ_OPTIONS = ("strict_decode", "cache_limit_bytes", "verify_cache")
 
 

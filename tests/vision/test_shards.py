@@ -1,6 +1,7 @@
-"""ImageShards: WebDataset tar shards (written here with tarfile, the ImageNet layout) give the items
-ImageFolderDataset gives for the same files; labels from .cls, .json and class names; the loader's
-workers, seeds and resume; HTTP with faults; every bad sample named by shard and key."""
+"""ImageShards and write_shards: WebDataset tar shards (written here with tarfile, the ImageNet layout,
+and by write_shards) give the items ImageFolderDataset gives for the same files; labels from .cls,
+.json and class names; the loader's workers, seeds and resume; HTTP with faults; every bad sample
+named by shard and key."""
 
 import io
 import json
@@ -11,7 +12,14 @@ import pytest
 import torch
 
 from recipes.core import DataError, SkippedSampleWarning, StreamOrder
-from recipes.vision import ImageFolderDataset, ImageShards, eval_transform, train_transform, vision_loader
+from recipes.vision import (
+    ImageFolderDataset,
+    ImageShards,
+    eval_transform,
+    train_transform,
+    vision_loader,
+    write_shards,
+)
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer
 
@@ -146,3 +154,37 @@ def test_a_class_name_without_classes_says_what_to_pass(fixtures, tmp_path):
     shard = write_tar(tmp_path / "named.tar", [("a.jpg", image), ("a.json", b'{"label": "dog"}')])
     with pytest.raises(DataError, match=r"named\.tar:a: the label 'dog' is a class name; pass classes="):
         list(ImageShards(shard, label="json"))
+
+
+def test_written_shards_are_equal_reproducible_and_read_back_as_the_folder(fixtures, folder, tmp_path):
+    paths = write_shards(fixtures / "vision", tmp_path / "a", samples_per_shard=5)
+    again = write_shards(fixtures / "vision", tmp_path / "b", samples_per_shard=5)
+    assert [path.name for path in paths] == ["shard-000000.tar", "shard-000001.tar", "shard-000002.tar"]
+    assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]  # byte-identical
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["classes.txt", *[p.name for p in paths]]  # no .tmp
+    with tarfile.open(paths[0]) as tar:
+        names = tar.getnames()
+        assert names[:2] == [f"000000000{Path(folder.samples[0][0]).suffix}", "000000000.cls"]  # original bytes
+        assert len([name for name in names if name.endswith(".cls")]) == 5
+    shards = ImageShards(paths, classes=tmp_path / "a" / "classes.txt")
+    assert shards.classes == folder.classes
+    items = list(shards)
+    assert len(items) == 14 and all(torch.equal(image, folder[row][0]) and label == folder.targets[row]
+                                    for row, (image, label) in enumerate(items))
+
+
+def test_a_manifest_of_paths_and_names_is_written_with_its_classes_and_bad_rows_named(fixtures, folder, tmp_path):
+    root = fixtures / "vision"
+    rows = [(Path(path).relative_to(root).as_posix(), folder.classes[label]) for path, label in folder.samples]
+    manifest = tmp_path / "train.csv"
+    manifest.write_text("path,label\n" + "".join(f"{path},{name}\n" for path, name in rows))
+    paths = write_shards(manifest, tmp_path / "out", image_root=root)
+    assert (tmp_path / "out" / "classes.txt").read_text().split() == sorted(set(folder.classes))
+    assert [label for _, label in ImageShards(paths)] == folder.targets  # the names, numbered in sorted order
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"path": "cat/nope.jpg", "label": 0}) + "\n"
+                                        + json.dumps({"path": rows[0][0], "label": 0}) + "\n")
+    with pytest.raises(DataError, match=r"bad\.jsonl line 1 \(cat/nope\.jpg\): cannot read it"):
+        write_shards(tmp_path / "bad.jsonl", tmp_path / "bad", image_root=root)
+    with pytest.warns(SkippedSampleWarning, match=r"bad\.jsonl line 1"):
+        kept = write_shards(tmp_path / "bad.jsonl", tmp_path / "skipped", image_root=root, on_error="skip")
+    assert [label for _, label in ImageShards(kept)] == [0]
