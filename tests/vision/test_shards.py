@@ -21,7 +21,7 @@ from recipes.vision import (
     write_shards,
 )
 from tests.harness import digest
-from tests.servers import FaultyHTTPServer
+from tests.servers import FaultyHTTPServer, s3_server, upload
 
 
 def write_tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
@@ -121,6 +121,30 @@ def test_http_shards_with_503s_and_cut_bodies_give_the_local_samples(shards):
         remote = [digest(item) for item in ImageShards(server.url("train-{000000..000001}.tar"))]
     assert server.faults["503"] > 0 and server.faults["cut"] > 0
     assert remote == local and len(local) == 10
+
+
+def test_s3_shards_with_a_cache_dir_give_the_local_samples_and_later_epochs_read_the_cache(shards, tmp_path):
+    local = [digest(item) for item in ImageShards(shards, order=StreamOrder(seed=0))]
+    with s3_server() as (endpoint, storage):
+        upload(endpoint, shards[0].parent)
+        stream = ImageShards("s3://data/train-*", storage_options=storage, cache_dir=tmp_path / "cache",
+                             order=StreamOrder(seed=0))
+        first = [digest(item) for item in stream]
+    assert first == local and len(local) == 14
+    again = [digest(item) for item in stream]  # the server is gone: the next epoch reads the cached shards
+    assert sorted(again) == sorted(local)
+
+
+def test_two_ranks_of_two_readers_read_every_sample_once_each_epoch(shards):
+    seen = []
+    for rank in (0, 1):
+        stream = ImageShards(shards, transform=eval_transform(8, resize_size=8),
+                             order=StreamOrder(shuffle_buffer=3, seed=0, rank=rank, world_size=2))
+        loader = vision_loader(stream, 1, train=False, device="cpu", num_workers=2)
+        seen += [digest(images[0]) for images, _ in loader]
+    one = vision_loader(ImageShards(shards, transform=eval_transform(8, resize_size=8)), 1, train=False, device="cpu",
+                        num_workers=0)
+    assert len(seen) == 14 and sorted(seen) == sorted(digest(images[0]) for images, _ in one)
 
 
 JPEG = "rgb.jpg"
