@@ -9,8 +9,8 @@ readable, plus each image's size, mode and format). Exit status 0 when nothing i
 problems were found, 2 when PATH or an option is unusable (one line: a COCO image root that does
 not exist or holds none of the images is one error, not one per image). What is checked is the
 domain's own check, which its entry in :mod:`recipes.domains` names (``check``): image folders
-(:mod:`recipes.cli.check_files`), COCO files (:mod:`recipes.cli.check_coco`), text rows and caption
-manifests (:mod:`recipes.cli.check_data`), clips (:mod:`recipes.cli.check_audio`);
+and image tar shards (:mod:`recipes.cli.check_files`), COCO files (:mod:`recipes.cli.check_coco`),
+text rows and caption manifests (:mod:`recipes.cli.check_data`), clips (:mod:`recipes.cli.check_audio`);
 ``recipes check cache DIR`` re-hashes a cache folder instead (:mod:`recipes.cli.check_cache`).
 """
 

@@ -30,6 +30,7 @@ import numpy as np
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
 from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
 from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
+from recipes.cli.check_files import is_shards
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
@@ -37,7 +38,6 @@ from recipes.core.contracts.read_options import ReadOptions
 from recipes.core.sources.storage import shown
 from recipes.core.sources.tar_samples import expand_shards, read_samples
 
-SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what AudioShards reads
 INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start
 
 
@@ -110,14 +110,6 @@ def check_audio(path: Path, *, text_field: str = "text", max_seconds: float | No
                           workers=workers, progress=progress)
     summarize_clips(report, infos)
     return report
-
-
-def is_shards(path: Path) -> bool:
-    """A tar shard, or a folder holding shards and no sub-folder (a folder of class folders is clips)."""
-    if not path.is_dir():
-        return path.name.lower().endswith(SHARD_SUFFIXES)
-    entries = list(path.iterdir())
-    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
 
 
 def check_shards(path: Path, *, max_seconds: float, workers: int | None = None, progress: bool = True) -> Report:

@@ -2,6 +2,7 @@
 
     results = inspect_images([("a.jpg", None), ("b.png", (640, 480))], workers=2)
     report = check_image_folder(Path("data/train"), workers=2)
+    report = check_image_shards(Path("shards/"))      # its *.tar, as ImageShards reads them
 
 Each image is read once: PIL parses the header (format, mode, size; a decompression bomb is
 refused there, before any pixel is allocated), then :func:`recipes.core.pixels.images.decode_image`
@@ -15,6 +16,7 @@ cost a few hundred round trips, not 100k; results come back in order under a tqd
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +32,7 @@ from recipes.core.contracts.errors import DataError
 from recipes.core.pixels.images import decode_image, open_image
 
 INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
+SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what the shard readers read
 
 
 class ImageInfo(NamedTuple):
@@ -136,6 +139,45 @@ def check_image_folder(root: Path, *, workers: int | None = None, progress: bool
     return report
 
 
+def check_image_shards(path: Path, *, progress: bool = True) -> Report:
+    """Tar shards (a shard, or a folder of them) as :class:`recipes.vision.ImageShards` reads them:
+    each sample's image decoded with ``strict_decode`` and its label read, in this process; each
+    sample the reader would skip is a problem named by shard and key. A ``classes.txt`` beside the
+    shards (:func:`recipes.vision.write_shards` writes one) names the labels."""
+    from tqdm.auto import tqdm
+
+    from recipes.core import ReadOptions, SkippedSampleWarning, StreamOrder
+    from recipes.vision.shards import ImageShards
+
+    report = Report("vision", str(path))
+    names = (path if path.is_dir() else path.parent) / "classes.txt"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedSampleWarning)
+        shards = ImageShards(str(path), classes=names if names.is_file() else None, on_error="skip",
+                             order=StreamOrder(seed=0, rank=0, world_size=1), read_options=ReadOptions(strict_decode=True))
+        labels = Counter(label for _, label in tqdm(shards, disable=not progress, desc="decoding shards", unit="img"))
+    for warning in caught:
+        if issubclass(warning.category, SkippedSampleWarning):
+            where, _, reason = str(warning.message).removeprefix("skipped: ").partition(": ")
+            report.add(where, reason)
+    report.summary["shards"] = len(shards.shards)
+    report.summary["decoded"] = f"{sum(labels.values())} samples"
+    classes = shards.classes or [str(label) for label in range(max(labels, default=-1) + 1)]
+    report.summary["classes"] = {classes[label]: labels[label] for label in sorted(labels)} or "none"
+    return report
+
+
+def is_shards(path: Path) -> bool:
+    """A tar shard, or a folder holding shards and no sub-folder (a folder of class folders is files)."""
+    if not path.is_dir():
+        return path.name.lower().endswith(SHARD_SUFFIXES)
+    entries = list(path.iterdir())
+    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
+
+
 def check_folder(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
-    """``recipes check`` of the image folder the CLI's ``options`` name (:func:`check_image_folder`)."""
+    """``recipes check`` of the image folder or the tar shards the CLI's ``options`` name
+    (:func:`check_image_folder`, :func:`check_image_shards`)."""
+    if is_shards(options.path):
+        return check_image_shards(options.path, progress=progress)
     return check_image_folder(options.path, workers=workers, progress=progress)

@@ -212,3 +212,18 @@ def test_a_manifest_of_paths_and_names_is_written_with_its_classes_and_bad_rows_
     with pytest.warns(SkippedSampleWarning, match=r"bad\.jsonl line 1"):
         kept = write_shards(tmp_path / "bad.jsonl", tmp_path / "skipped", image_root=root, on_error="skip")
     assert [label for _, label in ImageShards(kept)] == [0]
+
+
+def test_recipes_check_names_each_bad_sample_of_the_shards_by_shard_and_key(fixtures, tmp_path, capsys):
+    from recipes.__main__ import main
+
+    write_shards(fixtures / "vision", tmp_path, samples_per_shard=7)
+    assert main(["check", "vision", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "no problems found" in out and "14 samples" in out and "bird 5, cat 5, dog 4" in out  # from classes.txt
+    image = (fixtures / "vision" / "dog" / JPEG).read_bytes()
+    bad = [("x.jpg", image), ("x.cls", b"9"), ("y.jpg", image[:300]), ("y.cls", b"0")]
+    write_tar(tmp_path / "shard-000002.tar", bad)
+    assert main(["check", "vision", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "shard-000002.tar:x" in out and "out of range" in out and "shard-000002.tar:y" in out
