@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipes.core import DataError, SkippedSampleWarning, StreamOrder
+from recipes.core import DataError, MixedStream, SkippedSampleWarning, StreamOrder
 from recipes.vision import (
     ImageFolderDataset,
     ImageShards,
@@ -145,6 +145,24 @@ def test_two_ranks_of_two_readers_read_every_sample_once_each_epoch(shards):
     one = vision_loader(ImageShards(shards, transform=eval_transform(8, resize_size=8)), 1, train=False, device="cpu",
                         num_workers=0)
     assert len(seen) == 14 and sorted(seen) == sorted(digest(images[0]) for images, _ in one)
+
+
+def test_two_shard_sets_mix_by_weight_and_the_mixture_resumes_exactly(shards):
+    def loader():
+        sources = [ImageShards(part, transform=train_transform(8), order=StreamOrder(seed=0))
+                   for part in (shards[:2], shards[2:])]
+        mixed = MixedStream(sources, weights=[3, 1], samples_per_epoch=12, seed=0)
+        return vision_loader(mixed, 3, device="cpu", seed=0, stateful=True, num_workers=0)
+
+    uninterrupted = loader()
+    expected = [digest(batch) for batch in list(uninterrupted) + list(uninterrupted)]
+    assert len(expected) == 8
+    interrupted = loader()
+    batches = iter(interrupted)
+    seen = [digest(next(batches)) for _ in range(2)]
+    resumed = loader()
+    resumed.load_state_dict(interrupted.state_dict())
+    assert seen + [digest(batch) for batch in list(resumed) + list(resumed)] == expected
 
 
 JPEG = "rgb.jpg"
