@@ -11,8 +11,9 @@
 - ``ray_tokenize``: :class:`TokenizeBatch` and :class:`TokenizeInstructions`, the batch functions that
   tokenise a corpus (instruction rows with their labels) on Ray Data.
 - What only text uses: ``corpus_files`` (.txt/.jsonl/.csv rows), ``parquet_corpus`` (Parquet
-  text columns by row group), ``token_cache`` (tokens on disk, memory-mapped back) and
-  ``token_source`` (the tokenizer or stored ids both datasets read, checked once).
+  text columns by row group), ``token_cache`` (tokens on disk, memory-mapped back),
+  ``token_source`` (the tokenizer or stored ids both datasets read, checked once) and
+  ``stream_rows`` (what a stream's readers make of their share).
 
 The folder imports only ``recipes.core`` (tokens, arrays, storage, the sampler and its plans,
 streams), so it can be copied into a project that has ``recipes`` installed.

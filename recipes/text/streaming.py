@@ -33,13 +33,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, get_worker_info
 
 from recipes.core import (
-    DataError,
     ReadOptions,
     ResumableStream,
     StreamOrder,
@@ -49,15 +47,14 @@ from recipes.core import (
     hooks,
     parquet,
     ranks,
-    skip_or_raise,
     storage,
     streams,
     tokenizing,
 )
 from recipes.text.collates import StreamCollate, stream_collate, stream_collate_for  # noqa: F401  (named here too)
-from recipes.text.corpus_files import check_format, integer_label, parse_line
+from recipes.text.corpus_files import check_format
 from recipes.text.line_index import LineIndex
-from recipes.text.parquet_corpus import check_record
+from recipes.text.stream_rows import encoded_items, id_rows, line_samples
 from recipes.text.token_source import (
     IDS_READ_OPTIONS,
     from_ids_instance,
@@ -285,8 +282,8 @@ class StreamingTextDataset(ResumableStream):
         size = self.shuffle_buffer if self.shuffle_buffer > 1 else CHUNK_LINES
         for block, start, chunk in streams.shuffled_blocks(rows, size, rng_of_block, first_block):
             # a resumed block: its first lines were taken, and are not tokenised again
-            yield block, start, _encoded(chunk[skip if block == first_block else 0 :], self.ids, self.encoder,
-                                         self.label_field)
+            yield block, start, encoded_items(chunk[skip if block == first_block else 0 :], self.ids, self.encoder,
+                                              self.label_field)
 
     def _share(self, slot: int, slots: int) -> tuple[int, int]:
         """Reader ``slot``'s byte range: Parquet rows cut in equal slices; lines, an equal share by count."""
@@ -304,71 +301,15 @@ class StreamingTextDataset(ResumableStream):
             rows = {"start": low, "stop": high, "storage_options": self.storage_options,
                     "max_row_group_bytes": self.max_row_group_bytes, "byte_sizes": self.file_bytes}
             if self.ids is not None:
-                return _id_rows(self.ids.chunks(self.paths, self.sizes, **rows), self.on_error)
+                return id_rows(self.ids.chunks(self.paths, self.sizes, **rows), self.on_error)
             columns = [name for name in (self.text_field, self.label_field) if name is not None]
             records = ((row, where, None, record)
                        for row, where, record in parquet.iter_rows(self.paths, columns, self.sizes, **rows))
-            return _samples(records, **fields)
+            return line_samples(records, **fields)
         owner = type(self).__name__  # the lines in that range (recipes.text.line_index)
         lines = self.lines.lines_in(low, high, self.paths, self.storage_options, resumed=resumed, owner=owner)
-        return _samples(lines, **fields)
+        return line_samples(lines, **fields)
 
-
-
-def _id_rows(chunks: Iterator[Any], on_error: str) -> Iterator[tuple[int, tuple]]:
-    """Parquet ids: ``(row, (row, ids, label))`` for each usable row of ``chunks`` (checked and cut a
-    row group at a time)."""
-    for chunk in chunks:
-        for k in range(len(chunk.tokens)):
-            row, label = int(chunk.rows[k]), None
-            if chunk.labels is not None:
-                raw = chunk.labels[k].item()
-                label = integer_label(raw)
-                if label is None:
-                    reason = f"label {raw!r} is not an integer (streaming cannot number names)"
-                    skip_or_raise(DataError(f"{chunk.where(k)}: {reason}"), on_error)
-                    continue
-            yield row, (row, chunk.tokens[k], label)
-
-
-def _samples(lines: Iterator[tuple[int, str, bool | None, Any]], *, text_field: str, label_field: str | None,
-             max_chars: int | None, on_error: str) -> Iterator[tuple[int, tuple]]:
-    """``(offset, (offset, text, label))`` for each line (or Parquet record: json_row None) that holds a sample."""
-    fields = {"text_field": text_field, "label_field": label_field}
-    for offset, where, json_row, raw in lines:
-        try:
-            if json_row is None:
-                row = check_record(raw, where, max_chars=max_chars, **fields)
-            else:
-                row = parse_line(raw, where, json_row=json_row, max_chars=max_chars, **fields)
-            if row is not None and label_field is not None and integer_label(row[1]) is None:
-                raise DataError(f"{where}: label {row[1]!r} is not an integer (streaming cannot number names)")
-        except DataError as error:
-            # each line on its own: a reader sees only its share, so a field missing from all of
-            # it may still be in the others' (two schemas in one file); TokenizedTextDataset,
-            # which reads a whole file, refuses a field that no line has
-            skip_or_raise(error, on_error)
-            continue
-        if row is not None:
-            yield offset, (offset, *row)
-
-
-def _encoded(chunk: list[tuple[int, Any, Any]], ids: Any, encoder: Any,
-             label_field: str | None) -> Iterator[dict[str, Any]]:
-    """A block's items: stored ids as they are (``ids``), else its texts tokenised in one ``encoder`` call."""
-    if not chunk:
-        return
-    if ids is not None:  # ids already made
-        for row, row_ids, label in chunk:
-            item = {"input_ids": torch.from_numpy(row_ids.astype(np.int64)), "index": row}
-            yield item if label is None else item | {"label": label}
-        return
-    tokens = tokenizing.encode_texts(encoder, [text for _, text, _ in chunk], progress=False)
-    for position, (offset, _, label) in enumerate(chunk):
-        item: dict[str, Any] = {"input_ids": tokens.tensor(position), "index": offset}
-        if label_field is not None:
-            item["label"] = integer_label(label)
-        yield item
 
 
 def streaming_loader(
