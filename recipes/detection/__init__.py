@@ -5,10 +5,14 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 
 The folder owns what only detection uses: ``coco.py`` (the dataset), ``coco_files.py`` (reading
 the file, decoding masks), ``coco_index.py`` (the checked index), ``loader.py`` (collate functions
-and the loader), ``evaluate.py`` (COCOeval). It imports only ``recipes.core``: images, paths,
+and the loader), ``evaluate.py`` (COCOeval), ``shards.py`` (:class:`CocoShards`, the same items
+from WebDataset tar shards). It imports only ``recipes.core``: images, paths,
 storage, errors, the sampler and its plans. ``python -m recipes copy detection DEST`` copies the
 folder into a project to edit.
 """
+
+import importlib
+from typing import TYPE_CHECKING
 
 from recipes.detection.coco import CocoDataset, DegenerateBoxWarning
 from recipes.detection.evaluate import STAT_NAMES, evaluate, to_coco_results
@@ -20,9 +24,13 @@ from recipes.detection.loader import (
     padded_detection_collate,
 )
 
+if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.detection.shards import CocoShards
+
 __all__ = [
     "STAT_NAMES",
     "CocoDataset",
+    "CocoShards",
     "DegenerateBoxWarning",
     "PaddedDetectionCollate",
     "aspect_ratio_groups",
@@ -32,3 +40,10 @@ __all__ = [
     "padded_detection_collate",
     "to_coco_results",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # CocoShards on first use: a program that reads a COCO file does not load the shard stream machinery
+    if name == "CocoShards":
+        return importlib.import_module("recipes.detection.shards").CocoShards
+    raise AttributeError(f"module 'recipes.detection' has no attribute {name!r}")

@@ -45,7 +45,7 @@ from recipes.core import (
     storage,
 )
 from recipes.detection.coco_files import decode_masks, image_path, read_instances, size_mismatch
-from recipes.detection.coco_index import DegenerateBoxWarning, index_instances
+from recipes.detection.coco_index import CocoIndex, DegenerateBoxWarning, index_instances
 
 __all__ = ["CocoDataset", "DegenerateBoxWarning"]
 
@@ -186,27 +186,10 @@ class CocoDataset(Dataset):
     def load_target(self, index: int) -> dict[str, Any]:
         """Image ``index``'s target, before ``transforms`` (keys in the module docstring). Override it
         to add keys or build another target; a :class:`DataError` it raises follows ``on_error``."""
-        ix = self.index
-        height, width = int(ix.heights[index]), int(ix.widths[index])
-        rows = ix.item_rows_of(index)
-        labels = ix.labels if self.contiguous_labels else ix.category_ids
-        target = {
-            "image_id": int(ix.image_ids[index]),
-            "boxes": tv_tensors.BoundingBoxes(
-                torch.from_numpy(ix.boxes[rows]), format=BoundingBoxFormat.XYXY, canvas_size=(height, width)
-            ),
-            "labels": torch.from_numpy(labels[rows]),
-            "area": torch.from_numpy(ix.areas[rows]),
-            "iscrowd": torch.from_numpy(ix.iscrowd[rows]),
-        }
-        if self.masks:
-            masks = decode_masks(ix.segments_of(rows), height, width, source=_source(self, index),
-                                 ann_ids=ix.ann_ids[rows].tolist())
-            target["masks"] = tv_tensors.Mask(torch.from_numpy(masks))
-        for name, values in ix.extras.items():
-            target[name] = torch.from_numpy(values[rows])
+        target = coco_target(self.index, index, masks=self.masks, contiguous_labels=self.contiguous_labels,
+                             source=_source(self, index))
         if self._keeps_annotations:
-            target = self.extend_target(index, target, ix.annotations_of(rows))
+            target = self.extend_target(index, target, self.index.annotations_of(self.index.item_rows_of(index)))
         return target
 
     def extend_target(self, index: int, target: dict[str, Any], annotations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -216,6 +199,30 @@ class CocoDataset(Dataset):
         called, and only then are the annotations kept (as JSON bytes in one buffer, which forked
         workers share). A :class:`DataError` it raises follows ``on_error``."""
         return target
+
+
+def coco_target(ix: CocoIndex, index: int, *, masks: bool, contiguous_labels: bool, source: str) -> dict[str, Any]:
+    """Image ``index`` of the index ``ix`` as a target (the keys in the module docstring): its shown
+    boxes as XYXY ``BoundingBoxes``, labels (1..K with ``contiguous_labels``), areas, crowd flags,
+    ``masks`` decoded (errors name ``source``) and the extra fields."""
+    height, width = int(ix.heights[index]), int(ix.widths[index])
+    rows = ix.item_rows_of(index)
+    labels = ix.labels if contiguous_labels else ix.category_ids
+    target = {
+        "image_id": int(ix.image_ids[index]),
+        "boxes": tv_tensors.BoundingBoxes(
+            torch.from_numpy(ix.boxes[rows]), format=BoundingBoxFormat.XYXY, canvas_size=(height, width)
+        ),
+        "labels": torch.from_numpy(labels[rows]),
+        "area": torch.from_numpy(ix.areas[rows]),
+        "iscrowd": torch.from_numpy(ix.iscrowd[rows]),
+    }
+    if masks:
+        decoded = decode_masks(ix.segments_of(rows), height, width, source=source, ann_ids=ix.ann_ids[rows].tolist())
+        target["masks"] = tv_tensors.Mask(torch.from_numpy(decoded))
+    for name, values in ix.extras.items():
+        target[name] = torch.from_numpy(values[rows])
+    return target
 
 
 def _source(dataset: CocoDataset, index: int) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Subset
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
 
 from recipes.core import ByGroup, Shuffle, build_loader, drop_skipped, hooks
 
@@ -154,9 +154,12 @@ def detection_loader(
         overrides: DataLoader keyword arguments (``num_workers=0``, ...;
             :func:`recipes.core.preset_kwargs`).
     """
-    if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
-        groups = aspect_ratio_groups(_aspect_ratios(dataset))
-    plan = Shuffle() if groups is None else ByGroup(groups)
+    if isinstance(dataset, IterableDataset):  # a stream (CocoShards) orders and shares out itself
+        plan = None
+    else:
+        if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
+            groups = aspect_ratio_groups(_aspect_ratios(dataset))
+        plan = Shuffle() if groups is None else ByGroup(groups)
     collate = hooks.UsualCollate.of(detection_collate) if collate_fn is None else collate_fn
     return build_loader(dataset, collate, batch_size=batch_size, plan=plan, train=train,
                         device=device, seed=seed, stateful=stateful, **overrides)

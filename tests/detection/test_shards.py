@@ -1,0 +1,142 @@
+"""CocoShards: samples of an image and its COCO target in tar shards (written here with tarfile from the
+fixture's instances file) give CocoDataset's items; categories, the loader's workers and resume, and
+every bad sample named by shard and key."""
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+from torchvision.transforms import v2
+
+from recipes.core import DataError, SkippedSampleWarning, StreamOrder
+from recipes.detection import CocoDataset, CocoShards, DegenerateBoxWarning, detection_loader
+from tests.harness import digest
+
+PYCOCOTOOLS_ON_NUMPY2 = r"ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning"
+
+
+def write_tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def sample(image: dict, annotations: list[dict], data: bytes) -> list[tuple[str, bytes]]:
+    key = f"{image['id']:012d}"
+    target = {"image_id": image["id"], "width": image["width"], "height": image["height"], "annotations": annotations}
+    return [(f"{key}.jpg", data), (f"{key}.json", json.dumps(target).encode())]
+
+
+@pytest.fixture(scope="module")
+def coco(fixtures) -> tuple[Path, Path]:
+    return fixtures / "detection" / "images", fixtures / "detection" / "instances.json"
+
+
+@pytest.fixture(scope="module")
+def shards(coco, tmp_path_factory) -> list[Path]:
+    """The ten fixture images and their annotations, in id order, in two shards."""
+    doc = json.loads(coco[1].read_text())
+    by_image: dict[int, list] = {}
+    for annotation in doc["annotations"]:
+        by_image.setdefault(annotation["image_id"], []).append(annotation)
+    samples = [sample(image, by_image.get(image["id"], []), (coco[0] / image["file_name"]).read_bytes())
+               for image in sorted(doc["images"], key=lambda image: image["id"])]
+    out = tmp_path_factory.mktemp("shards")
+    return [write_tar(out / f"coco-{n:06d}.tar", [m for s in samples[5 * n : 5 * n + 5] for m in s]) for n in (0, 1)]
+
+
+def same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(torch.as_tensor(a[key]), torch.as_tensor(b[key])) for key in a)
+
+
+@pytest.mark.filterwarnings(PYCOCOTOOLS_ON_NUMPY2)
+@pytest.mark.parametrize("contiguous", [False, True], ids=["coco-ids", "contiguous"])
+def test_items_equal_coco_datasets_for_the_same_images(coco, shards, contiguous):
+    dataset = CocoDataset(*coco, masks=True, contiguous_labels=contiguous)
+    streamed = list(CocoShards(shards, masks=True, contiguous_labels=contiguous, categories=coco[1]))
+    assert len(streamed) == len(dataset) == 10
+    for index, (image, target) in enumerate(streamed):
+        expected_image, expected = dataset[index]
+        assert type(image).__name__ == "Image" and torch.equal(image, expected_image)
+        assert same(target, expected), target["image_id"]
+        assert target["boxes"].canvas_size == expected["boxes"].canvas_size
+    assert CocoShards(shards, contiguous_labels=True, categories=coco[1]).label_to_category == dataset.label_to_category
+
+
+def test_categories_as_ids_dicts_or_a_file_and_contiguous_labels_need_them(coco, shards):
+    doc = json.loads(coco[1].read_text())
+    ids = [category["id"] for category in doc["categories"]]
+    for categories in (ids, doc["categories"], coco[1]):
+        stream = CocoShards(shards, contiguous_labels=True, categories=categories)
+        assert stream.label_to_category == {k + 1: cid for k, cid in enumerate(sorted(ids))}
+    with pytest.raises(ValueError, match="contiguous_labels=True numbers the categories 1..K: pass categories="):
+        CocoShards(shards, contiguous_labels=True)
+
+
+def test_two_workers_read_every_image_once_and_flips_are_seeded_by_the_sample(shards):
+    def seen(workers: int, seed: int = 0) -> list[str]:
+        stream = CocoShards(shards, transforms=v2.RandomHorizontalFlip(), order=StreamOrder(shuffle_buffer=3, seed=seed))
+        loader = detection_loader(stream, 2, train=False, device="cpu", num_workers=workers)
+        return sorted(digest([image, target["boxes"]]) for images, targets in loader
+                      for image, target in zip(images, targets))
+
+    once = seen(0)
+    assert len(once) == 10 and seen(2) == once and seen(0, seed=1) != once
+
+
+def test_a_stateful_loader_resumes_mid_epoch_with_exactly_the_batches_still_to_come(shards):
+    def loader():
+        stream = CocoShards(shards, transforms=v2.RandomHorizontalFlip(), order=StreamOrder(shuffle_buffer=3, seed=1))
+        return detection_loader(stream, 2, device="cpu", seed=1, stateful=True, num_workers=0)
+
+    uninterrupted = loader()
+    expected = [digest(batch) for batch in list(uninterrupted) + list(uninterrupted)]
+    interrupted = loader()
+    batches = iter(interrupted)
+    first = [digest(next(batches)) for _ in range(2)]
+    resumed = loader()
+    resumed.load_state_dict(interrupted.state_dict())
+    assert first + [digest(batch) for batch in list(resumed) + list(resumed)] == expected
+
+
+IMAGE = {"id": 7, "width": 64, "height": 96}
+BOX = {"id": 1, "category_id": 3, "bbox": [2.0, 3.0, 10.0, 12.0], "area": 120.0, "iscrowd": 0}
+
+
+@pytest.mark.parametrize("members, message", [
+    (lambda jpg: [("a.jpg", jpg)], r"a: no target \(json\)"),
+    (lambda jpg: [("a.json", b"{}")], r"a: no image \(jpg/"),
+    (lambda jpg: [("a.jpg", jpg), ("a.json", b"{not json")], r"a: its \.json is not JSON"),
+    (lambda jpg: [("a.jpg", jpg), ("a.json", b'{"image_id": 7}')], r"a: its \.json has no 'width', 'height'"),
+    (lambda jpg: [("a.jpg", jpg), ("a.json", json.dumps({**{"image_id": 7, "width": 64, "height": 96},
+                                                         "annotations": [{**BOX, "category_id": 99}]}).encode())],
+     r"a.*category_id 99"),
+    (lambda jpg: [("a.jpg", jpg), ("a.json", json.dumps({"image_id": 7, "width": 65, "height": 96,
+                                                         "annotations": [BOX]}).encode())],
+     r"a\.jpg: decoded image is 64x96 \(WxH\) but .*a\.json gives image 7 as 65x96"),
+], ids=["no-target", "no-image", "not-json", "no-size", "unknown-category", "size-mismatch"])
+def test_a_bad_sample_is_named_by_shard_and_key_or_skipped_with_a_warning(coco, tmp_path, members, message):
+    image = next(i for i in json.loads(coco[1].read_text())["images"] if i["id"] == 7)
+    jpg = (coco[0] / image["file_name"]).read_bytes()
+    good = sample(image, [BOX], jpg)
+    shard = write_tar(tmp_path / "bad.tar", members(jpg) + good)
+    with pytest.raises(DataError, match=r"bad\.tar:" + message):
+        list(CocoShards(shard, categories=coco[1]))
+    with pytest.warns(SkippedSampleWarning, match=r"bad\.tar:" + message):
+        items = list(CocoShards(shard, categories=coco[1], on_error="skip"))
+    assert [target["image_id"] for _, target in items] == [7]  # the good sample only
+
+
+def test_a_degenerate_box_is_dropped_with_a_warning_naming_it(coco, tmp_path):
+    image = next(i for i in json.loads(coco[1].read_text())["images"] if i["id"] == 7)
+    flat = {**BOX, "id": 2, "bbox": [5.0, 5.0, 0.0, 4.0]}
+    shard = write_tar(tmp_path / "flat.tar", sample(image, [BOX, flat], (coco[0] / image["file_name"]).read_bytes()))
+    with pytest.warns(DegenerateBoxWarning, match=r"flat\.tar:000000000007: dropped 1 annotation.*\(ids 2\)"):
+        ((_, target),) = list(CocoShards(shard))
+    assert target["boxes"].tolist() == [[2.0, 3.0, 12.0, 15.0]] and target["labels"].tolist() == [3]
