@@ -20,6 +20,7 @@ HOMES = {
     "ShardEpochs": "sources.shard_index",
     "ShardIndex": "sources.shard_index",
     "ShardStream": "sources.shard_index",
+    "listed_shards": "sources.shard_index",
     "block_shuffler": "sources.streams",
     "shuffled_blocks": "sources.streams",
     "turning_point": "sources.streams",
@@ -30,6 +31,6 @@ __getattr__, __dir__ = lazy_names(__name__, HOMES)
 
 if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.stream_order import order_or_default
-    from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream
+    from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream, listed_shards
     from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
     from recipes.core.sources.tar_samples import expand_shards, read_samples, split_key

@@ -17,6 +17,7 @@ sample and resumed as every shard stream of the library is (:class:`recipes.core
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import zlib
@@ -69,6 +70,8 @@ class CocoShards(streams.ShardStream):
             ``strict_decode``, ``cache_limit_bytes`` and ``verify_cache``.
     """
 
+    max_member_bytes = MAX_MEMBER_BYTES
+
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike],
@@ -94,8 +97,10 @@ class CocoShards(streams.ShardStream):
         self.label_to_category = {k: cid for cid, k in self.category_to_label.items()}
         self.transforms, self.masks, self.contiguous_labels = transforms, masks, contiguous_labels
         self.strict, self.strict_decode = options.strict_annotations, options.strict_decode
-        self.shards, self.index = ranks.shared_result(lambda: _listed(paths, storage_options, cache_dir), order.rank,
-                                                      order.world_size)
+        # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
+        listed = functools.partial(streams.listed_shards, paths, storage_options, max_member_bytes=MAX_MEMBER_BYTES,
+                                   cache_dir=cache_dir)
+        self.shards, self.index = ranks.shared_result(listed, order.rank, order.world_size)
         self.storage_options, self.on_error = storage_options, check_on_error(on_error)
         self.shuffle_buffer = order.shuffle_buffer
         self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes,
@@ -107,11 +112,6 @@ class CocoShards(streams.ShardStream):
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "detection_collate", "label_to_category": self.label_to_category}
-
-    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-        return streams.read_samples([self.shards[number] for number in numbers], start,
-                                    max_member_bytes=MAX_MEMBER_BYTES, storage_options=self.storage_options,
-                                    on_error=self.on_error, cache=self.cache)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[tuple[Any, Any]]:
         where = f"{storage.shown(shard)}:{key}"
@@ -191,11 +191,3 @@ def _categories(categories: Sequence[int | dict[str, Any]] | str | os.PathLike |
             raise ValueError(f"categories must be distinct integer ids (or COCO category dicts), got {entry!r}")
         found[cid] = name
     return found
-
-
-def _listed(paths: Any, storage_options: dict[str, Any] | None,
-            cache_dir: str | os.PathLike | None) -> tuple[list[str], streams.ShardIndex]:
-    """The shard list and where each shard's samples start (one walk of the headers, or its copy in ``cache_dir``)."""
-    shards = streams.expand_shards(paths, storage_options)
-    return shards, streams.ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
-                                             cache_dir=cache_dir)

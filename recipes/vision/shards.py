@@ -19,6 +19,7 @@ augmentation is seeded by ``(seed, epoch, key)``, so batches do not depend on th
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import zlib
@@ -74,6 +75,8 @@ class ImageShards(streams.ShardStream):
             ``cache_limit_bytes`` and ``verify_cache``.
     """
 
+    max_member_bytes = MAX_MEMBER_BYTES
+
     def __init__(
         self,
         paths: str | os.PathLike | Sequence[str | os.PathLike],
@@ -92,8 +95,10 @@ class ImageShards(streams.ShardStream):
         self.label_key = _label_key(label)
         self.classes = _class_names(classes)
         self.class_to_idx = None if self.classes is None else {name: k for k, name in enumerate(self.classes)}
-        self.shards, self.index = ranks.shared_result(lambda: _listed(paths, storage_options, cache_dir), order.rank,
-                                                      order.world_size)
+        # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
+        listed = functools.partial(streams.listed_shards, paths, storage_options, max_member_bytes=MAX_MEMBER_BYTES,
+                                   cache_dir=cache_dir)
+        self.shards, self.index = ranks.shared_result(listed, order.rank, order.world_size)
         self.storage_options, self.on_error = storage_options, check_on_error(on_error)
         self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes,
                                                                      verify=options.verify_cache)
@@ -106,11 +111,6 @@ class ImageShards(streams.ShardStream):
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "image_collate", "classes": self.classes, "class_to_idx": self.class_to_idx}
-
-    def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-        return streams.read_samples([self.shards[number] for number in numbers], start,
-                                    max_member_bytes=MAX_MEMBER_BYTES, storage_options=self.storage_options,
-                                    on_error=self.on_error, cache=self.cache)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[tuple[Any, int]]:
         where = f"{storage.shown(shard)}:{key}"
@@ -189,11 +189,3 @@ def _class_names(classes: Sequence[str] | str | os.PathLike | None) -> list[str]
         shown = f"{names[:5]!r}" + ("..." if len(names) > 5 else "")
         raise ValueError(f"classes must be distinct, non-empty names, got {shown}")
     return names
-
-
-def _listed(paths: Any, storage_options: dict[str, Any] | None,
-            cache_dir: str | os.PathLike | None) -> tuple[list[str], streams.ShardIndex]:
-    """The shard list and where each shard's samples start (one walk of the headers, or its copy in ``cache_dir``)."""
-    shards = streams.expand_shards(paths, storage_options)
-    return shards, streams.ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
-                                             cache_dir=cache_dir)

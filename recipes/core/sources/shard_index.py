@@ -36,7 +36,7 @@ from recipes.core.sources.index_cache import cached_index, file_identities
 from recipes.core.sampling.seeding import epoch_generator
 from recipes.core.contracts.states import check_int
 from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
-from recipes.core.sources.tar_samples import sample_starts
+from recipes.core.sources.tar_samples import expand_shards, read_samples, sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
 
@@ -219,16 +219,25 @@ class ShardEpochs:
         return max(self.index.total // world_size, 1)
 
 
+def listed_shards(paths: Any, storage_options: dict[str, Any] | None = None, *, max_member_bytes: int,
+                  cache_dir: str | os.PathLike | None = None) -> tuple[list[str], ShardIndex]:
+    """The shards ``paths`` names (:func:`recipes.core.sources.tar_samples.expand_shards`) and where
+    each one's samples start: one walk of their headers, or the index ``cache_dir`` keeps."""
+    shards = expand_shards(paths, storage_options)
+    return shards, ShardIndex.cached(shards, max_member_bytes=max_member_bytes, storage_options=storage_options,
+                                     cache_dir=cache_dir)
+
+
 class ShardStream(ResumableStream):
     """A stream of the samples of tar shards, shared out by a :class:`ShardEpochs`: what every shard
-    stream of a domain has in common (``AudioShards``, ``ImageTextShards``).
+    stream of a domain has in common (``AudioShards``, ``ImageTextShards``, ``ImageShards``, ``CocoShards``).
 
-    A subclass sets ``self.shards`` (the shard paths or URLs), ``self.epochs`` (their
-    :class:`ShardEpochs`) and ``self.shuffle_buffer`` after ``ResumableStream.__init__``, and defines
-    how shards are read and what a sample gives::
+    A subclass sets ``self.shards`` and ``self.index`` (:func:`listed_shards`), ``self.epochs`` (their
+    :class:`ShardEpochs`) and ``self.shuffle_buffer`` after ``ResumableStream.__init__``, its
+    ``max_member_bytes`` (and ``storage_options``, ``on_error``, ``cache`` where it has them), and
+    defines what a sample gives; ``_read`` reads the shards with :func:`read_samples` unless it
+    is overridden::
 
-        def _read(self, numbers, start):                 # the samples of shards[numbers], from start
-            return read_samples([self.shards[n] for n in numbers], start)
         def _items(self, shard, key, files, epoch):     # a sample's items ({extension: bytes} in files)
             return [{"audio": decode(files["flac"]), "key": key}]
     """
@@ -237,6 +246,10 @@ class ShardStream(ResumableStream):
     shards: list[str]
     epochs: ShardEpochs
     shuffle_buffer: int
+    max_member_bytes: int  # what the default _read refuses a member above, before reading it
+    storage_options: dict[str, Any] | None = None
+    on_error: str = "raise"
+    cache: Any = None  # a recipes.core.caches.DiskCache of remote shards read whole, or None
 
     def read_paths(self) -> list[Any]:
         """The shards a pass reads (for :meth:`retries_made`)."""
@@ -259,7 +272,10 @@ class ShardStream(ResumableStream):
                                   turns=self.cursor.turns)
 
     def _read(self, numbers: list[int], start: Any) -> Iterator[tuple[list[int], Any]]:
-        raise NotImplementedError(f"{type(self).__name__} must implement _read(numbers, start): its shards' samples")
+        """The samples of ``shards[numbers]`` from ``start``, by :func:`read_samples` with the stream's
+        ``max_member_bytes``, ``storage_options``, ``on_error`` and ``cache``; override it to read otherwise."""
+        return read_samples([self.shards[number] for number in numbers], start, max_member_bytes=self.max_member_bytes,
+                            storage_options=self.storage_options, on_error=self.on_error, cache=self.cache)
 
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterable[Any]:
         raise NotImplementedError(f"{type(self).__name__} must implement _items(shard, key, files, epoch)")
