@@ -6,9 +6,9 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 The folder owns what only detection uses: ``coco.py`` (the dataset), ``coco_files.py`` (reading
 the file, decoding masks), ``coco_index.py`` (the checked index), ``loader.py`` (collate functions
 and the loader), ``evaluate.py`` (COCOeval), ``shards.py`` (:class:`CocoShards`, the same items
-from WebDataset tar shards). It imports only ``recipes.core``: images, paths,
-storage, errors, the sampler and its plans. ``python -m recipes copy detection DEST`` copies the
-folder into a project to edit.
+from WebDataset tar shards) and ``shard_writer.py`` (:func:`write_shards`, a COCO file as them).
+It imports only ``recipes.core``: images, paths, storage, errors, the sampler and its plans, shard
+streams. ``python -m recipes copy detection DEST`` copies the folder into a project to edit.
 """
 
 import importlib
@@ -24,7 +24,9 @@ from recipes.detection.loader import (
     padded_detection_collate,
 )
 
+SHARD_NAMES = {"CocoShards": "recipes.detection.shards", "write_shards": "recipes.detection.shard_writer"}
 if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.detection.shard_writer import write_shards
     from recipes.detection.shards import CocoShards
 
 __all__ = [
@@ -39,11 +41,12 @@ __all__ = [
     "evaluate",
     "padded_detection_collate",
     "to_coco_results",
+    "write_shards",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # CocoShards on first use: a program that reads a COCO file does not load the shard stream machinery
-    if name == "CocoShards":
-        return importlib.import_module("recipes.detection.shards").CocoShards
+    # the shard names on first use: a program that reads a COCO file does not load the shard stream machinery
+    if name in SHARD_NAMES:
+        return getattr(importlib.import_module(SHARD_NAMES[name]), name)
     raise AttributeError(f"module 'recipes.detection' has no attribute {name!r}")

@@ -1,6 +1,6 @@
-"""CocoShards: samples of an image and its COCO target in tar shards (written here with tarfile from the
-fixture's instances file) give CocoDataset's items; categories, the loader's workers and resume, and
-every bad sample named by shard and key."""
+"""CocoShards and write_shards: samples of an image and its COCO target in tar shards (written here
+with tarfile from the fixture's instances file, and by write_shards) give CocoDataset's items;
+categories, the loader's workers and resume, and every bad sample named by shard and key."""
 
 import io
 import json
@@ -12,7 +12,7 @@ import torch
 from torchvision.transforms import v2
 
 from recipes.core import DataError, SkippedSampleWarning, StreamOrder
-from recipes.detection import CocoDataset, CocoShards, DegenerateBoxWarning, detection_loader
+from recipes.detection import CocoDataset, CocoShards, DegenerateBoxWarning, detection_loader, write_shards
 from tests.harness import digest
 
 PYCOCOTOOLS_ON_NUMPY2 = r"ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning"
@@ -140,3 +140,32 @@ def test_a_degenerate_box_is_dropped_with_a_warning_naming_it(coco, tmp_path):
     with pytest.warns(DegenerateBoxWarning, match=r"flat\.tar:000000000007: dropped 1 annotation.*\(ids 2\)"):
         ((_, target),) = list(CocoShards(shard))
     assert target["boxes"].tolist() == [[2.0, 3.0, 12.0, 15.0]] and target["labels"].tolist() == [3]
+
+
+@pytest.mark.filterwarnings(PYCOCOTOOLS_ON_NUMPY2)
+def test_written_shards_are_equal_reproducible_and_read_back_as_the_dataset(coco, tmp_path):
+    paths = write_shards(*coco, tmp_path / "a", samples_per_shard=4)
+    again = write_shards(*coco, tmp_path / "b", samples_per_shard=4)
+    assert [path.name for path in paths] == ["shard-000000.tar", "shard-000001.tar", "shard-000002.tar"]
+    assert [path.read_bytes() for path in paths] == [path.read_bytes() for path in again]  # byte-identical
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["categories.json", *[p.name for p in paths]]
+    dataset = CocoDataset(*coco, masks=True, contiguous_labels=True)
+    streamed = list(CocoShards(paths, masks=True, contiguous_labels=True, categories=tmp_path / "a" / "categories.json"))
+    assert len(streamed) == len(dataset) == 10
+    for index, (image, target) in enumerate(streamed):
+        assert torch.equal(image, dataset[index][0]) and same(target, dataset[index][1])
+
+
+def test_the_writer_names_an_image_that_does_not_read_or_skips_it(coco, tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    doc = json.loads(coco[1].read_text())
+    for image in doc["images"]:
+        (images / image["file_name"]).write_bytes((coco[0] / image["file_name"]).read_bytes())
+    broken = min(doc["images"], key=lambda image: image["id"])
+    (images / broken["file_name"]).write_bytes(b"not an image")
+    with pytest.raises(DataError, match=rf"image id {broken['id']} \({broken['file_name']}\)"):
+        write_shards(images, coco[1], tmp_path / "out")
+    with pytest.warns(SkippedSampleWarning, match=broken["file_name"]):
+        paths = write_shards(images, coco[1], tmp_path / "skipped", on_error="skip")
+    assert len(list(CocoShards(paths))) == 9
