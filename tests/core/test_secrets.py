@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from recipes.__main__ import build_parser, main
 from recipes.domains import DOMAINS
-from recipes.core import ClassFolderDataset, ReadOptions, read_image
+from recipes.core import ClassFolderDataset, ReadOptions, read_image, streams
 from recipes.core.caches import (
     BlobFile,
     BlobWriter,
@@ -56,7 +56,7 @@ from recipes.core.storage import (
 )
 from recipes.core.tokenizing import TruncatingEncoder, load_tokenizer
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
-from recipes.detection import CocoDataset
+from recipes.detection import CocoDataset, CocoShards
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
 from recipes.text import (
     InstructionDataset,
@@ -66,7 +66,7 @@ from recipes.text import (
     TokenizeInstructions,
 )
 from recipes.video import VideoDataset, VideoFolderDataset, VideoOptions
-from recipes.vision import ImageFolderDataset, eval_transform
+from recipes.vision import ImageFolderDataset, ImageShards, eval_transform
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
 PASSWORD, TOKEN, KEY, SECRET = "pa55w0rd", "TOKEN123", "FAKEKEYID42", "FAKESECRET42"
@@ -120,6 +120,14 @@ def _shards(w: Where, name: str) -> Any:
 
 def _clips(w: Where, name: str) -> Any:
     return AudioShards(w.url(name), storage_options=w.options)
+
+
+def _images(w: Where, name: str) -> Any:
+    return ImageShards(w.url(name), storage_options=w.options)
+
+
+def _boxes(w: Where, name: str) -> Any:
+    return CocoShards(w.url(name), storage_options=w.options)
 
 
 def _coco(w: Where, name: str, *, url_root: bool = False) -> Any:
@@ -195,6 +203,17 @@ CASES = [
     ("clip-shards-bad-tar", "AudioShards", "http", lambda w: _first(_clips(w, "bad-000.tar"))),
     ("clip-shards-nothing-matched", "AudioShards", "http", lambda w: _clips(w, "none/x-*.tar")),
     ("clip-shards-state", "AudioShards", "http", lambda w: _clips(w, "x-{000..001}.tar")),
+    ("image-shards-404", "ImageShards", "http", lambda w: _first(_images(w, "gone-000.tar"))),
+    ("image-shards-closed", "ImageShards", "closed", lambda w: _first(_images(w, "x-000.tar"))),
+    ("image-shards-bad-tar", "ImageShards", "http", lambda w: _first(_images(w, "bad-000.tar"))),
+    ("image-shards-nothing-matched", "ImageShards", "http", lambda w: _images(w, "none/x-*.tar")),
+    ("image-shards-state", "ImageShards", "http", lambda w: _images(w, "x-{000..001}.tar")),
+    ("box-shards-404", "CocoShards", "http", lambda w: _first(_boxes(w, "gone-000.tar"))),
+    ("box-shards-closed", "CocoShards", "closed", lambda w: _first(_boxes(w, "x-000.tar"))),
+    ("box-shards-bad-tar", "CocoShards", "http", lambda w: _first(_boxes(w, "bad-000.tar"))),
+    ("box-shards-state", "CocoShards", "http", lambda w: _boxes(w, "x-{000..001}.tar")),
+    ("listed-nothing-matched", "listed_shards", "http",
+     lambda w: streams.listed_shards(w.url("none/x-*.tar"), w.options, max_member_bytes=2**20)),
     ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
     ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
     ("footage-folder-url", "VideoFolderDataset", "http", lambda w: VideoFolderDataset(w.url("train"))),
