@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torchvision import tv_tensors
 from torchvision.datasets.folder import IMG_EXTENSIONS
 
@@ -174,6 +174,17 @@ class DeviceImages(imaging.DeviceView):
         return image, target
 
 
+def device_view(dataset: Dataset) -> Dataset:
+    """``decode="device"``'s view of a vision dataset: :class:`DeviceImages` of a folder (or of any
+    map-style dataset it reads); tar shards ship their own (:meth:`recipes.vision.ImageShards.encoded`)."""
+    if isinstance(dataset, IterableDataset):
+        from recipes.vision.shards import ImageShards  # a stream, so its machinery is loaded already
+
+        if isinstance(dataset, ImageShards):
+            return dataset.encoded()
+    return DeviceImages(dataset)
+
+
 def dense_image(image: torch.Tensor) -> torch.Tensor:
     """``image`` in dense memory, in its own channel order: ``[H,W,C]`` memory stays channels-last."""
     if image.ndim == 3 and image.shape[0] > 1 and image.stride(0) == 1:
@@ -224,11 +235,12 @@ def vision_loader(
     ``DevicePrefetcher(loader, device)`` decodes (nvJPEG on CUDA), crops, resizes, flips and
     normalises the batch there, and on the CPU comes within a grey level of ``decode="worker"``.
     Files it cannot take (PNG, CMYK, progressive, EXIF-turned) are decoded in the worker, in the
-    same batch. Iterate it through the prefetcher: the raw batches hold encoded bytes
-    (recipes.core.pixels.device_decode). Which to pick: a worker decodes ~460 images/s a core, so
-    ``decode="worker"`` feeds a GPU that steps through N images/s with about N / 460 cores (an
-    H200: ~11 for ResNet-50, ~28 for ResNet-18); with fewer cores a GPU, ``decode="device"`` and 2
-    workers (docs/tuning.md, "Decoding on the GPU or in the workers").
+    same batch; :class:`recipes.vision.ImageShards` ship their images the same way. Iterate it
+    through the prefetcher: the raw batches hold encoded bytes (recipes.core.pixels.device_decode).
+    Which to pick: a worker decodes ~460 images/s a core, so ``decode="worker"`` feeds a GPU that
+    steps through N images/s with about N / 460 cores (an H200: ~11 for ResNet-50, ~28 for
+    ResNet-18); with fewer cores a GPU, ``decode="device"`` and 2 workers (docs/tuning.md,
+    "Decoding on the GPU or in the workers").
 
     Training shuffles every epoch and drops the last incomplete batch; evaluation keeps dataset
     order and every sample. Batches are split across the ranks of an initialised process group,
@@ -240,5 +252,5 @@ def vision_loader(
     (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :func:`image_collate`.
     """
     collate = hooks.UsualCollate.of(image_collate) if collate_fn is None else collate_fn
-    return build_loader(imaging.with_decode(dataset, decode, DeviceImages), collate, batch_size=batch_size,
+    return build_loader(imaging.with_decode(dataset, decode, device_view), collate, batch_size=batch_size,
                         train=train, device=device, seed=seed, stateful=stateful, **overrides)

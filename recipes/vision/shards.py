@@ -19,6 +19,7 @@ augmentation is seeded by ``(seed, epoch, key)``, so batches do not depend on th
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -39,6 +40,7 @@ from recipes.core import (
     checks,
     decode_image,
     hooks,
+    imaging,
     ranks,
     sample_seed,
     seeded,
@@ -107,34 +109,65 @@ class ImageShards(streams.ShardStream):
         names = zlib.crc32(chr(10).join(map(storage.basename, self.shards)).encode())  # what a state names as its data
         super().__init__(order.seed, order.rank, order.world_size, source=f"{len(self.shards)} shards {names:08x}")
         self.epochs = streams.ShardEpochs(self.index, order.shuffle_buffer, type(self).__name__)
+        self.plan = None  # decode="device": an ImagePlan (encoded)
 
     def batch_contract(self) -> dict[str, Any]:
         """What a mixed dataset must share with this one (recipes.core.loading.mixing)."""
         return {"collate": "image_collate", "classes": self.classes, "class_to_idx": self.class_to_idx}
 
+    def encoded(self) -> ImageShards:
+        """``decode="device"``'s view of these shards (:func:`recipes.vision.vision_loader` takes it):
+        the same stream, its state included, whose images are ``EncodedImage`` s, each JPEG's bytes
+        with the crop and flip drawn as the transform draws them (from the sample's seed). An image
+        the device cannot decode (PNG, CMYK, progressive, EXIF-turned), and every image under
+        ``strict_decode`` (only libjpeg on the CPU reports corrupt data), is decoded here as before.
+
+        Raises:
+            ValueError: the transform is one no plan reads (``train_transform``/``eval_transform`` are).
+        """
+        plan = imaging.ImagePlan(self.transform)
+        view = copy.copy(self)  # its cursor is this stream's: a state saved through the view resumes either
+        view.plan = None if self.strict_decode else plan
+        return view
+
     def _items(self, shard: str, key: str, files: dict[str, bytes], epoch: int) -> Iterator[tuple[Any, int]]:
         where = f"{storage.shown(shard)}:{key}"
+        # a seed per sample: the augmentation does not depend on the worker
+        seed = sample_seed(self.cursor.seed, epoch, zlib.crc32(f"{storage.basename(shard)}/{key}".encode()))
         try:
-            found = [extension for extension in IMAGE_MEMBERS if extension in files]
-            if not found:
-                raise DataError(f"{where}: no image ({'/'.join(IMAGE_MEMBERS)}) among {sorted(files)}")
-            if len(found) > 1:
-                raise DataError(f"{where}: two images under one key ({', '.join(found)}); give each its own key")
+            extension = image_member(files, where)
             target = sample_label(files, where, self.label_key, self.class_to_idx)
-            image = decode_image(files[found[0]], source=f"{where}.{found[0]}", draft_size=self.draft_size,
-                                 contiguous=False, strict=self.strict_decode)
+            image = self._image(files[extension], f"{where}.{extension}", seed)
         except DataError as error:
             skip_or_raise(error, self.on_error)
             return
-        image = image.as_subclass(tv_tensors.Image)
-        if self.transform is not None:
-            name = f"{storage.basename(shard)}/{key}"
-            # a seed per sample: the augmentation does not depend on the worker
-            with seeded(sample_seed(self.cursor.seed, epoch, zlib.crc32(name.encode()))), UserCode(f"shard {where}"):
-                image = self.transform(image)
-        yield (tv_tensors.Image(dense_image(image.as_subclass(torch.Tensor))) if isinstance(image, torch.Tensor)
-               else image), target
+        yield image, target
 
+    def _image(self, data: bytes, source: str, seed: int) -> Any:
+        """A sample's image as the loader ships it: decoded and transformed, or, with a plan
+        (:meth:`encoded`), its bytes and draws (the pixels, for an image the device cannot decode)."""
+        if self.plan is not None:
+            with seeded(seed), UserCode(f"shard {source}"):
+                return imaging.encode_image(data, source, self.plan, self.transform, on_error=self.on_error,
+                                            draft_size=self.draft_size)
+        image = decode_image(data, source=source, draft_size=self.draft_size, contiguous=False,
+                             strict=self.strict_decode).as_subclass(tv_tensors.Image)
+        if self.transform is not None:
+            with seeded(seed), UserCode(f"shard {source}"):
+                image = self.transform(image)
+        if not isinstance(image, torch.Tensor):  # a transform that returns something else: as it returns it
+            return image
+        return tv_tensors.Image(dense_image(image.as_subclass(torch.Tensor)))
+
+def image_member(files: dict[str, bytes], where: str) -> str:
+    """The extension of a sample's one image among its ``files``; a :class:`DataError` starting
+    with ``where`` if it has none or two."""
+    found = [extension for extension in IMAGE_MEMBERS if extension in files]
+    if not found:
+        raise DataError(f"{where}: no image ({'/'.join(IMAGE_MEMBERS)}) among {sorted(files)}")
+    if len(found) > 1:
+        raise DataError(f"{where}: two images under one key ({', '.join(found)}); give each its own key")
+    return found[0]
 
 def sample_label(files: dict[str, bytes], where: str, key: tuple[str, str | None],
                  class_to_idx: dict[str, int] | None) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipes.core import DataError, MixedStream, SkippedSampleWarning, StreamOrder
+from recipes.core import DataError, DevicePrefetcher, MixedStream, ReadOptions, SkippedSampleWarning, StreamOrder
 from recipes.vision import (
     ImageFolderDataset,
     ImageShards,
@@ -20,6 +20,7 @@ from recipes.vision import (
     vision_loader,
     write_shards,
 )
+from tests.device_images import assert_near_worker
 from tests.harness import digest
 from tests.servers import FaultyHTTPServer, s3_server, upload
 
@@ -103,6 +104,29 @@ def test_a_stateful_loader_resumes_mid_epoch_with_exactly_the_batches_still_to_c
     resumed = loader()
     resumed.load_state_dict(interrupted.state_dict())
     assert seen + [digest(batch) for batch in list(resumed) + list(resumed)] == expected
+
+
+def test_device_decoding_gives_the_worker_paths_batches_and_its_states_resume_the_worker_path(shards):
+    def loader(decode: str, workers: int, **options):
+        stream = ImageShards(shards, transform=train_transform(16), order=StreamOrder(shuffle_buffer=4, seed=5))
+        return vision_loader(stream, 4, device="cpu", seed=5, decode=decode, num_workers=workers, **options)
+
+    # the fixtures' PNG, CMYK and progressive images are decoded in the worker, in the same batches
+    assert any(not images.on_device.all() and images.on_device.any() for images, _ in loader("device", 0))
+    worker, device = list(loader("worker", 2)), list(DevicePrefetcher(loader("device", 2), "cpu", normalize=False))
+    assert len(worker) == len(device) == 2  # 7 samples a worker: a batch each, the rest dropped
+    for (a, labels_a), (b, labels_b) in zip(worker, device):
+        assert torch.equal(labels_a, labels_b)
+        assert_near_worker(b, a)
+    interrupted = loader("device", 0, stateful=True)
+    next(iter(interrupted))
+    resumed = loader("worker", 0, stateful=True)
+    resumed.load_state_dict(interrupted.state_dict())  # the view's state is the stream's own
+    assert [digest(batch) for batch in resumed] == [digest(batch) for batch in list(loader("worker", 0))[1:]]
+    strict = ImageShards(shards, transform=train_transform(16), read_options=ReadOptions(strict_decode=True))
+    assert strict.encoded().plan is None  # only libjpeg on the CPU reports corrupt data: decoded in the worker
+    with pytest.raises(ValueError, match="use decode='worker'"):
+        vision_loader(ImageShards(shards), 4, decode="device")
 
 
 def test_spawned_workers_give_the_samples_of_the_main_process(shards):
