@@ -106,7 +106,8 @@ class Domain:
 
 REGISTRY = (
     Domain(
-        "vision", "images", "an image folder: PATH/<class>/**/<image>",
+        "vision", "images", "an image folder: PATH/<class>/**/<image>, or tar shards: a .tar (.tgz, ...), or a\n"
+        "folder of them (webdataset's key.jpg + key.cls; classes.txt beside them names the classes)",
         loader="recipes.vision:vision_loader", demo="recipes.vision.demo:build",
         opens="recipes.vision.demo:open_path", fixtures="recipes.vision.fixtures:write_vision",
         check="recipes.cli.check_files:check_folder", show="recipes.cli.show:show_classes",
@@ -124,7 +125,8 @@ REGISTRY = (
     Domain(
         "detection", "boxes",
         "a COCO instances .json; images under --image-root\n"
-        "(default: the images/ folder next to it, else its own folder)",
+        "(default: the images/ folder next to it, else its own folder); or tar shards of\n"
+        "key.jpg + key.json (recipes.detection.write_shards), categories.json beside them",
         loader="recipes.detection:detection_loader", demo="recipes.detection.demo:build",
         opens="recipes.detection.demo:open_path", fixtures="recipes.detection.fixtures:write_detection",
         check="recipes.cli.check_coco:check_instances", show="recipes.cli.show:show_boxes",

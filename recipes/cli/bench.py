@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from recipes.cli.datasets import DataOptions, loader_function, open_dataset, quiet_tokenizers_in_workers
+from recipes.cli.datasets import DataOptions, loader_function, open_dataset, quiet_tokenizers_in_workers, sample_count
 from recipes.core.loading.loader import resolve_device, usable_cpus
 from recipes.core.loading.tuning import Trial, tune_loader
 
@@ -54,14 +54,15 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda, but this PyTorch sees no CUDA device; use --device cpu")
     dataset = open_dataset(options, train=True)
-    if len(dataset) < args.batch_size:
-        raise ValueError(f"{options.path} holds {len(dataset)} samples, fewer than one batch (--batch-size {args.batch_size})")
+    count = sample_count(dataset)
+    if count < args.batch_size:
+        raise ValueError(f"{options.path} holds {count} samples, fewer than one batch (--batch-size {args.batch_size})")
     quiet_tokenizers_in_workers()
     loader = loader_function(options.domain)
     factory = functools.partial(loader, dataset, args.batch_size, train=True, device=device, seed=0)
     top = usable_cpus() if args.max_workers is None else args.max_workers
     step = f"a simulated {args.step_ms:g} ms step per batch" if args.step_ms else "no step (the loader's raw rate)"
-    print(f"{options.domain}: {type(dataset).__name__} with {len(dataset)} samples from {options.path}")
+    print(f"{options.domain}: {type(dataset).__name__} with {count} samples from {options.path}")
     print(f"{loader.__name__}(dataset, {args.batch_size}, device={str(device)!r}); workers up to {top}; "
           f"{step}; about {args.seconds:g}s in all")
     recommended, trials = tune_loader(

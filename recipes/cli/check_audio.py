@@ -30,13 +30,12 @@ import numpy as np
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
 from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
 from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
-from recipes.cli.check_files import is_shards
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
 from recipes.core.contracts.read_options import ReadOptions
 from recipes.core.sources.storage import shown
-from recipes.core.sources.tar_samples import expand_shards, read_samples
+from recipes.core.sources.tar_samples import expand_shards, is_shards, read_samples
 
 INLINE_BELOW = 32  # fewer clips than this are decoded in this process: a pool costs more to start
 

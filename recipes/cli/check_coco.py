@@ -10,6 +10,8 @@ image, and each image decoded in worker processes (:mod:`recipes.cli.check_files
 
 from __future__ import annotations
 
+import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, spread
 from recipes.core.contracts.errors import DataError
 from recipes.core.sources.paths import resolve_under
+from recipes.core.sources.tar_samples import is_shards
 from recipes.detection.coco_checks import ColumnChecks, Problem, entry_problems, wrong_fields
 from recipes.detection.coco_files import columns_of, parse_json
 
@@ -171,7 +174,44 @@ def _summarize(report: Report, doc: dict[str, Any], columns: dict[str, Any], che
 
 def check_instances(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
     """``recipes check`` of the COCO file the CLI's ``options`` name, over the images of its image root
-    (``--image-root``, else ``images/`` beside it, else its folder: as bench and show open it)."""
-    from recipes.detection.demo import image_root
+    (``--image-root``, else ``images/`` beside it, else its folder: as bench and show open it); or of
+    the tar shards there (:func:`check_coco_shards`)."""
+    from recipes.detection.demo import image_root, shard_folder
 
+    if is_shards(options.path):
+        names = shard_folder(options.path) / "categories.json"
+        return check_coco_shards(options.path, names if names.is_file() else None, progress=progress)
     return check_coco(options.path, image_root(options), workers=workers, progress=progress)
+
+
+def check_coco_shards(path: Path, categories: Path | None = None, *, progress: bool = True) -> Report:
+    """Tar shards (a shard, or a folder of them) as :class:`recipes.detection.CocoShards` reads them:
+    each sample's image decoded with ``strict_decode`` and its target built with
+    ``strict_annotations`` (a degenerate box is a problem, not a warning), in this process; each
+    sample the reader would skip is a problem named by shard and key. ``categories`` (the
+    ``categories.json`` :func:`recipes.detection.write_shards` writes) names the ids labels may take."""
+    from tqdm.auto import tqdm
+
+    from recipes.core import ReadOptions, SkippedSampleWarning, StreamOrder
+    from recipes.detection.shards import CocoShards
+
+    report = Report("detection", str(path))
+    strict = ReadOptions(strict_decode=True, strict_annotations=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedSampleWarning)
+        shards = CocoShards(str(path), categories=categories, on_error="skip",
+                            order=StreamOrder(seed=0, rank=0, world_size=1), read_options=strict)
+        images, labels = 0, Counter()
+        for _, target in tqdm(shards, disable=not progress, desc="decoding shards", unit="img"):
+            images += 1
+            labels.update(target["labels"].tolist())
+    for warning in caught:
+        if issubclass(warning.category, SkippedSampleWarning):
+            where, _, reason = str(warning.message).removeprefix("skipped: ").partition(": ")
+            report.add(where, reason)
+    names = shards.categories or {}
+    report.summary["shards"] = len(shards.shards)
+    report.summary["decoded"] = f"{images} images, {sum(labels.values())} boxes"
+    by_category = {names.get(label, f"id {label}"): labels[label] for label in sorted(labels)}
+    report.summary["boxes by category"] = by_category or "none"
+    return report

@@ -30,9 +30,9 @@ from recipes.cli.worker_pool import map_in_workers
 from recipes.core.sources.class_folders import normalise_extensions, scan_class_folders
 from recipes.core.contracts.errors import DataError
 from recipes.core.pixels.images import decode_image, open_image
+from recipes.core.sources.tar_samples import is_shards
 
 INLINE_BELOW = 64  # fewer files than this are checked in this process: a pool costs more to start
-SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # what the shard readers read
 
 
 class ImageInfo(NamedTuple):
@@ -165,14 +165,6 @@ def check_image_shards(path: Path, *, progress: bool = True) -> Report:
     classes = shards.classes or [str(label) for label in range(max(labels, default=-1) + 1)]
     report.summary["classes"] = {classes[label]: labels[label] for label in sorted(labels)} or "none"
     return report
-
-
-def is_shards(path: Path) -> bool:
-    """A tar shard, or a folder holding shards and no sub-folder (a folder of class folders is files)."""
-    if not path.is_dir():
-        return path.name.lower().endswith(SHARD_SUFFIXES)
-    entries = list(path.iterdir())
-    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
 
 
 def check_folder(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from recipes.domains import DOMAINS, domain
 
@@ -78,6 +78,16 @@ def open_dataset(options: DataOptions, *, train: bool, include_crowd: bool = Fal
     """
     opens = domain(options.domain).load("opens")
     return opens(dataclasses.replace(options, include_crowd=include_crowd or options.include_crowd), train=train)
+
+
+def sample_count(dataset: Dataset) -> int:
+    """``len(dataset)``; for a stream of tar shards, the samples their index counts (``ShardStream.index``)."""
+    if not isinstance(dataset, IterableDataset):
+        return len(dataset)
+    index = getattr(dataset, "index", None)
+    if not hasattr(index, "total"):
+        raise ValueError(f"a stream the command line opens is tar shards; {type(dataset).__name__} is another stream")
+    return int(index.total)
 
 
 def loader_function(name: str) -> Any:

@@ -30,10 +30,11 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image, ImageDraw
+from torch.utils.data import IterableDataset
 from torchvision.transforms.v2 import functional as F
 from torchvision.utils import draw_bounding_boxes, make_grid
 
-from recipes.cli.datasets import DataOptions, make_loader, open_dataset
+from recipes.cli.datasets import DataOptions, make_loader, open_dataset, sample_count
 from recipes.cli.drawing import LINE_HEIGHT, READABLE_SIDE, draw_labels, fit, text_band, upscale, wrap
 from recipes.cli.token_rows import render_tokens
 from recipes.cli.token_text import caption_text
@@ -168,6 +169,9 @@ def sample_names(dataset: Any, indices: Sequence[int]) -> list[str]:
     """What each tile is called: its file name (the last two path parts), else its sample index."""
     names = []
     for index in indices:
+        if isinstance(dataset, IterableDataset):  # a stream: the sample's place in this batch
+            names.append(f"#{index} of the stream")
+            continue
         if hasattr(dataset, "samples"):  # an image folder: (path, label)
             path = dataset.samples[index][0]
         elif hasattr(dataset, "index") and hasattr(dataset.index, "file_names"):  # COCO
@@ -204,8 +208,10 @@ def render_audio(batch: dict[str, Any], dataset: Any, indices: Sequence[int]) ->
 def show_classes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                  train: bool) -> tuple[Image.Image, list[str]]:
     """An image grid with class and file names."""
-    notes = ["each tile is a random crop and flip of the file named under it"] if train else []
-    return render_classes(batch, dataset.classes, sample_names(dataset, indices)), notes
+    what = "sample" if isinstance(dataset, IterableDataset) else "file"
+    notes = [f"each tile is a random crop and flip of the {what} named under it"] if train else []
+    classes = dataset.classes or [str(label) for label in range(max(batch[1].tolist(), default=-1) + 1)]  # numbers
+    return render_classes(batch, classes, sample_names(dataset, indices)), notes
 
 
 def show_tokens(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
@@ -219,9 +225,12 @@ def show_tokens(batch: Any, dataset: Any, options: DataOptions, indices: Sequenc
 def show_boxes(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
                train: bool) -> tuple[Image.Image, list[str]]:
     """Each image with its boxes and category names, crowd regions hatched."""
-    names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
+    if isinstance(dataset, IterableDataset):  # shards: their samples carry no file name
+        names = [f"#{place} of the stream" for place in range(len(batch[1]))]
+    else:
+        names = sample_names(dataset, [dataset.image_ids.tolist().index(t["image_id"]) for t in batch[1]])
     notes = ["hatched: crowd regions (iscrowd=1), which a detector does not train on as boxes"]
-    return render_boxes(batch, dataset.categories, names), notes
+    return render_boxes(batch, dataset.categories or {}, names), notes
 
 
 def show_captions(batch: Any, dataset: Any, options: DataOptions, indices: Sequence[int], *,
@@ -256,22 +265,26 @@ def show_strips(batch: Any, dataset: Any, options: DataOptions, indices: Sequenc
     return captioned_grid(*strips(batch, dataset)), notes
 
 
-def title_lines(name: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int) -> list[str]:
+def title_lines(name: str, dataset: Any, batch: Any, *, batch_size: int, train: bool, kept: int,
+                count: int) -> list[str]:
     """What the picture of domain ``name`` shows (mode, batch size, samples drawn), then what was left
-    out and why; ``kept`` is how many samples the epoch's batches hold (training drops incomplete batches)."""
+    out and why; ``count`` is the samples of the dataset, ``kept`` how many the epoch's batches hold
+    (training drops incomplete batches)."""
     drawn = samples_in(batch)
     mode = "training batch (shuffled, augmented, seed 0)" if train else "evaluation batch (dataset order)"
-    shown = [f"{name}: the first {mode} of {type(dataset).__name__}, {len(dataset)} samples; "
+    order = "stream order" if isinstance(dataset, IterableDataset) else "dataset order"
+    mode = mode.replace("dataset order", order)
+    shown = [f"{name}: the first {mode} of {type(dataset).__name__}, {count} samples; "
              f"batch size {batch_size}, {drawn} drawn"]
     left = []
-    if drawn < batch_size and len(dataset) >= batch_size:
+    if drawn < batch_size and count >= batch_size:
         left.append(f"{batch_size - drawn} of this batch skipped as bad data (--on-error skip; the warnings name them)")
-    later, dropped = max(0, kept - batch_size), len(dataset) - kept
+    later, dropped = max(0, kept - batch_size), count - kept
     if later:
         left.append(f"{later} sample{'s' * (later != 1)} in later batches")
     if dropped:
         left.append(f"{dropped} dropped by training as incomplete batches (without --train every sample is kept)")
-    small = f": the dataset holds fewer samples than the batch size, all {len(dataset)} in this one batch"
+    small = f": the dataset holds fewer samples than the batch size, all {count} in this one batch"
     return shown + ["left out: " + "; ".join(left) if left else "nothing left out" + (small if drawn < batch_size else "")]
 
 
@@ -302,21 +315,27 @@ def run(args: argparse.Namespace, options: DataOptions) -> int:
         raise ValueError(f"recipes show has no picture for {options.domain} batches (its entry in recipes/domains.py "
                          "names none)")
     dataset = open_dataset(options, train=args.train, include_crowd=True)  # drawn hatched, where a dataset has them
+    count = sample_count(dataset)
     # A training batch as training sees it (incomplete batches dropped) unless the whole dataset is
     # smaller than one batch; no workers: one batch does not repay starting them.
-    drop_last = args.train and len(dataset) >= args.batch_size
+    drop_last = args.train and count >= args.batch_size
     loader = make_loader(options.domain, dataset, args.batch_size, train=args.train, device="cpu", seed=0,
                          num_workers=0, drop_last=drop_last)
-    indices = first_batch_indices(loader)
-    # training batches are all full, so they hold len(batch sampler) x batch size samples
-    kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
-    batch = next(iter(loader))
-    if samples_in(batch) < len(indices):  # some skipped: name the rest
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # each was warned about once already
-            indices = [index for index in indices if dataset[index] is not None]
+    if isinstance(dataset, IterableDataset):  # shards: the stream's first batch, its samples numbered in it
+        batch = next(iter(loader))
+        indices, kept = list(range(samples_in(batch))), count - count % args.batch_size if drop_last else count
+    else:
+        indices = first_batch_indices(loader)
+        # training batches are all full, so they hold len(batch sampler) x batch size samples
+        kept = len(loader.batch_sampler) * args.batch_size if drop_last else len(dataset)
+        batch = next(iter(loader))
+        if samples_in(batch) < len(indices):  # some skipped: name the rest
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # each was warned about once already
+                indices = [index for index in indices if dataset[index] is not None]
     picture, notes = entry.load("show")(batch, dataset, options, indices, train=args.train)
-    lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept) + notes
+    lines = title_lines(options.domain, dataset, batch, batch_size=args.batch_size, train=args.train, kept=kept,
+                        count=count) + notes
     picture = titled(picture, lines)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     picture.save(args.output)

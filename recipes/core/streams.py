@@ -15,6 +15,7 @@ from recipes.core.contracts.lazy import lazy_names
 # public name -> the module of recipes.core that defines it
 HOMES = {
     "expand_shards": "sources.tar_samples",
+    "is_shards": "sources.tar_samples",
     "read_samples": "sources.tar_samples",
     "split_key": "sources.tar_samples",
     "ShardEpochs": "sources.shard_index",
@@ -33,4 +34,4 @@ if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream, listed_shards
     from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
-    from recipes.core.sources.tar_samples import expand_shards, read_samples, split_key
+    from recipes.core.sources.tar_samples import expand_shards, is_shards, read_samples, split_key

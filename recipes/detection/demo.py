@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo detection`` (the COCO fixture through
-CocoDataset and detection_loader) and the annotations ``recipes bench/show detection PATH`` open."""
+CocoDataset and detection_loader) and the annotations or tar shards ``recipes bench/show detection PATH`` open."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from torchvision.transforms import v2
 
+from recipes.core import streams
 from recipes.detection import CocoDataset, detection_loader
 
 
@@ -23,13 +24,25 @@ def build(fixtures: Path) -> tuple[CocoDataset, Any]:
     return dataset, detection_loader(dataset, 4, train=True, device="cpu", seed=0, drop_last=False)
 
 
-def open_path(options: Any, *, train: bool) -> CocoDataset:
+def open_path(options: Any, *, train: bool) -> CocoDataset | Any:
     """The COCO annotations at ``options.path`` (the CLI's ``DataOptions``) over their images
-    (:func:`image_root`): a random flip if ``train``, else the images as the files hold them;
-    crowd regions kept when ``options.include_crowd``."""
+    (:func:`image_root`), or the tar shards there (a ``CocoShards``, the ``categories.json`` beside
+    them read where there is one): a random flip if ``train``, else the images as the files hold
+    them; crowd regions kept when ``options.include_crowd``."""
     transforms = v2.RandomHorizontalFlip() if train else None
+    if streams.is_shards(options.path):
+        from recipes.detection import CocoShards
+
+        names = shard_folder(options.path) / "categories.json"
+        return CocoShards(str(options.path), transforms=transforms, categories=names if names.is_file() else None,
+                          on_error=options.on_error)
     return CocoDataset(image_root(options), options.path, transforms=transforms, include_crowd=options.include_crowd,
                        on_error=options.on_error)
+
+
+def shard_folder(path: Any) -> Path:
+    """The folder of the shards at ``path``: itself, or the folder of the one shard it names."""
+    return Path(path) if Path(path).is_dir() else Path(path).parent
 
 
 def image_root(options: Any) -> Path:

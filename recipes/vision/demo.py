@@ -1,5 +1,5 @@
 """The domain as the command line runs it: ``recipes demo vision`` (the fixture image folder
-through the training preset) and the folder ``recipes bench/show vision PATH`` open.
+through the training preset) and the folder or tar shards ``recipes bench/show vision PATH`` open.
 
     from recipes.vision.demo import build
     dataset, loader = build(fixtures_dir())
@@ -12,6 +12,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
+from recipes.core import streams
 from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
 
 
@@ -23,9 +24,17 @@ def build(fixtures: Path) -> tuple[ImageFolderDataset, DataLoader]:
     return dataset, vision_loader(dataset, 4, device="cpu", seed=0, num_workers=0)
 
 
-def open_path(options: Any, *, train: bool) -> ImageFolderDataset:
-    """The image folder at ``options.path`` (the CLI's ``DataOptions``): training crops and flips
-    of ``options.size`` if ``train``, else the evaluation resize and centre crop."""
+def open_path(options: Any, *, train: bool) -> ImageFolderDataset | Any:
+    """The image folder, or the tar shards (a shard, or a folder of them: an ``ImageShards``, its
+    ``classes.txt`` read where it has one), at ``options.path`` (the CLI's ``DataOptions``):
+    training crops and flips of ``options.size`` if ``train``, else the evaluation resize and centre crop."""
     size = options.size
     transform = train_transform(size) if train else eval_transform(size, resize_size=round(size * 256 / 224))
+    if streams.is_shards(options.path):
+        from recipes.vision import ImageShards
+
+        folder = Path(options.path) if Path(options.path).is_dir() else Path(options.path).parent
+        names = folder / "classes.txt"
+        return ImageShards(str(options.path), transform=transform, classes=names if names.is_file() else None,
+                           on_error=options.on_error)
     return ImageFolderDataset(options.path, transform, on_error=options.on_error)

@@ -169,3 +169,23 @@ def test_the_writer_names_an_image_that_does_not_read_or_skips_it(coco, tmp_path
     with pytest.warns(SkippedSampleWarning, match=broken["file_name"]):
         paths = write_shards(images, coco[1], tmp_path / "skipped", on_error="skip")
     assert len(list(CocoShards(paths))) == 9
+
+
+def test_recipes_check_names_each_bad_sample_of_the_shards_and_show_draws_a_batch(coco, tmp_path, capsys):
+    from recipes.__main__ import main
+
+    write_shards(*coco, tmp_path, samples_per_shard=4)
+    assert main(["check", "detection", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "no problems found" in out and "10 images, 22 boxes" in out and "person 5" in out  # categories.json's names
+    assert main(["show", "detection", str(tmp_path), "--output", str(tmp_path / "batch.png"), "--batch-size", "4"]) == 0
+    assert "evaluation batch (stream order) of CocoShards, 10 samples; batch size 4" in capsys.readouterr().out
+    image = next(i for i in json.loads(coco[1].read_text())["images"] if i["id"] == 7)
+    jpg = (coco[0] / image["file_name"]).read_bytes()
+    flat = {**BOX, "id": 2, "bbox": [5.0, 5.0, 0.0, 4.0]}
+    write_tar(tmp_path / "shard-000002.tar", [("x.jpg", jpg), ("x.json", b'{"image_id": 7}'),
+                                               *sample(image, [BOX, flat], jpg)])
+    assert main(["check", "detection", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "shard-000002.tar:x" in out and "has no 'width', 'height'" in out
+    assert "shard-000002.tar:000000000007" in out  # a degenerate box is a problem here, not a warning

@@ -269,3 +269,18 @@ def test_recipes_check_names_each_bad_sample_of_the_shards_by_shard_and_key(fixt
     assert main(["check", "vision", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "shard-000002.tar:x" in out and "out of range" in out and "shard-000002.tar:y" in out
+
+
+def test_recipes_show_and_bench_read_shards_as_they_read_a_folder(fixtures, tmp_path, capsys):
+    from recipes.__main__ import main
+
+    shards = tmp_path / "shards"
+    write_shards(fixtures / "vision", shards, samples_per_shard=5)
+    assert main(["show", "vision", str(shards), "--output", str(tmp_path / "batch.png"), "--batch-size", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "evaluation batch (stream order) of ImageShards, 14 samples; batch size 4, 4 drawn" in out
+    assert "10 samples in later batches" in out and (tmp_path / "batch.png").stat().st_size > 0
+    assert main(["bench", "vision", str(shards / "shard-000000.tar"), "--seconds", "1", "--max-workers", "0",
+                 "--batch-size", "2", "--step-ms", "0", "--size", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "ImageShards with 5 samples" in out and "loader_kwargs = {'num_workers': 0" in out

@@ -31,6 +31,7 @@ from recipes.core.sources.storage import cleaned, glob_paths, has_glob, is_url, 
 from recipes.core.sources.tar_stream import tar_members
 
 COMPRESSED = (".gz", ".tgz", ".bz2", ".xz")  # shards that cannot be entered midway, only read from the start
+SHARD_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")  # a file that is a shard
 _BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
 
@@ -57,6 +58,17 @@ def expand_shards(
         where = shown(paths) if isinstance(paths, (str, os.PathLike)) else "an empty list"
         raise ValueError(f"no tar shards found for {where}")
     return shards
+
+
+def is_shards(path: str | os.PathLike) -> bool:
+    """Whether the local ``path`` is what :func:`expand_shards` reads as tar shards: a shard
+    (``.tar``, ``.tar.gz``, ``.tgz``, ...), or a folder holding ``.tar`` files and no sub-folder (a
+    folder of class folders is an image folder)."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return path.lower().endswith(SHARD_SUFFIXES)
+    entries = list(os.scandir(path))
+    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
 
 
 def split_key(name: str) -> tuple[str, str]:
