@@ -214,6 +214,7 @@ CASES = [
     ("box-shards-state", "CocoShards", "http", lambda w: _boxes(w, "x-{000..001}.tar")),
     ("listed-nothing-matched", "listed_shards", "http",
      lambda w: streams.listed_shards(w.url("none/x-*.tar"), w.options, max_member_bytes=2**20)),
+    ("is-shards-repr", "is_shards", "http", lambda w: streams.is_shards(w.url("x-000.tar"))),  # answers, raises nothing
     ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
     ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
     ("footage-folder-url", "VideoFolderDataset", "http", lambda w: VideoFolderDataset(w.url("train"))),
