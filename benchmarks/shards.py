@@ -2,6 +2,7 @@
 
     python benchmarks/shards.py            # 320 photos in 4 shards, 2 workers, 5 rounds (~3 min)
     python benchmarks/shards.py --quick    # a smoke run: 64 photos, 2 rounds
+    python benchmarks/shards.py --photos 1280   # longer passes: less of each is the pipeline filling
 
 The photos are benchmarks/vision.py's (~500 px photo-like JPEGs, q90, 30% portrait), written once
 as an image folder, once by ``recipes.vision.write_shards`` as WebDataset shards (``key.jpg`` +
@@ -302,8 +303,9 @@ def bench_coco(folder: Path, paths: list[Path], rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 photos, 2 rounds")
+    parser.add_argument("--photos", type=int, default=320, help="photos written (default 320), in 4 shards")
     args = parser.parse_args()
-    photos, rounds = (64, 2) if args.quick else (320, 5)
+    photos, rounds = (64, 2) if args.quick else (args.photos, 5)
     peers = {}
     for module in ("webdataset", "litdata"):
         try:
