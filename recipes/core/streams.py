@@ -1,5 +1,6 @@
 """What a stream of shards is made of: tar shards and their samples, shard indexes and epochs,
-block shuffles, the point an epoch's pass starts at, and a stream's order or its default.
+block shuffles, the point an epoch's pass starts at, a stream's order or its default, and a stream's
+items in batches of one group each.
 
 ``from recipes.core import streams``, then ``streams.expand_shards(...)``: one name of the facade for these, each
 documented on the reference page and loaded on first use.
@@ -26,11 +27,13 @@ HOMES = {
     "shuffled_blocks": "sources.streams",
     "turning_point": "sources.streams",
     "order_or_default": "sampling.stream_order",
+    "GroupedBatches": "sampling.grouped_stream",
 }
 __all__ = sorted(HOMES)
 __getattr__, __dir__ = lazy_names(__name__, HOMES)
 
 if TYPE_CHECKING:  # where each name lives, for static readers
+    from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream, listed_shards
     from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point

@@ -14,7 +14,9 @@ common size rounded up to ``size_divisibility``, boxes to the batch's largest co
 validity mask) for models that want tensors. Training batches hold images of one aspect-ratio
 group only (portrait vs landscape by default), read from the annotation file's sizes, so the
 padding a batch needs stays small; as in torchvision's detection reference, but no sample is
-repeated to fill a group's last batch. A worker's batch holds five tensors per image, so
+repeated to fill a group's last batch. A stream (:class:`CocoShards`) is grouped as it streams, by the
+images it gives, within each worker (:class:`recipes.core.streams.GroupedBatches`, as detectron2's
+``AspectRatioGroupedDataset``), and resumes exactly. A worker's batch holds five tensors per image, so
 :func:`detection_loader` sends it to the main process packed into one shared buffer per dtype
 (:mod:`recipes.core.workers.packing`): one transfer per tensor would hold the main process back.
 """
@@ -29,7 +31,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
 
-from recipes.core import ByGroup, Shuffle, build_loader, drop_skipped, hooks
+from recipes.core import ByGroup, Shuffle, build_loader, drop_skipped, hooks, streams
 
 
 def detection_collate(batch: Sequence[Any]) -> tuple[list[torch.Tensor], list[dict[str, Any]]]:
@@ -123,6 +125,12 @@ def _aspect_ratios(dataset: Dataset) -> np.ndarray:
     return np.asarray(ratios)
 
 
+def orientation(item: tuple[torch.Tensor, Any]) -> int:
+    """The group of a stream's ``(image, target)`` by its image as given: :func:`aspect_ratio_groups`' default."""
+    height, width = item[0].shape[-2:]
+    return int(aspect_ratio_groups([width / height])[0])
+
+
 def detection_loader(
     dataset: Dataset,
     batch_size: int,
@@ -143,19 +151,25 @@ def detection_loader(
         batch_size: images per batch.
         train: shuffle within aspect-ratio groups and drop each group's incomplete last batch;
             ranks of a process group get equal batch counts. False: dataset order, every
-            image once across ranks.
+            image once across ranks. A stream shuffles itself; training, its batches are each of
+            one :func:`orientation`, filled as it streams.
         device, seed, stateful: see :func:`recipes.core.build_loader`.
         collate_fn: used as given; :class:`PaddedDetectionCollate` pads. Default: the collate the dataset
             asks for (its ``batch_contract()``'s ``"collate"``, :func:`recipes.core.hooks.collate_of`), else :func:`detection_collate`.
             Its batches leave worker processes packed (:func:`recipes.core.workers.packing.packed_in_workers`).
         groups: one int per sample; a training batch never mixes two. Default: portrait vs
             landscape; ``aspect_ratio_groups(dataset.aspect_ratios, 3)`` gives torchvision
-            reference's bins.
+            reference's bins. Not for a stream, whose samples have no numbers.
         overrides: DataLoader keyword arguments (``num_workers=0``, ...;
             :func:`recipes.core.preset_kwargs`).
     """
     if isinstance(dataset, IterableDataset):  # a stream (CocoShards) orders and shares out itself
+        if groups is not None:
+            raise ValueError("groups= gives each sample of a map-style dataset its group; a stream's samples are "
+                             "grouped by the orientation of their images as they stream")
         plan = None
+        if train:  # each worker fills a batch of a group as the stream gives its items
+            dataset, batch_size = streams.GroupedBatches(dataset, batch_size, orientation), None
     else:
         if groups is None and overrides.get("shuffle", train):  # evaluation needs no groups
             groups = aspect_ratio_groups(_aspect_ratios(dataset))

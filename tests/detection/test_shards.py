@@ -4,15 +4,18 @@ categories, the loader's workers and resume, and every bad sample named by shard
 
 import io
 import json
+import random
 import tarfile
 from pathlib import Path
 
 import pytest
 import torch
+from PIL import Image
 from torchvision.transforms import v2
 
 from recipes.core import DataError, SkippedSampleWarning, StreamOrder
 from recipes.detection import CocoDataset, CocoShards, DegenerateBoxWarning, detection_loader, write_shards
+from tests.core.test_grouped_batches import detectron2_batches
 from tests.harness import digest
 
 PYCOCOTOOLS_ON_NUMPY2 = r"ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning"
@@ -103,6 +106,50 @@ def test_a_stateful_loader_resumes_mid_epoch_with_exactly_the_batches_still_to_c
     resumed = loader()
     resumed.load_state_dict(interrupted.state_dict())
     assert first + [digest(batch) for batch in list(resumed) + list(resumed)] == expected
+
+
+@pytest.fixture(scope="module")
+def oriented(tmp_path_factory) -> list[Path]:
+    """48 small images, landscape (60%) or portrait at random, a box each, in four shards."""
+    rng, samples = random.Random(0), []
+    for n in range(48):
+        width, height = (24, 16) if rng.random() < 0.6 else (16, 24)
+        data = io.BytesIO()
+        Image.new("RGB", (width, height), (n * 5, 90, 200)).save(data, "JPEG")
+        box = {"id": n + 1, "category_id": 1, "bbox": [1.0, 1.0, 8.0, 8.0], "area": 64.0, "iscrowd": 0}
+        samples.append(sample({"id": n + 1, "width": width, "height": height}, [box], data.getvalue()))
+    out = tmp_path_factory.mktemp("oriented")
+    return [write_tar(out / f"o-{k:06d}.tar", [m for s in samples[12 * k : 12 * k + 12] for m in s]) for k in range(4)]
+
+
+def test_a_streams_training_batches_are_each_of_one_orientation_as_detectron2_fills_them(oriented):
+    def stream() -> CocoShards:
+        return CocoShards(oriented, transforms=v2.RandomHorizontalFlip(), order=StreamOrder(shuffle_buffer=8, seed=2))
+
+    def ids(batches) -> list[list[int]]:
+        return [[target["image_id"] for target in targets] for _, targets in batches]
+
+    def landscape(item) -> int:  # detectron2's bucket: width > height
+        return int(item[0].shape[-1] > item[0].shape[-2])
+
+    batches = detectron2_batches(list(stream()), 4, landscape)
+    expected = [[target["image_id"] for _, target in batch] for batch in batches]
+    assert ids(detection_loader(stream(), 4, device="cpu", num_workers=0)) == expected
+    with pytest.raises(ValueError, match="groups= gives each sample of a map-style dataset its group"):
+        detection_loader(stream(), 4, groups=[0] * 48)
+
+    def loader():
+        return detection_loader(stream(), 4, device="cpu", seed=0, stateful=True, num_workers=2)
+
+    whole = [(ids([batch]), [tuple(image.shape) for image in batch[0]]) for batch in loader()]
+    assert all(len(set(shapes)) == 1 and len(shapes) == 4 for _, shapes in whole)  # one orientation a batch
+    assert len({i for batch, _ in whole for i in batch[0]}) == 4 * len(whole) >= 48 - 2 * 2 * 3
+    interrupted = loader()
+    going = iter(interrupted)
+    taken = [ids([next(going)]) for _ in range(3)]
+    resumed = loader()
+    resumed.load_state_dict(interrupted.state_dict())
+    assert taken + [ids([batch]) for batch in resumed] == [batch for batch, _ in whole]
 
 
 IMAGE = {"id": 7, "width": 64, "height": 96}

@@ -277,6 +277,8 @@ def stream_loader(
         overrides["num_workers"] = min(loader_kwargs(device, train=train)["num_workers"], dataset.max_workers())
     kwargs = preset_kwargs(device, train=train, seed=seed, **overrides)
     kwargs.pop("shuffle")  # a stream shuffles itself
+    if batch_size is None:  # the stream hands out batches itself (streams.GroupedBatches)
+        kwargs["drop_last"] = False
     reason = dataset.needs_persistent_workers if isinstance(dataset, NeedsPersistentWorkers) else None
     if reason and kwargs["num_workers"] > 0 and not kwargs.get("persistent_workers"):
         raise ValueError(f"a {type(dataset).__name__} needs persistent_workers=True with workers: {reason}")
