@@ -89,11 +89,27 @@ def test_sphinx_roles_become_cross_references_resolved_where_the_docstring_stand
 
 
 @pytest.mark.slow
-def test_every_docs_example_runs_without_a_warning(tmp_path):
+@pytest.mark.parametrize("part", range(3), ids=["pages-1-of-3", "pages-2-of-3", "pages-3-of-3"])
+def test_every_docs_example_runs_without_a_warning(tmp_path, part):
+    # in three parts of the pages, so that the suite's workers share them
     pages = {page: python_blocks(DOCS / page) for page in _pages()}
     assert sum(map(len, pages.values())) >= len(DOMAINS)  # each domain's guide has at least one
-    failures = run_blocks({page: blocks for page, blocks in pages.items() if blocks}, tmp_path)
+    failures = run_blocks(_share(pages, 3)[part], tmp_path)
     assert not failures, "\n\n".join(failures)
+
+
+SLOW_PAGES = {"scale.md": 12, "trainers.md": 12}  # Ray starts; the trainers run: about 12 s each, the rest 1-2 s a block
+
+
+def _share(pages: dict[str, list[str]], parts: int) -> list[dict[str, list[str]]]:
+    """The pages with blocks in ``parts`` of about equal time, the longest first into the shortest part."""
+    shares: list[dict[str, list[str]]] = [{} for _ in range(parts)]
+    totals = [0] * parts
+    weights = {page: SLOW_PAGES.get(page, 2 + 2 * len(blocks)) for page, blocks in pages.items() if blocks}
+    for page in sorted(weights, key=lambda page: (-weights[page], page)):
+        shortest = totals.index(min(totals))
+        shares[shortest][page], totals[shortest] = pages[page], totals[shortest] + weights[page]
+    return shares
 
 
 def test_each_domain_has_a_guide_and_a_reference_page_with_its_public_api():
