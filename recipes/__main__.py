@@ -1,10 +1,11 @@
-"""Command line: ``python -m recipes {demo,bench,check,show,copy}`` (also installed as ``recipes``).
+"""Command line: ``python -m recipes {demo,bench,check,show,copy,prepare}`` (also installed as ``recipes``).
 
     recipes demo                                     # every recipe on the bundled fixtures
     recipes bench vision data/train --step-ms 80     # which loader settings, on your data
     recipes check detection annotations/instances_val2017.json --image-root val2017
     recipes show text train.jsonl --tokenizer tokenizer.json -o batch.png
     recipes copy detection my_project                # the recipe's folder, to edit as your own
+    recipes prepare vision imagenet/train prepared/ --max-side 320     # a copy at training size, in shards
 
 The commands live in ``recipes/cli/`` (one module each); this file only parses arguments.
 """
@@ -196,6 +197,32 @@ def build_parser() -> argparse.ArgumentParser:
     copy.add_argument("--standalone", action="store_true",
                       help="also copy the modules of recipes the domain imports into DEST/DOMAIN/vendored/, its "
                       "imports pointed there: the copy then runs without recipes installed")
+
+    prepare = commands.add_parser(
+        "prepare", help="write a training-ready copy of a dataset: images at a bounded size, in shards",
+        formatter_class=formatter,
+        description=_wrap("Write SOURCE into DEST (made if missing) as the shards the domain's loaders read. vision: "
+        "an image folder, or a CSV / JSONL of path,label; each image is re-encoded as a JPEG whose longer side "
+        "is at most --max-side (never enlarged; a JPEG within it keeps its bytes), read as ImageShards(DEST, "
+        "classes=DEST/classes.txt). The same SOURCE and options give the same bytes whatever --workers; a run "
+        "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
+        "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded images; "
+        "DEST/manifest.json lists each shard's samples, bytes and sha256."),
+    )
+    prepare.add_argument("domain", choices=("vision",), metavar="DOMAIN", help="vision")
+    prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: an image folder, or a "
+                         ".csv / .jsonl manifest of path,label")
+    prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
+    prepare.add_argument("--max-side", type=int, default=0, metavar="PX",
+                         help="the longest side an image keeps (default 0: every file's own bytes)")
+    prepare.add_argument("--quality", type=int, default=90, metavar="Q", help="JPEG quality, 1-95 (default 90)")
+    prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
+    prepare.add_argument("--image-root", type=_local_path, metavar="DIR",
+                         help="folder a manifest's paths are relative to (default: the manifest's)")
+    prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
+    prepare.add_argument("--on-error", choices=("raise", "skip"), default="raise", help="an image that does not "
+                         "read: stop, naming it (raise, the default), or leave it out, named in the summary (skip)")
+    prepare.add_argument("--overwrite", action="store_true", help="replace a DEST prepared with other options")
     return parser
 
 
@@ -232,11 +259,23 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         except (OSError, ValueError) as error:  # DEST/DOMAIN exists, DEST is a file, a file the copy cannot rewrite
             parser.exit(2, f"recipes copy: error: {error}\n")
-    if args.command == "check" and args.domain == "cache":
-        from recipes.cli import check_cache
+    if args.command == "prepare":
+        from recipes.cli import prepare
+        from recipes.cli.terms import in_cli_terms, show_warning
 
         try:
-            return check_cache.run(args)
+            with warnings.catch_warnings():
+                warnings.showwarning = show_warning(args.command)
+                return prepare.run(args)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as error:  # an image that does not read (a DataError), other options at DEST
+            parser.exit(2, f"recipes prepare: error: {in_cli_terms(str(error))}\n")
+    if args.command == "check" and args.domain == "cache":
+        from recipes.cli import check
+
+        try:
+            return check.run_cache(args)
         except BrokenPipeError:
             raise
         except OSError as error:

@@ -10,7 +10,8 @@
 
 ``folder.py`` (dataset, collate, loader), ``shards.py`` (:class:`ImageShards`, the same items from
 WebDataset tar shards, local or in object storage), ``shard_writer.py`` (:func:`write_shards`, a
-folder or a manifest as shards) and ``transforms.py`` import only ``recipes.core``,
+folder or a manifest as shards), ``prepare_shards.py`` (:func:`prepare`, a training-ready copy at a bounded
+size, in those shards) and ``transforms.py`` import only ``recipes.core``,
 so the folder can be copied into a project that has ``recipes`` installed.
 """
 
@@ -27,8 +28,10 @@ from recipes.vision.transforms import (
     train_transform,
 )
 
-SHARD_NAMES = {"ImageShards": "recipes.vision.shards", "write_shards": "recipes.vision.shard_writer"}
+SHARD_NAMES = {"ImageShards": "recipes.vision.shards", "write_shards": "recipes.vision.shard_writer",
+               "prepare": "recipes.vision.prepare_shards"}
 if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.vision.prepare_shards import prepare
     from recipes.vision.shard_writer import write_shards
     from recipes.vision.shards import ImageShards
 
@@ -41,6 +44,7 @@ __all__ = [
     "RandomResizedCrop",
     "eval_transform",
     "image_collate",
+    "prepare",
     "train_transform",
     "vision_loader",
     "write_shards",

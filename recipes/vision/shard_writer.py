@@ -58,12 +58,7 @@ def write_shards(
     """
     if samples_per_shard < 1:
         raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
-    if os.path.isdir(source):
-        folder = ImageFolderDataset(source)
-        classes, rows = folder.classes, ((path, path, label) for path, label in folder.samples)
-    else:
-        root = Path(source).parent if image_root is None else Path(image_root)
-        classes, rows = _manifest(Path(source), root, on_error)
+    classes, rows = source_rows(source, image_root, on_error)
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
     if classes is not None:
@@ -91,14 +86,27 @@ def write_shards(
                     skip_or_raise(DataError(f"{where}: a {kind} image, which a shard does not hold "
                                             f"({'/'.join(IMAGE_MEMBERS)}); convert it"), on_error)
                     continue
-                _add(tar, f"{row:09d}.{extension}", data)
-                _add(tar, f"{row:09d}.cls", f"{label}\n".encode())
+                add_member(tar, f"{row:09d}.{extension}", data)
+                add_member(tar, f"{row:09d}.cls", f"{label}\n".encode())
         os.replace(partial, path)
         paths.append(path)
     return paths
 
 
-def _manifest(path: Path, root: Path, on_error: str) -> tuple[list[str] | None, Iterator[tuple[str, str, int]]]:
+def source_rows(source: str | os.PathLike, image_root: str | os.PathLike | None = None, on_error: str = "raise", *,
+                owner: str = "write_shards") -> tuple[list[str] | None, Iterator[tuple[str, str, int]]]:
+    """``(class names or None, (where, file, label) per image)`` of an image folder, walked as
+    :class:`ImageFolderDataset` walks it, or of a CSV / JSONL manifest whose paths are relative to
+    ``image_root`` (default: its folder); ``owner`` names the reader in a refusal."""
+    if os.path.isdir(source):
+        folder = ImageFolderDataset(source)
+        return folder.classes, ((path, path, label) for path, label in folder.samples)
+    root = Path(source).parent if image_root is None else Path(image_root)
+    return _manifest(Path(source), root, on_error, owner)
+
+
+def _manifest(path: Path, root: Path, on_error: str,
+              owner: str) -> tuple[list[str] | None, Iterator[tuple[str, str, int]]]:
     """``(class names or None, (where, file, label) per row)`` of a ``path,label`` CSV or JSONL."""
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".csv":
@@ -107,7 +115,7 @@ def _manifest(path: Path, root: Path, on_error: str) -> tuple[list[str] | None, 
     elif path.suffix.lower() == ".jsonl":
         rows = [(f"{path} line {line}", json.loads(raw)) for line, raw in enumerate(text.split("\n"), 1) if raw.strip()]
     else:
-        raise ValueError(f"{path}: write_shards reads an image folder, or a .csv or .jsonl manifest of path,label")
+        raise ValueError(f"{path}: {owner} reads an image folder, or a .csv or .jsonl manifest of path,label")
     kept = []
     for where, row in rows:
         try:
@@ -128,7 +136,8 @@ def _manifest(path: Path, root: Path, on_error: str) -> tuple[list[str] | None, 
     return names, ((where, file, index[label]) for where, file, label in kept)
 
 
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    """Add ``data`` to ``tar`` as ``name``, with fixed metadata: the same input gives the same bytes."""
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), 0o644, 0  # fixed metadata: reproducible shards
     tar.addfile(info, io.BytesIO(data))

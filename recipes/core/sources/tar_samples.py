@@ -62,13 +62,15 @@ def expand_shards(
 
 def is_shards(path: str | os.PathLike) -> bool:
     """Whether the local ``path`` is what :func:`expand_shards` reads as tar shards: a shard
-    (``.tar``, ``.tar.gz``, ``.tgz``, ...), or a folder holding ``.tar`` files and no sub-folder (a
-    folder of class folders is an image folder)."""
+    (``.tar``, ``.tar.gz``, ``.tgz``, ...), or a folder holding ``.tar`` files and no sub-folder but
+    hidden ones (a folder of class folders is an image folder; ``recipes prepare`` keeps its records
+    in ``.prepare/``)."""
     path = os.fspath(path)
     if not os.path.isdir(path):
         return path.lower().endswith(SHARD_SUFFIXES)
     entries = list(os.scandir(path))
-    return not any(entry.is_dir() for entry in entries) and any(entry.name.endswith(".tar") for entry in entries)
+    folders = any(entry.is_dir() and not entry.name.startswith(".") for entry in entries)
+    return not folders and any(entry.name.endswith(".tar") for entry in entries)
 
 
 def split_key(name: str) -> tuple[str, str]:
