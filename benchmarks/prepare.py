@@ -47,7 +47,7 @@ from shards import BATCH, SIZE, WORKERS, alternate  # noqa: E402  (benchmarks/sh
 from vision import make_photos  # noqa: E402  (benchmarks/vision.py: the same photos)
 
 from recipes.vision import ImageFolderDataset, ImageShards, prepare, train_transform, vision_loader  # noqa: E402
-from recipes.vision.prepare_shards import psnr  # noqa: E402
+from recipes.core.imaging import psnr  # noqa: E402
 
 warnings.filterwarnings("ignore", message="The given buffer is not writable")
 MAX_SIDE, QUALITY = 320, 90

@@ -144,7 +144,7 @@ def check_image_shards(path: Path, *, progress: bool = True) -> Report:
     each sample's image decoded with ``strict_decode`` and its label read, in this process; each
     sample the reader would skip is a problem named by shard and key. A ``classes.txt`` beside the
     shards (:func:`recipes.vision.write_shards` writes one) names the labels; a ``manifest.json``
-    (:func:`recipes.vision.prepare`) has each shard's bytes checked against its sha256."""
+    (``recipes prepare``) has each shard's bytes checked against its sha256."""
     from tqdm.auto import tqdm
 
     from recipes.core import ReadOptions, SkippedSampleWarning, StreamOrder
@@ -163,9 +163,9 @@ def check_image_shards(path: Path, *, progress: bool = True) -> Report:
             report.add(where, reason)
     report.summary["shards"] = len(shards.shards)
     if path.is_dir() and (path / "manifest.json").is_file():  # recipes prepare wrote it: each shard's sha256
-        from recipes.vision.prepare_shards import manifest_problems
+        from recipes.core import streams
 
-        listed, damaged = manifest_problems(path)
+        listed, damaged = streams.manifest_problems(path)
         for shard, problem in damaged:
             report.add(shard, problem)
         report.summary["manifest"] = f"{listed - len(damaged)} of {listed} shards as manifest.json lists them (sha256)"

@@ -1,5 +1,6 @@
-"""Images beyond ``read_image``: files' bytes and headers, the pixel bound, and ``decode="device"``'s
-two sides (a worker ships bytes and crop parameters; the device decodes a batch at once).
+"""Images beyond ``read_image``: files' bytes and headers, the pixel bound, ``decode="device"``'s
+two sides (a worker ships bytes and crop parameters; the device decodes a batch at once), and an
+image written again at a bounded size (``prepare``).
 
 ``from recipes.core import imaging``, then ``imaging.with_decode(...)``: one name of the facade for these, each
 documented on the reference page and loaded on first use.
@@ -24,6 +25,8 @@ HOMES = {
     "encode_image": "pixels.device_decode",
     "pack_images": "pixels.device_decode",
     "with_decode": "pixels.device_decode",
+    "psnr": "pixels.reencode",
+    "resized_jpeg": "pixels.reencode",
 }
 __all__ = sorted(HOMES)
 __getattr__, __dir__ = lazy_names(__name__, HOMES)
@@ -38,3 +41,4 @@ if TYPE_CHECKING:  # where each name lives, for static readers
         with_decode,
     )
     from recipes.core.pixels.images import MAX_PIXELS, image_size, open_image, read_file
+    from recipes.core.pixels.reencode import psnr, resized_jpeg

@@ -1,6 +1,6 @@
 """What a stream of shards is made of: tar shards and their samples, shard indexes and epochs,
-block shuffles, the point an epoch's pass starts at, a stream's order or its default, and a stream's
-items in batches of one group each.
+block shuffles, the point an epoch's pass starts at, a stream's order or its default, a stream's
+items in batches of one group each, and a dataset written once as shards (``prepare``).
 
 ``from recipes.core import streams``, then ``streams.expand_shards(...)``: one name of the facade for these, each
 documented on the reference page and loaded on first use.
@@ -28,6 +28,12 @@ HOMES = {
     "turning_point": "sources.streams",
     "order_or_default": "sampling.stream_order",
     "GroupedBatches": "sampling.grouped_stream",
+    "PrepareRun": "sources.prepared_shards",
+    "PrepareSummary": "sources.prepared_shards",
+    "local_folder": "sources.prepared_shards",
+    "add_member": "sources.prepared_shards",
+    "manifest_problems": "sources.prepared_shards",
+    "write_prepared": "sources.prepared_shards",
 }
 __all__ = sorted(HOMES)
 __getattr__, __dir__ = lazy_names(__name__, HOMES)
@@ -35,6 +41,14 @@ __getattr__, __dir__ = lazy_names(__name__, HOMES)
 if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
+    from recipes.core.sources.prepared_shards import (
+        PrepareRun,
+        PrepareSummary,
+        add_member,
+        local_folder,
+        manifest_problems,
+        write_prepared,
+    )
     from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream, listed_shards
     from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
     from recipes.core.sources.tar_samples import expand_shards, is_shards, read_samples, split_key

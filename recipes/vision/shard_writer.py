@@ -24,7 +24,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from recipes.core import DataError, imaging, skip_or_raise, storage
+from recipes.core import DataError, imaging, skip_or_raise, storage, streams
 from recipes.vision.folder import ImageFolderDataset
 from recipes.vision.shards import IMAGE_MEMBERS
 
@@ -86,8 +86,8 @@ def write_shards(
                     skip_or_raise(DataError(f"{where}: a {kind} image, which a shard does not hold "
                                             f"({'/'.join(IMAGE_MEMBERS)}); convert it"), on_error)
                     continue
-                add_member(tar, f"{row:09d}.{extension}", data)
-                add_member(tar, f"{row:09d}.cls", f"{label}\n".encode())
+                streams.add_member(tar, f"{row:09d}.{extension}", data)
+                streams.add_member(tar, f"{row:09d}.cls", f"{label}\n".encode())
         os.replace(partial, path)
         paths.append(path)
     return paths
@@ -134,10 +134,3 @@ def _manifest(path: Path, root: Path, on_error: str,
         raise ValueError(f"{path}: the labels mix class names and numbers; give every row a name, or every row one")
     index = {name: k for k, name in enumerate(names)}
     return names, ((where, file, index[label]) for where, file, label in kept)
-
-
-def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    """Add ``data`` to ``tar`` as ``name``, with fixed metadata: the same input gives the same bytes."""
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 0  # fixed metadata: reproducible shards
-    tar.addfile(info, io.BytesIO(data))

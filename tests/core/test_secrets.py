@@ -58,6 +58,7 @@ from recipes.core.tokenizing import TruncatingEncoder, load_tokenizer
 from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset, CocoShards
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
+from recipes.vision import prepare as prepare_images
 from recipes.text import (
     InstructionDataset,
     StreamingTextDataset,
@@ -215,6 +216,11 @@ CASES = [
     ("listed-nothing-matched", "listed_shards", "http",
      lambda w: streams.listed_shards(w.url("none/x-*.tar"), w.options, max_member_bytes=2**20)),
     ("is-shards-repr", "is_shards", "http", lambda w: streams.is_shards(w.url("x-000.tar"))),  # answers, raises nothing
+    ("prepare-url", "prepare", "http", lambda w: prepare_images(w.url("photos"), w.local / "prepared")),
+    ("write-prepared-url", "write_prepared", "http",
+     lambda w: streams.write_prepared(w.url("out"), [], None, domain="vision", options={}, source="x")),
+    ("manifest-problems-url", "manifest_problems", "http", lambda w: streams.manifest_problems(w.url("out"))),
+    ("local-folder-url", "local_folder", "http", lambda w: streams.local_folder(w.url("out"), "prepare")),
     ("clip-manifest-url", "SpeechDataset", "http", lambda w: SpeechDataset(w.url("rows.jsonl"))),
     ("clip-folder-url", "AudioFolderDataset", "http", lambda w: AudioFolderDataset(w.url("train"))),
     ("footage-folder-url", "VideoFolderDataset", "http", lambda w: VideoFolderDataset(w.url("train"))),

@@ -17,7 +17,8 @@ from torchvision.transforms.v2 import functional as F
 
 from recipes.core import DataError, SkippedSampleWarning
 from recipes.vision import ImageFolderDataset, ImageShards
-from recipes.vision.prepare_shards import prepare, psnr
+from recipes.core.imaging import psnr
+from recipes.vision import prepare
 from tests.photos import image_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,8 @@ def test_the_copy_is_the_folder_at_a_bounded_size_and_the_same_bytes_whatever_th
         assert psnr(image, F.resize(original, [36, 48], antialias=True)) > 30
     assert one.psnr_median == pytest.approx(min(one.psnr), abs=10) and one.psnr_median > 30
     manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
-    assert manifest["samples"] == 36 and manifest["classes"] == folder.classes and manifest["skipped"] == []
+    assert manifest["samples"] == 36 and manifest["skipped"] == [] and manifest["domain"] == "vision"
+    assert (tmp_path / "one" / "classes.txt").read_text().split() == folder.classes
     assert manifest["options"] == {"max_side": 48, "quality": 90, "samples_per_shard": 10}
     assert [shard["samples"] for shard in manifest["shards"]] == [10, 10, 10, 6]
     kept = prepare(photos, tmp_path / "kept", samples_per_shard=40, workers=1, progress=False)

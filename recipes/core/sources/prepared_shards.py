@@ -1,0 +1,277 @@
+"""A dataset written once as tar shards, deterministic and resumable, with a manifest: what every
+domain's ``prepare`` shares. The domain lists its samples and says how one is written:
+
+    summary = write_prepared(dest, rows, encode_sample, domain="vision", options={"max_side": 320},
+                             source="imagenet/train", samples_per_shard=1000, beside={"classes.txt": names})
+
+``rows`` are ``(key, where, payload)``: a member key, what to call the sample in a message, and what
+``encode(payload, where, options)`` (a module's function, so that worker processes get it) turns into
+``([(extension, bytes), ...], psnr or None, bytes read)``; a DataError or OSError it raises names the sample.
+
+Shard ``k`` holds rows ``k * samples_per_shard`` on, whichever process writes it, so the shards are
+byte-identical for any ``workers``. A shard is written under a temporary name and renamed, then its
+record goes in ``dest/.prepare/``. A run stopped at any point (``kill -9``, a full disk) and started
+again with the same arguments writes only the shards without a record. A destination prepared with
+other options is refused unless ``overwrite``. Last comes ``manifest.json``: per shard its samples,
+bytes and sha256, the samples skipped and why, the source, the options and the library's version;
+:func:`manifest_problems` reads every shard against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import io
+import json
+import multiprocessing
+import os
+import statistics
+import tarfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error
+from recipes.core.sources.storage import shown
+
+RECORDS = ".prepare"  # dest's folder of the options and one record a shard written
+Encode = Callable[[Any, str, dict[str, Any]], tuple[list[tuple[str, bytes]], float | None, int]]
+
+
+@dataclass
+class PrepareSummary:
+    """What :func:`write_prepared` did: samples written and skipped (each with why), bytes read and
+    written, the median PSNR of the re-encoded samples against their sources, and the time."""
+
+    shards: list[Path]
+    samples: int
+    skipped: list[tuple[str, str]]
+    bytes_in: int
+    bytes_out: int
+    reencoded: int
+    psnr_median: float | None
+    seconds: float
+    reused: int = 0  # shards a stopped run had written already
+    psnr: list[float] = field(default_factory=list, repr=False)
+
+    def __str__(self) -> str:
+        quality = "" if self.psnr_median is None else f", median PSNR {self.psnr_median:.1f} dB against the originals"
+        more = len(self.skipped) - 20
+        return "\n".join([
+            f"{self.samples:,} samples in {len(self.shards)} shards ({self.reused} already written), "
+            f"{self.reencoded:,} re-encoded{quality}",
+            f"{_size(self.bytes_in)} read, {_size(self.bytes_out)} written "
+            f"({self.bytes_out / max(self.bytes_in, 1):.0%}), in {self.seconds:.1f} s",
+            f"{len(self.skipped)} skipped" + "".join(f"\n  {where}: {why}" for where, why in self.skipped[:20])
+            + (f"\n  ... and {more} more (manifest.json lists every one)" if more > 0 else ""),
+        ])
+
+
+@dataclass(frozen=True)
+class PrepareRun:
+    """How :func:`write_prepared` runs: ``samples_per_shard`` rows a shard; ``workers`` processes
+    (None: the CPU count; 1: this one); ``on_error`` ``"raise"`` (a sample that does not read stops
+    the run, named) or ``"skip"`` (left out with a warning, named in the summary and the manifest);
+    ``overwrite`` a destination prepared with other options; ``progress``: a progress bar."""
+
+    samples_per_shard: int = 1000
+    workers: int | None = None
+    on_error: str = "raise"
+    overwrite: bool = False
+    progress: bool = True
+
+
+def write_prepared(
+    dest: str | os.PathLike,
+    rows: Sequence[tuple[str, str, Any]],
+    encode: Encode,
+    *,
+    domain: str,
+    options: dict[str, Any],
+    source: Any,
+    beside: dict[str, bytes] | None = None,
+    run: PrepareRun = PrepareRun(),
+) -> PrepareSummary:
+    """Write ``rows`` as ``dest/shard-000000.tar``, ... (see the module docstring), ``encode`` turning
+    each into its members; ``options``: what ``encode`` reads (a destination records them); ``source``:
+    what was read, for the manifest; ``beside``: files written next to the shards (``classes.txt``)."""
+    samples_per_shard, workers, on_error = run.samples_per_shard, run.workers, run.on_error
+    start = time.perf_counter()
+    check_on_error(on_error)
+    if isinstance(samples_per_shard, bool) or not isinstance(samples_per_shard, int) or samples_per_shard < 1:
+        raise ValueError(f"samples_per_shard must be an int >= 1, got {samples_per_shard!r}")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    out, options = Path(dest), {**options, "samples_per_shard": samples_per_shard}
+    local_folder(dest, "write_prepared")
+    records = _claimed(out, {"domain": domain, "options": options}, run.overwrite)
+    for name, data in (beside or {}).items():
+        (out / name).write_bytes(data)
+    chunks = [list(rows[first : first + samples_per_shard]) for first in range(0, len(rows), samples_per_shard)]
+    tasks = [(str(out), number, chunk, encode, options, on_error) for number, chunk in enumerate(chunks)]
+    done = {number: _record(records, number) for number in range(len(tasks))}
+    done = {number: record for number, record in done.items() if record is not None and _whole(out, record)}
+    todo = [task for task in tasks if task[1] not in done]
+    bar = tqdm(total=len(rows), initial=sum(len(chunks[number]) for number in done), unit="sample",
+               desc=f"prepare {domain}", disable=not run.progress, smoothing=0.1)
+    with bar:
+        for record in _run(todo, workers):
+            done[record["number"]] = record
+            bar.update(record["samples"] + len(record["skipped"]))
+    written = [done[number] for number in range(len(tasks))]
+    for record in written:
+        for where, why in record["skipped"]:
+            warnings.warn(f"{where}: {why}; skipped", SkippedSampleWarning, stacklevel=2)
+    _write_json(out / "manifest.json", {
+        "domain": domain, "version": _version(), "source": os.fspath(source), "options": options,
+        "samples": sum(record["samples"] for record in written),
+        "shards": [{name: record[name] for name in ("name", "samples", "bytes", "sha256")} for record in written],
+        "skipped": [pair for record in written for pair in record["skipped"]],
+    })
+    psnr = [value for record in written for value in record["psnr"]]
+    return PrepareSummary(
+        shards=[out / record["name"] for record in written], samples=sum(record["samples"] for record in written),
+        skipped=[tuple(pair) for record in written for pair in record["skipped"]],
+        bytes_in=sum(record["bytes_in"] for record in written), bytes_out=sum(record["bytes"] for record in written),
+        reencoded=len(psnr), psnr_median=statistics.median(psnr) if psnr else None,
+        seconds=time.perf_counter() - start, reused=len(tasks) - len(todo), psnr=psnr,
+    )
+
+
+def manifest_problems(dest: str | os.PathLike) -> tuple[int, list[tuple[str, str]]]:
+    """``(shards listed, [(shard, problem)])``: each shard of ``dest/manifest.json`` read whole against
+    its size and sha256 there (``recipes check`` of a prepared folder)."""
+    out = local_folder(dest, "manifest_problems")
+    listed = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["shards"]
+    problems = []
+    for entry in tqdm(listed, desc="sha256 of the shards", unit="shard", disable=len(listed) < 10):
+        path = out / entry["name"]
+        if not path.is_file():
+            problems.append((str(path), "listed in manifest.json, and missing"))
+        elif path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
+            problems.append((str(path), "its bytes are not those manifest.json lists (size and sha256): the shard "
+                             "was damaged or changed; prepare it again"))
+    return len(listed), problems
+
+
+def local_folder(path: str | os.PathLike, owner: str) -> Path:
+    """``path`` as a local Path; a URL is refused, named without its credentials (prepared shards are
+    written to local disk, then copied to object storage if they are to be read from there)."""
+    text = os.fspath(path)
+    if "://" in text:
+        raise ValueError(f"{owner} writes and reads a local folder, not {shown(text)}: prepare locally, then copy "
+                         "the folder to where it is read from")
+    return Path(text)
+
+
+def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    """Add ``data`` to ``tar`` as ``name``, with fixed metadata: the same input gives the same bytes."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, 0
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[str, Any], str]) -> dict[str, Any]:
+    """Write one shard (``task``: dest, its number, its rows, encode, the options, on_error) and its record."""
+    dest, number, rows, encode, options, on_error = task
+    torch.set_num_threads(1)  # one process a shard: a thread each
+    out = Path(dest)
+    name = f"shard-{number:06d}.tar"
+    partial = out / f"{name}.{os.getpid()}.tmp"
+    record: dict[str, Any] = {"number": number, "name": name, "samples": 0, "skipped": [], "bytes_in": 0, "psnr": []}
+    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
+        for key, where, payload in rows:
+            try:
+                members, psnr, read = encode(payload, where, options)
+            except (DataError, OSError) as error:
+                error = error if isinstance(error, DataError) else DataError(f"{where}: cannot read it ({error})")
+                if on_error == "raise":
+                    raise error
+                record["skipped"].append([where, str(error).removeprefix(f"{where}: ")])
+                continue
+            for extension, data in members:
+                add_member(tar, f"{key}.{extension}", data)
+            record["samples"] += 1
+            record["bytes_in"] += read
+            if psnr is not None:
+                record["psnr"].append(psnr)
+    record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
+    os.replace(partial, out / name)
+    _write_json(out / RECORDS / f"{name}.json", record)  # after the shard: a record means a whole shard
+    return record
+
+
+def _run(tasks: list[Any], workers: int) -> Any:
+    """The records of ``tasks`` as they finish, in ``workers`` processes (1: this one)."""
+    if workers == 1 or len(tasks) <= 1:
+        yield from map(_write_shard, tasks)
+        return
+    with multiprocessing.Pool(min(workers, len(tasks))) as pool:
+        yield from pool.imap_unordered(_write_shard, tasks)
+
+
+def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
+    """``out``'s records folder, made for ``claim`` (domain and options); other options are refused
+    unless ``overwrite``, which removes what they wrote. Temporary files of a stopped run are removed."""
+    records = out / RECORDS
+    given = records / "options.json"
+    if given.exists():
+        earlier = json.loads(given.read_text(encoding="utf-8"))
+        if earlier != claim and not overwrite:
+            was = earlier.get("options", {})
+            changed = [f"{name}={was.get(name)!r}" for name, now in claim["options"].items() if was.get(name) != now]
+            raise ValueError(f"{out} was prepared with other options ({', '.join(changed) or earlier}); pass "
+                             "overwrite=True (--overwrite) to replace it, or another destination")
+        if earlier != claim:
+            for path in [*out.glob("shard-*.tar"), *records.glob("*.json"), out / "manifest.json"]:
+                path.unlink(missing_ok=True)
+    for path in [*out.glob("*.tmp"), *records.glob("*.tmp")]:  # a stopped run's, never under a final name
+        path.unlink()
+    records.mkdir(parents=True, exist_ok=True)
+    _write_json(given, claim)
+    return records
+
+
+def _record(records: Path, number: int) -> dict[str, Any] | None:
+    try:
+        return json.loads((records / f"shard-{number:06d}.tar.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _whole(out: Path, record: dict[str, Any]) -> bool:
+    """Whether the record's shard is there with its size (its sha256 is :func:`manifest_problems`' to read)."""
+    path = out / record["name"]
+    return path.is_file() and path.stat().st_size == record["bytes"]
+
+
+def _version() -> str | None:
+    try:  # the library that wrote it; a copy of a recipe without the package installed has none
+        return importlib.metadata.version("dataloader-recipes")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _write_json(path: Path, value: Any) -> None:
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.1f} MiB" if count >= 2**20 else f"{count / 2**10:,.1f} KiB"
