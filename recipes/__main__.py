@@ -204,21 +204,24 @@ def build_parser() -> argparse.ArgumentParser:
         description=_wrap("Write SOURCE into DEST (made if missing) as the shards the domain's loaders read. vision: "
         "an image folder, or a CSV / JSONL of path,label; each image is re-encoded as a JPEG whose longer side "
         "is at most --max-side (never enlarged; a JPEG within it keeps its bytes), read as ImageShards(DEST, "
-        "classes=DEST/classes.txt). The same SOURCE and options give the same bytes whatever --workers; a run "
+        "classes=DEST/classes.txt). detection: a COCO instances file and its --image-root, the boxes, areas and "
+        "masks scaled with their image, read as CocoShards(DEST, categories=DEST/categories.json). The same "
+        "SOURCE and options give the same bytes whatever --workers; a run "
         "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
         "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded images; "
         "DEST/manifest.json lists each shard's samples, bytes and sha256."),
     )
-    prepare.add_argument("domain", choices=("vision",), metavar="DOMAIN", help="vision")
-    prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: an image folder, or a "
-                         ".csv / .jsonl manifest of path,label")
+    prepare.add_argument("domain", choices=("vision", "detection"), metavar="DOMAIN", help="vision or detection")
+    prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
+                         "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root)")
     prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
     prepare.add_argument("--max-side", type=int, default=0, metavar="PX",
                          help="the longest side an image keeps (default 0: every file's own bytes)")
     prepare.add_argument("--quality", type=int, default=90, metavar="Q", help="JPEG quality, 1-95 (default 90)")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
     prepare.add_argument("--image-root", type=_local_path, metavar="DIR",
-                         help="folder a manifest's paths are relative to (default: the manifest's)")
+                         help="folder the image paths are relative to (vision: default the manifest's; detection: "
+                         "required)")
     prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
     prepare.add_argument("--on-error", choices=("raise", "skip"), default="raise", help="an image that does not "
                          "read: stop, naming it (raise, the default), or leave it out, named in the summary (skip)")

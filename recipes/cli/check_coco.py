@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from recipes.cli.check_files import inspect_images, summarize_images
+from recipes.cli.check_files import check_manifest, inspect_images, summarize_images
 from recipes.cli.report import Report, spread
 from recipes.core.contracts.errors import DataError
 from recipes.core.sources.paths import resolve_under
@@ -211,6 +211,7 @@ def check_coco_shards(path: Path, categories: Path | None = None, *, progress: b
             report.add(where, reason)
     names = shards.categories or {}
     report.summary["shards"] = len(shards.shards)
+    check_manifest(report, path)
     report.summary["decoded"] = f"{images} images, {sum(labels.values())} boxes"
     by_category = {names.get(label, f"id {label}"): labels[label] for label in sorted(labels)}
     report.summary["boxes by category"] = by_category or "none"

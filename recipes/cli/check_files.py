@@ -162,17 +162,23 @@ def check_image_shards(path: Path, *, progress: bool = True) -> Report:
             where, _, reason = str(warning.message).removeprefix("skipped: ").partition(": ")
             report.add(where, reason)
     report.summary["shards"] = len(shards.shards)
-    if path.is_dir() and (path / "manifest.json").is_file():  # recipes prepare wrote it: each shard's sha256
+    check_manifest(report, path)
+    report.summary["decoded"] = f"{sum(labels.values())} samples"
+    classes = shards.classes or [str(label) for label in range(max(labels, default=-1) + 1)]
+    report.summary["classes"] = {classes[label]: labels[label] for label in sorted(labels)} or "none"
+    return report
+
+
+def check_manifest(report: Report, path: Path) -> None:
+    """Each shard of the ``manifest.json`` that ``recipes prepare`` wrote beside them read against its
+    sha256, into ``report``; nothing where there is none."""
+    if path.is_dir() and (path / "manifest.json").is_file():
         from recipes.core import streams
 
         listed, damaged = streams.manifest_problems(path)
         for shard, problem in damaged:
             report.add(shard, problem)
         report.summary["manifest"] = f"{listed - len(damaged)} of {listed} shards as manifest.json lists them (sha256)"
-    report.summary["decoded"] = f"{sum(labels.values())} samples"
-    classes = shards.classes or [str(label) for label in range(max(labels, default=-1) + 1)]
-    report.summary["classes"] = {classes[label]: labels[label] for label in sorted(labels)} or "none"
-    return report
 
 
 def check_folder(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:

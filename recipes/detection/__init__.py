@@ -6,7 +6,8 @@ an aspect-ratio grouped loader, and COCO box evaluation.
 The folder owns what only detection uses: ``coco.py`` (the dataset), ``coco_files.py`` (reading
 the file, decoding masks), ``coco_index.py`` (the checked index), ``loader.py`` (collate functions
 and the loader), ``evaluate.py`` (COCOeval), ``shards.py`` (:class:`CocoShards`, the same items
-from WebDataset tar shards) and ``shard_writer.py`` (:func:`write_shards`, a COCO file as them).
+from WebDataset tar shards), ``shard_writer.py`` (:func:`write_shards`, a COCO file as them) and
+``prepare_shards.py`` (:func:`prepare`, a training-ready copy at a bounded size, boxes and masks scaled).
 It imports only ``recipes.core``: images, paths, storage, errors, the sampler and its plans, shard
 streams. ``python -m recipes copy detection DEST`` copies the folder into a project to edit.
 """
@@ -24,8 +25,10 @@ from recipes.detection.loader import (
     padded_detection_collate,
 )
 
-SHARD_NAMES = {"CocoShards": "recipes.detection.shards", "write_shards": "recipes.detection.shard_writer"}
+SHARD_NAMES = {"CocoShards": "recipes.detection.shards", "write_shards": "recipes.detection.shard_writer",
+               "prepare": "recipes.detection.prepare_shards"}
 if TYPE_CHECKING:  # loaded on first use, by __getattr__ below
+    from recipes.detection.prepare_shards import prepare
     from recipes.detection.shard_writer import write_shards
     from recipes.detection.shards import CocoShards
 
@@ -40,6 +43,7 @@ __all__ = [
     "detection_loader",
     "evaluate",
     "padded_detection_collate",
+    "prepare",
     "to_coco_results",
     "write_shards",
 ]
