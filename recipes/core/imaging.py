@@ -25,6 +25,7 @@ HOMES = {
     "encode_image": "pixels.device_decode",
     "pack_images": "pixels.device_decode",
     "with_decode": "pixels.device_decode",
+    "EXTENSION_OF_FORMAT": "pixels.reencode",
     "psnr": "pixels.reencode",
     "resized_jpeg": "pixels.reencode",
 }
@@ -41,4 +42,4 @@ if TYPE_CHECKING:  # where each name lives, for static readers
         with_decode,
     )
     from recipes.core.pixels.images import MAX_PIXELS, image_size, open_image, read_file
-    from recipes.core.pixels.reencode import psnr, resized_jpeg
+    from recipes.core.pixels.reencode import EXTENSION_OF_FORMAT, psnr, resized_jpeg

@@ -14,17 +14,13 @@ renamed, and byte-identical for the same input, as :func:`recipes.vision.write_s
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tarfile
 from pathlib import Path
 
-from recipes.core import DataError, imaging, skip_or_raise, storage
+from recipes.core import DataError, imaging, skip_or_raise, storage, streams
 from recipes.detection.coco import CocoDataset
-
-EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
-
 
 def write_shards(
     image_root: str | os.PathLike,
@@ -68,15 +64,9 @@ def write_shards(
                     continue
                 target = {"image_id": image_id, "width": image["width"], "height": image["height"],
                           "annotations": by_image.get(image_id, [])}
-                extension = EXTENSION_OF_FORMAT.get(kind, Path(image["file_name"]).suffix.lower().lstrip("."))
-                _add(tar, f"{image_id:012d}.{extension}", data)
-                _add(tar, f"{image_id:012d}.json", json.dumps(target, sort_keys=True).encode())
+                extension = imaging.EXTENSION_OF_FORMAT.get(kind, Path(image["file_name"]).suffix.lower().lstrip("."))
+                streams.add_member(tar, f"{image_id:012d}.{extension}", data)
+                streams.add_member(tar, f"{image_id:012d}.json", json.dumps(target, sort_keys=True).encode())
         os.replace(partial, path)
         paths.append(path)
     return paths
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 0  # fixed metadata: reproducible shards
-    tar.addfile(info, io.BytesIO(data))

@@ -28,9 +28,6 @@ from recipes.core import DataError, imaging, skip_or_raise, storage, streams
 from recipes.vision.folder import ImageFolderDataset
 from recipes.vision.shards import IMAGE_MEMBERS
 
-# PIL's format name -> the extension a shard member gets, whatever the source file was called
-EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
-
 
 def write_shards(
     source: str | os.PathLike,
@@ -81,7 +78,7 @@ def write_shards(
                 except OSError as error:
                     skip_or_raise(DataError(f"{where}: cannot read it ({error})"), on_error)
                     continue
-                extension = EXTENSION_OF_FORMAT.get(kind, Path(file).suffix.lower().lstrip("."))
+                extension = imaging.EXTENSION_OF_FORMAT.get(kind, Path(file).suffix.lower().lstrip("."))
                 if extension not in IMAGE_MEMBERS:
                     skip_or_raise(DataError(f"{where}: a {kind} image, which a shard does not hold "
                                             f"({'/'.join(IMAGE_MEMBERS)}); convert it"), on_error)
