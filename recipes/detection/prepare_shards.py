@@ -27,8 +27,8 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 from recipes.core import imaging, storage, streams
-from recipes.detection.coco import CocoDataset
 from recipes.detection.coco_files import decode_masks
+from recipes.detection.shard_writer import coco_samples
 
 __all__ = ["encode_sample", "prepare", "scaled_annotation"]
 
@@ -63,18 +63,12 @@ def prepare(
         raise ValueError(f"quality must be an int in [1, 95] (PIL's JPEG range), got {quality!r}")
     for path in (image_root, ann_file, dest):
         streams.local_folder(path, "prepare")
-    checked = CocoDataset(image_root, ann_file, on_error=on_error)  # the file as the dataset reads it
-    doc = json.loads(storage.read_bytes(ann_file))
-    by_image: dict[int, list] = {}
-    for annotation in doc.get("annotations", []):
-        by_image.setdefault(annotation["image_id"], []).append(annotation)
-    images = {image["id"]: image for image in doc["images"]}
+    doc, samples = coco_samples(image_root, ann_file, on_error)
     rows = []
-    for image_id in checked.image_ids.tolist():
-        image = images[image_id]
+    for image_id, image, listed in samples:
         where = f"{storage.shown(ann_file)} image id {image_id} ({image['file_name']})"
         file = os.path.join(os.fspath(image_root), image["file_name"])  # checked under the root by CocoDataset
-        rows.append((f"{image_id:012d}", where, (file, image, by_image.get(image_id, []))))
+        rows.append((f"{image_id:012d}", where, (file, image, listed)))
     beside = {"categories.json": (json.dumps({"categories": doc["categories"]}, sort_keys=True) + "\n").encode()}
     return streams.write_prepared(dest, rows, encode_sample, domain="detection",
                                   options={"max_side": max_side, "quality": quality}, source=ann_file, beside=beside,

@@ -18,6 +18,7 @@ import json
 import os
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from recipes.core import DataError, imaging, skip_or_raise, storage, streams
 from recipes.detection.coco import CocoDataset
@@ -35,23 +36,16 @@ def write_shards(
     ``dest/<prefix>-000000.tar``, ... and ``dest/categories.json``; returns the shard paths, in order."""
     if samples_per_shard < 1:
         raise ValueError(f"samples_per_shard must be >= 1, got {samples_per_shard}")
-    checked = CocoDataset(image_root, ann_file, on_error=on_error)  # the file as the dataset reads it
-    doc = json.loads(storage.read_bytes(ann_file))
-    by_image: dict[int, list] = {}
-    for annotation in doc.get("annotations", []):
-        by_image.setdefault(annotation["image_id"], []).append(annotation)
-    images = {image["id"]: image for image in doc["images"]}
+    doc, samples = coco_samples(image_root, ann_file, on_error)
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
     (out / "categories.json").write_text(json.dumps({"categories": doc["categories"]}, sort_keys=True) + "\n")
-    ids = checked.image_ids.tolist()
     paths = []
-    for first in range(0, len(ids), samples_per_shard):
+    for first in range(0, len(samples), samples_per_shard):
         path = out / f"{prefix}-{len(paths):06d}.tar"
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            for image_id in ids[first : first + samples_per_shard]:
-                image = images[image_id]
+            for image_id, image, listed in samples[first : first + samples_per_shard]:
                 where = f"{storage.shown(ann_file)} image id {image_id} ({image['file_name']})"
                 try:
                     data = storage.resolve_under(image_root, image["file_name"], source=where).read_bytes()
@@ -63,10 +57,23 @@ def write_shards(
                     skip_or_raise(DataError(f"{where}: cannot read it ({error})"), on_error)
                     continue
                 target = {"image_id": image_id, "width": image["width"], "height": image["height"],
-                          "annotations": by_image.get(image_id, [])}
+                          "annotations": listed}
                 extension = imaging.EXTENSION_OF_FORMAT.get(kind, Path(image["file_name"]).suffix.lower().lstrip("."))
                 streams.add_member(tar, f"{image_id:012d}.{extension}", data)
                 streams.add_member(tar, f"{image_id:012d}.json", json.dumps(target, sort_keys=True).encode())
         os.replace(partial, path)
         paths.append(path)
     return paths
+
+
+def coco_samples(image_root: str | os.PathLike, ann_file: str | os.PathLike,
+                 on_error: str) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any], list[dict[str, Any]]]]]:
+    """``(the file, [(image id, its image entry, its annotations as the file holds them)])``, the
+    images in id order as ``CocoDataset`` checks and keeps them (those without annotations too)."""
+    checked = CocoDataset(image_root, ann_file, on_error=on_error)  # the file as the dataset reads it
+    doc = json.loads(storage.read_bytes(ann_file))
+    by_image: dict[int, list] = {}
+    for annotation in doc.get("annotations", []):
+        by_image.setdefault(annotation["image_id"], []).append(annotation)
+    images = {image["id"]: image for image in doc["images"]}
+    return doc, [(image_id, images[image_id], by_image.get(image_id, [])) for image_id in checked.image_ids.tolist()]
