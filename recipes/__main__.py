@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded images; "
         "DEST/manifest.json lists each shard's samples, bytes and sha256."),
     )
-    prepare.add_argument("domain", choices=("vision", "detection"), metavar="DOMAIN", help="vision or detection")
+    preparing = tuple(entry.name for entry in REGISTRY if entry.prepare)
+    prepare.add_argument("domain", choices=preparing, metavar="DOMAIN", help=f"one of {', '.join(preparing)}")
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
                          "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root)")
     prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")

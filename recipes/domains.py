@@ -25,8 +25,10 @@ PIECES = {
                 "fixtures/README.md",
     "check": "check(options, *, workers, progress) -> Report, what `recipes check` runs on PATH",
     "show": "show(batch, dataset, options, indices, *, train) -> (picture, notes), what `recipes show` draws",
+    "prepare": "prepare_path(source, dest, *, image_root, **options) -> (summary, how to read it), what "
+               "`recipes prepare` runs",
 }
-OPTIONAL = ("check", "show")  # pieces an entry may leave out: the command then says it has none for it
+OPTIONAL = ("check", "show", "prepare")  # pieces an entry may leave out: the command then says it has none for it
 # the CLI's dataset options an entry may read (its help lists the domains that do)
 OPTIONS = ("tokenizer", "image_root", "size", "max_length", "text_field", "label_field", "image_field",
            "caption_field", "max_seconds", "clip_seconds")
@@ -41,8 +43,8 @@ class Domain:
         name: the folder and the word; no test outside ``tests/<name>/`` says it.
         nickname: what tests elsewhere call its data (``"images"`` for vision).
         paths: what PATH is for the CLI, one help line (a second one starts with a newline).
-        loader, demo, opens, fixtures, check, show: ``"module:attribute"`` of each piece (check and
-            show may be None: ``recipes check`` / ``show`` then say they have none for it).
+        loader, demo, opens, fixtures, check, show, prepare: ``"module:attribute"`` of each piece (check,
+            show and prepare may be None: the command then says it has none for it).
         shows: what ``recipes show`` draws of a batch, a phrase of its help.
         composes: the domains it may import (multimodal composes vision and text); none else may.
         reads: which of ``OPTIONS`` (``--tokenizer``, ``--image-root``, ``--size``...) it reads.
@@ -57,6 +59,7 @@ class Domain:
     fixtures: str
     check: str | None = None
     show: str | None = None
+    prepare: str | None = None
     shows: str = ""
     composes: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
@@ -111,7 +114,7 @@ REGISTRY = (
         loader="recipes.vision:vision_loader", demo="recipes.vision.demo:build",
         opens="recipes.vision.demo:open_path", fixtures="recipes.vision.fixtures:write_vision",
         check="recipes.cli.check_files:check_folder", show="recipes.cli.show:show_classes",
-        shows="an image grid with class and file names", reads=("size",),
+        prepare="recipes.vision.demo:prepare_path", shows="an image grid with class and file names", reads=("size",),
     ),
     Domain(
         "text", "tokens", "a file: .txt / .jsonl / .csv / .parquet (a .txt holds a line a sample)",
@@ -130,6 +133,7 @@ REGISTRY = (
         loader="recipes.detection:detection_loader", demo="recipes.detection.demo:build",
         opens="recipes.detection.demo:open_path", fixtures="recipes.detection.fixtures:write_detection",
         check="recipes.cli.check_coco:check_instances", show="recipes.cli.show:show_boxes",
+        prepare="recipes.detection.demo:prepare_path",
         shows="each image with its boxes (torchvision's draw_bounding_boxes), category names on boxes of their "
               "colour inside the image, crowd regions hatched",
         reads=("image_root",),

@@ -38,3 +38,11 @@ def open_path(options: Any, *, train: bool) -> ImageFolderDataset | Any:
         return ImageShards(str(options.path), transform=transform, classes=names if names.is_file() else None,
                            on_error=options.on_error)
     return ImageFolderDataset(options.path, transform, on_error=options.on_error)
+
+
+def prepare_path(source: Path, dest: Path, *, image_root: Path | None, **options: Any) -> tuple[Any, str]:
+    """``recipes prepare vision SOURCE DEST``: :func:`recipes.vision.prepare`, and how to read what it wrote."""
+    from recipes.vision import prepare
+
+    summary = prepare(source, dest, image_root=image_root, **options)
+    return summary, f"recipes.vision.ImageShards({str(dest)!r}, classes={str(dest / 'classes.txt')!r})"
