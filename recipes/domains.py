@@ -145,6 +145,7 @@ REGISTRY = (
         loader="recipes.multimodal:multimodal_loader", demo="recipes.multimodal.demo:build",
         opens="recipes.multimodal.demo:open_path", fixtures="recipes.multimodal.fixtures:write_multimodal",
         check="recipes.cli.check_data:check_manifest", show="recipes.cli.show:show_captions",
+        prepare="recipes.multimodal.demo:prepare_path",
         shows="images with their file names and the captions their token ids decode to",
         composes=("vision", "text"),
         reads=("tokenizer", "image_root", "size", "max_length", "image_field", "caption_field"),

@@ -13,6 +13,7 @@ files are checked in :mod:`recipes.cli.check_coco` (``check_coco`` is importable
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -21,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from recipes.cli.check_coco import BOX_TOLERANCE, check_coco  # noqa: F401  (re-exported: importable from here too)
+from recipes.cli.check_files import check_manifest as check_files_manifest
 from recipes.cli.check_files import inspect_images, summarize_images
 from recipes.cli.report import Report, collect_skipped, counts, spread
 from recipes.core.contracts.errors import DataError
 from recipes.core.sources.paths import resolve_under
+from recipes.core.sources.tar_samples import is_shards
 
 COMMON_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
@@ -197,11 +200,40 @@ def check_lines(options: Any, *, workers: int | None = None, progress: bool = Tr
 
 def check_manifest(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
     """``recipes check`` of the caption manifest the CLI's ``options`` name (:func:`check_captions`),
-    its captions cut at ``--max-length`` (CLIP's 77 by default)."""
+    its captions cut at ``--max-length`` (CLIP's 77 by default); or of tar shards
+    (:func:`check_caption_shards`)."""
+    if is_shards(options.path):
+        return check_caption_shards(options.path, options.tokenizer_path(), progress=progress)
     return check_captions(options.path, _optional_tokenizer(options), image_root=options.image_root,
                           max_length=77 if options.max_length is None else options.max_length,
                           workers=workers, progress=progress, image_field=options.image_field,
                           caption_field=options.caption_field)
+
+
+def check_caption_shards(path: Path, tokenizer: Any, *, progress: bool = True) -> Report:
+    """Tar shards (a shard, or a folder of them) as :class:`recipes.multimodal.ImageTextShards` reads
+    them: each sample's image decoded with ``strict_decode`` and its captions read, in this process;
+    each sample the reader would skip is a problem named by shard and key. A ``manifest.json``
+    (``recipes prepare``) has each shard's bytes checked against its sha256."""
+    from tqdm.auto import tqdm
+
+    from recipes.core import ReadOptions, SkippedSampleWarning, StreamOrder
+    from recipes.multimodal.shards import ImageTextShards
+
+    report = Report("multimodal", str(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedSampleWarning)
+        shards = ImageTextShards(str(path), tokenizer, on_error="skip", order=StreamOrder(seed=0, rank=0, world_size=1),
+                                 read_options=ReadOptions(strict_decode=True))
+        decoded = sum(1 for _ in tqdm(shards, disable=not progress, desc="decoding shards", unit="img"))
+    for warning in caught:
+        if issubclass(warning.category, SkippedSampleWarning):
+            where, _, reason = str(warning.message).removeprefix("skipped: ").partition(": ")
+            report.add(where, reason)
+    report.summary["shards"] = len(shards.shards)
+    check_files_manifest(report, path)
+    report.summary["decoded"] = f"{decoded} samples"
+    return report
 
 
 def _optional_tokenizer(options: Any) -> Any:

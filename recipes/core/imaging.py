@@ -27,6 +27,7 @@ HOMES = {
     "with_decode": "pixels.device_decode",
     "EXTENSION_OF_FORMAT": "pixels.reencode",
     "psnr": "pixels.reencode",
+    "reencode_options": "pixels.reencode",
     "resized_jpeg": "pixels.reencode",
 }
 __all__ = sorted(HOMES)
@@ -42,4 +43,4 @@ if TYPE_CHECKING:  # where each name lives, for static readers
         with_decode,
     )
     from recipes.core.pixels.images import MAX_PIXELS, image_size, open_image, read_file
-    from recipes.core.pixels.reencode import EXTENSION_OF_FORMAT, psnr, resized_jpeg
+    from recipes.core.pixels.reencode import EXTENSION_OF_FORMAT, psnr, reencode_options, resized_jpeg

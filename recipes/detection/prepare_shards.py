@@ -57,10 +57,7 @@ def prepare(
         samples_per_shard, workers, on_error, overwrite, progress: as :func:`recipes.vision.prepare`
             takes them (:class:`recipes.core.streams.PrepareRun`).
     """
-    if isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 0:
-        raise ValueError(f"max_side must be an int >= 0 (0 keeps the files' bytes), got {max_side!r}")
-    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 95:
-        raise ValueError(f"quality must be an int in [1, 95] (PIL's JPEG range), got {quality!r}")
+    options = imaging.reencode_options(max_side, quality)
     for path in (image_root, ann_file, dest):
         streams.local_folder(path, "prepare")
     doc, samples = coco_samples(image_root, ann_file, on_error)
@@ -71,7 +68,7 @@ def prepare(
         rows.append((f"{image_id:012d}", where, (file, image, listed)))
     beside = {"categories.json": (json.dumps({"categories": doc["categories"]}, sort_keys=True) + "\n").encode()}
     return streams.write_prepared(dest, rows, encode_sample, domain="detection",
-                                  options={"max_side": max_side, "quality": quality}, source=ann_file, beside=beside,
+                                  options=options, source=ann_file, beside=beside,
                                   run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress))
 
 

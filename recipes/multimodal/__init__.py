@@ -6,6 +6,8 @@
 - ``shards``: :class:`ImageTextShards` (WebDataset tar shards, rank x worker split) and
   :func:`expand_shards` (shard lists, globs, ``{000..099}`` ranges).
 - ``shard_writer``: :func:`write_shards` (manifest -> shards; also a command line).
+- ``prepare_shards``: :func:`prepare` (a training-ready copy: images re-encoded once at a bounded
+  size beside their captions, in those shards, with a manifest; ``recipes prepare multimodal``).
 - What only multimodal uses: ``caption_files`` (caption manifests, COCO captions),
   ``parquet_captions`` (Parquet captions and embedded images), ``tar_shards`` (the WebDataset
   sample layout the reader and the writer share).
@@ -22,6 +24,7 @@ from recipes.multimodal.pairs import (
     multimodal_collate,
     multimodal_loader,
 )
+from recipes.multimodal.prepare_shards import prepare
 from recipes.multimodal.shard_writer import write_shards
 from recipes.multimodal.shards import ImageTextShards, expand_shards
 
@@ -34,5 +37,6 @@ __all__ = [
     "expand_shards",
     "multimodal_collate",
     "multimodal_loader",
+    "prepare",
     "write_shards",
 ]

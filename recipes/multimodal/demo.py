@@ -42,3 +42,11 @@ def open_path(options: Any, *, train: bool) -> ImageTextDataset:
         return ImageTextDataset(options.path, options.tokenizer_path(), **common)
     columns = {"image_field": options.image_field, "caption_field": options.caption_field}
     return ImageTextDataset.from_parquet(options.path, options.tokenizer_path(), **columns, **common)
+
+
+def prepare_path(source: Path, dest: Path, *, image_root: Path | None, **options: Any) -> tuple[Any, str]:
+    """``recipes prepare multimodal MANIFEST DEST``: :func:`recipes.multimodal.prepare`, and how to read what it wrote."""
+    from recipes.multimodal.prepare_shards import prepare
+
+    summary = prepare(source, dest, image_root=image_root, **options)
+    return summary, f"recipes.multimodal.ImageTextShards({str(dest)!r}, tokenizer)"

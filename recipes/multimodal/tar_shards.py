@@ -24,8 +24,6 @@ from recipes.text.corpus_files import is_unicode
 
 # The member extensions read as the sample's image, in order of preference.
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")
-# PIL's format name -> the extension a shard member gets, whatever the source file was called.
-EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
 # A member is read whole into memory, and a tar header (or a sparse or gzipped member) can claim
 # any size: refuse more than any image under the pixel limit needs, before reading a byte of it.
 MAX_MEMBER_BYTES = 512 * 2**20

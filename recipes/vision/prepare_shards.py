@@ -57,16 +57,13 @@ def prepare(
         overwrite: replace a destination prepared with other options.
         progress: show a progress bar (samples/s and time left).
     """
-    if isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 0:
-        raise ValueError(f"max_side must be an int >= 0 (0 keeps the files' bytes), got {max_side!r}")
-    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 95:
-        raise ValueError(f"quality must be an int in [1, 95] (PIL's JPEG range), got {quality!r}")
+    options = imaging.reencode_options(max_side, quality)
     streams.local_folder(source, "prepare")
     classes, listed = source_rows(source, image_root, on_error, owner="prepare")
     rows = [(f"{row:09d}", where, (file, label)) for row, (where, file, label) in enumerate(listed)]
     beside = {} if classes is None else {"classes.txt": "".join(f"{name}\n" for name in classes).encode()}
     return streams.write_prepared(
-        dest, rows, encode_image, domain="vision", options={"max_side": max_side, "quality": quality},
+        dest, rows, encode_image, domain="vision", options=options,
         source=source, beside=beside, run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress),
     )
 

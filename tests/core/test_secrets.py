@@ -59,6 +59,7 @@ from recipes.audio import AudioFolderDataset, AudioShards, SpeechDataset
 from recipes.detection import CocoDataset, CocoShards
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
 from recipes.vision import prepare as prepare_images
+from recipes.multimodal import prepare as prepare_pairs
 from recipes.text import (
     InstructionDataset,
     StreamingTextDataset,
@@ -217,6 +218,7 @@ CASES = [
      lambda w: streams.listed_shards(w.url("none/x-*.tar"), w.options, max_member_bytes=2**20)),
     ("is-shards-repr", "is_shards", "http", lambda w: streams.is_shards(w.url("x-000.tar"))),  # answers, raises nothing
     ("prepare-url", "prepare", "http", lambda w: prepare_images(w.url("photos"), w.local / "prepared")),
+    ("prepare-pairs-url", "prepare", "http", lambda w: prepare_pairs(w.url("rows.jsonl"), w.local / "prepared")),
     ("write-prepared-url", "write_prepared", "http",
      lambda w: streams.write_prepared(w.url("out"), [], None, domain="vision", options={}, source="x")),
     ("manifest-problems-url", "manifest_problems", "http", lambda w: streams.manifest_problems(w.url("out"))),

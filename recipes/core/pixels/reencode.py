@@ -25,6 +25,16 @@ from recipes.core.pixels.images import decode_image, open_image
 EXTENSION_OF_FORMAT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "BMP": "bmp", "GIF": "gif", "TIFF": "tif"}
 
 
+def reencode_options(max_side: int, quality: int) -> dict[str, int]:
+    """``{"max_side": ..., "quality": ...}`` for :func:`resized_jpeg`, checked: what every image
+    domain's ``prepare`` records in its manifest. A ValueError names the bad value."""
+    if isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 0:
+        raise ValueError(f"max_side must be an int >= 0 (0 keeps the files' bytes), got {max_side!r}")
+    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 95:
+        raise ValueError(f"quality must be an int in [1, 95] (PIL's JPEG range), got {quality!r}")
+    return {"max_side": max_side, "quality": quality}
+
+
 def resized_jpeg(data: bytes, where: str, max_side: int, quality: int) -> tuple[bytes, str, float | None,
                                                                                  tuple[int, int] | None]:
     """``(bytes, extension, PSNR, (height, width))`` of the image ``data`` as the module docstring
