@@ -49,7 +49,7 @@ from recipes.detection.coco_index import index_instances
 
 IMAGE_MEMBERS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")  # a sample's image, as extensions
 MAX_MEMBER_BYTES = 512 * 2**20  # a member is read whole: more than any image under the pixel limit needs
-SHARDS_READ_OPTIONS = ("strict_annotations", "strict_decode", "cache_limit_bytes", "verify_cache")
+SHARDS_READ_OPTIONS = ("strict_annotations", "strict_decode", "cache_limit_bytes", "verify_cache", "verify_shards")
 
 
 class CocoShards(streams.ShardStream):
@@ -67,7 +67,7 @@ class CocoShards(streams.ShardStream):
         storage_options: passed to fsspec for URL shards; never shown.
         cache_dir: keep remote shards here once read whole, so that later epochs read local disk.
         read_options: a :class:`recipes.core.ReadOptions`; this reads its ``strict_annotations``,
-            ``strict_decode``, ``cache_limit_bytes`` and ``verify_cache``.
+            ``strict_decode``, ``cache_limit_bytes``, ``verify_cache`` and ``verify_shards`` (a prepared folder's sha256s).
     """
 
     max_member_bytes = MAX_MEMBER_BYTES
@@ -99,7 +99,7 @@ class CocoShards(streams.ShardStream):
         self.strict, self.strict_decode = options.strict_annotations, options.strict_decode
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
         listed = functools.partial(streams.listed_shards, paths, storage_options, max_member_bytes=MAX_MEMBER_BYTES,
-                                   cache_dir=cache_dir)
+                                   cache_dir=cache_dir, verify=options.verify_shards)
         self.shards, self.index = ranks.shared_result(listed, order.rank, order.world_size)
         self.storage_options, self.on_error = storage_options, check_on_error(on_error)
         self.shuffle_buffer = order.shuffle_buffer

@@ -26,6 +26,7 @@ Why a tar walk of its own and not the webdataset package: benchmarks/README.md (
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -55,7 +56,7 @@ from recipes.multimodal.pairs import caption_pad_id
 from recipes.multimodal.tar_shards import IMAGE_EXTENSIONS, MAX_MEMBER_BYTES, read_captions, read_samples
 
 CAPTION_CHOICES = ("random", "first", "all")
-SHARDS_READ_OPTIONS = ("strict_decode", "truncation", "cache_limit_bytes", "verify_cache")
+SHARDS_READ_OPTIONS = ("strict_decode", "truncation", "cache_limit_bytes", "verify_cache", "verify_shards")
 
 
 class ImageTextShards(streams.ShardStream):
@@ -86,9 +87,9 @@ class ImageTextShards(streams.ShardStream):
             ``seed`` shared by all ranks (None draws one), and a rank and world size to use
             instead of ``torch.distributed``'s.
         read_options: a :class:`recipes.core.ReadOptions`; this reads its
-            ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound, least
-            recently used out) and ``verify_cache`` (each cached shard's CRC-32 at every open, not
-            only its size and modification time; a copy that differs is fetched again).
+            ``strict_decode``, ``truncation``, ``cache_limit_bytes`` (the cache's bound), ``verify_cache``
+            (each cached shard's CRC-32 at every open; a copy that differs is fetched again) and
+            ``verify_shards`` (a prepared folder's shards against its manifest's sha256s).
     """
 
     def __init__(
@@ -111,8 +112,8 @@ class ImageTextShards(streams.ShardStream):
         if captions not in CAPTION_CHOICES:
             raise ValueError(f"captions must be one of {CAPTION_CHOICES}, got {captions!r}")
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
-        self.shards, self.index = ranks.shared_result(lambda: listed_and_indexed(paths, storage_options, cache_dir),
-                                                      rank, world_size)
+        listed = functools.partial(listed_and_indexed, paths, storage_options, cache_dir, options.verify_shards)
+        self.shards, self.index = ranks.shared_result(listed, rank, world_size)
         self.storage_options = storage_options
         self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes,
                                                                      verify=options.verify_cache)
@@ -169,14 +170,12 @@ class ImageTextShards(streams.ShardStream):
 
 
 def listed_and_indexed(
-    paths: Any, storage_options: dict[str, Any] | None, cache_dir: str | os.PathLike | None = None
+    paths: Any, storage_options: dict[str, Any] | None, cache_dir: str | os.PathLike | None = None, verify: bool = False
 ) -> tuple[list[str], streams.ShardIndex]:
-    """The shard list and where each shard's samples start (one walk of the headers, or the copy
-    kept in ``cache_dir``)."""
-    shards = streams.expand_shards(paths, storage_options)
-    index = streams.ShardIndex.cached(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options,
-                              cache_dir=cache_dir)
-    return shards, index
+    """The shard list and where each shard's samples start (:func:`recipes.core.streams.listed_shards`:
+    a prepared folder's manifest, one walk of the headers, or the copy kept in ``cache_dir``)."""
+    return streams.listed_shards(paths, storage_options, max_member_bytes=MAX_MEMBER_BYTES, cache_dir=cache_dir,
+                                 verify=verify)
 
 
 def expand_shards(

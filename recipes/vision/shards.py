@@ -55,7 +55,7 @@ LABEL_RULES = ("cls", "json", "json:<key>")
 # A member is read whole, and refused before a byte of it is read above this: more than any image
 # under the pixel limit needs.
 MAX_MEMBER_BYTES = 512 * 2**20
-SHARDS_READ_OPTIONS = ("strict_decode", "cache_limit_bytes", "verify_cache")
+SHARDS_READ_OPTIONS = ("strict_decode", "cache_limit_bytes", "verify_cache", "verify_shards")
 
 
 class ImageShards(streams.ShardStream):
@@ -74,7 +74,7 @@ class ImageShards(streams.ShardStream):
         storage_options: passed to fsspec for URL shards; never shown.
         cache_dir: keep remote shards here once read whole, so that later epochs read local disk.
         read_options: a :class:`recipes.core.ReadOptions`; this reads its ``strict_decode``,
-            ``cache_limit_bytes`` and ``verify_cache``.
+            ``cache_limit_bytes``, ``verify_cache`` and ``verify_shards`` (a prepared folder's sha256s).
     """
 
     max_member_bytes = MAX_MEMBER_BYTES
@@ -99,7 +99,7 @@ class ImageShards(streams.ShardStream):
         self.class_to_idx = None if self.classes is None else {name: k for k, name in enumerate(self.classes)}
         # listed and indexed once per job: on rank 0, sent to the others; workers get them with the dataset
         listed = functools.partial(streams.listed_shards, paths, storage_options, max_member_bytes=MAX_MEMBER_BYTES,
-                                   cache_dir=cache_dir)
+                                   cache_dir=cache_dir, verify=options.verify_shards)
         self.shards, self.index = ranks.shared_result(listed, order.rank, order.world_size)
         self.storage_options, self.on_error = storage_options, check_on_error(on_error)
         self.cache = None if cache_dir is None else caches.DiskCache(cache_dir, options.cache_limit_bytes,

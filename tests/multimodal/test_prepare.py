@@ -15,7 +15,7 @@ from PIL import Image
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from recipes.core import DataError, SkippedSampleWarning
+from recipes.core import DataError, ReadOptions, SkippedSampleWarning
 from recipes.core.imaging import psnr
 from recipes.multimodal import ImageTextShards, multimodal_loader, prepare, write_shards
 from tests.photos import image_folder
@@ -135,6 +135,8 @@ def test_recipes_prepare_multimodal_and_check_catches_a_damaged_shard(manifest, 
     shard.write_bytes(bytes(data))
     assert main(["check", "multimodal", str(dest), "--tokenizer", tokenizer]) == 1
     assert "shard-000001.tar" in capsys.readouterr().out
+    with pytest.raises(DataError, match=r"shard-000001.tar: its bytes are not those manifest.json lists"):
+        ImageTextShards(dest, tokenizer, read_options=ReadOptions(verify_shards=True))
 
 
 def test_sources_prepare_does_not_read_are_refused_by_name(manifest, tmp_path):

@@ -122,3 +122,37 @@ def test_recipes_prepare_prints_the_summary_and_check_catches_a_damaged_shard_by
     with pytest.raises(SystemExit):
         main(["prepare", "vision", str(photos), str(dest), "--max-side", "41", "--samples-per-shard", "12"])
     assert "was prepared with other options (max_side=40)" in capsys.readouterr().err
+
+
+def test_a_prepared_folder_is_listed_from_its_manifest_and_verify_shards_refuses_a_damaged_shard(photos, tmp_path):
+    from recipes.core import ReadOptions, streams
+    from recipes.core.sources.tar_samples import sample_starts
+    from tests.servers import FaultyHTTPServer
+
+    dest = tmp_path / "prepared"
+    summary = prepare(photos, dest, max_side=40, samples_per_shard=10, workers=2, progress=False)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for shard, entry in zip(summary.shards, manifest["shards"]):  # the reader's own header walk is the oracle
+        assert entry["starts"] == sample_starts(str(shard), max_member_bytes=2**20).tolist()
+    walked = [(image.tolist(), label) for image, label in ImageShards(summary.shards)]
+    names = dest / "classes.txt"
+    assert [(image.tolist(), label) for image, label in ImageShards(dest, classes=names)] == walked
+    verified = ImageShards(dest, classes=names, read_options=ReadOptions(verify_shards=True))
+    assert [(image.tolist(), label) for image, label in verified] == walked
+    # over HTTP the folder is read from its manifest: no listing, no shard opened to index it
+    with FaultyHTTPServer(tmp_path) as server:
+        remote = ImageShards(server.url("prepared"), read_options=ReadOptions(verify_shards=True))
+        listed = list(server.log)
+        assert [(image.tolist(), label) for image, label in remote] == walked
+    assert ("LIST", "/prepared") not in listed and ("GET", "/prepared/manifest.json") in listed
+    shard = dest / "shard-000001.tar"
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 0xFF  # in the end-of-archive zeros: only the checksum can tell
+    shard.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"shard-000001.tar: its bytes are not those manifest.json lists"):
+        ImageShards(dest, read_options=ReadOptions(verify_shards=True))
+    assert len(list(ImageShards(dest))) == 36  # without verify_shards the same size reads as before
+    with pytest.raises(ValueError, match=r"verify_shards needs the folder recipes prepare wrote"):
+        ImageShards(summary.shards, read_options=ReadOptions(verify_shards=True))
+    (dest / "shard-000003.tar").unlink()  # a shard gone: the folder is listed and walked as any folder
+    assert len(streams.listed_shards(dest, max_member_bytes=2**20)[0]) == 3

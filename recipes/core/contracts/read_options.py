@@ -39,6 +39,9 @@ class ReadOptions:
             (COCO: a box with a non-positive or non-finite width or height).
         verify_cache: check every cached file's CRC-32 when it is opened (reads it whole), which
             alone catches a file replaced by another of the same size; a copy that differs is rebuilt.
+        verify_shards: a stream of the shards ``recipes prepare`` wrote (their folder) reads each
+            shard whole against the sha256 its ``manifest.json`` lists, when it is built, and
+            refuses one that disagrees, named; without such a manifest it is a ValueError.
         cache_limit_bytes: the most a shard cache (``cache_dir`` of a stream of shards) holds,
             least recently used out (:class:`recipes.core.sources.disk_cache.DiskCache`).
         max_row_group_bytes: Parquet: refuse a row group whose footer declares more than this
@@ -66,6 +69,7 @@ class ReadOptions:
     strict_decode: bool = False
     strict_annotations: bool = False
     verify_cache: bool = False
+    verify_shards: bool = False
     cache_limit_bytes: int = SHARD_CACHE_BYTES
     max_row_group_bytes: int = MAX_ROW_GROUP_BYTES
     max_line_chars: int = MAX_LINE_CHARS

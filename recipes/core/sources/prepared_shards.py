@@ -38,7 +38,9 @@ import torch
 from tqdm import tqdm
 
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error
-from recipes.core.sources.storage import shown
+from recipes.core.sources.storage import is_url, open_stream, read_bytes, shown
+from recipes.core.sources.tar_samples import SHARD_SUFFIXES, sample_starts
+from recipes.core.sources.urls import has_glob
 
 RECORDS = ".prepare"  # dest's folder of the options and one record a shard written
 Encode = Callable[[Any, str, dict[str, Any]], tuple[list[tuple[str, bytes]], float | None, int]]
@@ -129,10 +131,11 @@ def write_prepared(
     for record in written:
         for where, why in record["skipped"]:
             warnings.warn(f"{where}: {why}; skipped", SkippedSampleWarning, stacklevel=2)
-    _write_json(out / "manifest.json", {
+    _write_json(out / "manifest.json", lines="shards", value={
         "domain": domain, "version": _version(), "source": os.fspath(source), "options": options,
         "samples": sum(record["samples"] for record in written),
-        "shards": [{name: record[name] for name in ("name", "samples", "bytes", "sha256")} for record in written],
+        "shards": [{name: record.get(name) for name in ("name", "samples", "bytes", "sha256", "starts")}
+                   for record in written],
         "skipped": [pair for record in written for pair in record["skipped"]],
     })
     psnr = [value for record in written for value in record["psnr"]]
@@ -159,6 +162,48 @@ def manifest_problems(dest: str | os.PathLike) -> tuple[int, list[tuple[str, str
             problems.append((str(path), "its bytes are not those manifest.json lists (size and sha256): the shard "
                              "was damaged or changed; prepare it again"))
     return len(listed), problems
+
+
+def prepared_listing(paths: Any, storage_options: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
+    """The shards of ``manifest.json`` in the folder ``paths`` names (local, or a URL), each with its
+    name made a path or URL under it; None where ``paths`` is not one folder with such a manifest, or
+    the manifest has no sample starts (an older one)."""
+    if not isinstance(paths, (str, os.PathLike)):
+        return None
+    folder = os.fspath(paths)
+    if folder.lower().endswith(SHARD_SUFFIXES) or has_glob(folder) or "{" in folder:
+        return None
+    if not is_url(folder) and not os.path.isdir(folder):
+        return None
+    where = folder.rstrip("/") + "/manifest.json" if is_url(folder) else os.path.join(folder, "manifest.json")
+    try:
+        listed = json.loads(read_bytes(where, storage_options))["shards"]
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as error:
+        raise DataError(f"{shown(where)}: not a manifest recipes prepare wrote ({error})") from None
+    if not listed or any(not isinstance(entry.get("starts"), list) for entry in listed):
+        return None
+    if is_url(folder):
+        return [entry | {"path": folder.rstrip("/") + "/" + entry["name"]} for entry in listed]
+    listed = [entry | {"path": os.path.join(folder, entry["name"])} for entry in listed]
+    if any(not os.path.isfile(entry["path"]) or os.path.getsize(entry["path"]) != entry["bytes"] for entry in listed):
+        return None  # changed since: listed and indexed from the shards themselves
+    return listed
+
+
+def verify_shards(listed: list[dict[str, Any]], storage_options: dict[str, Any] | None = None) -> None:
+    """Read each shard of :func:`prepared_listing` whole against its manifest's size and sha256; a
+    DataError names the first that disagrees."""
+    for entry in tqdm(listed, desc="sha256 of the shards", unit="shard", disable=len(listed) < 10):
+        digest, size = hashlib.sha256(), 0
+        with open_stream(entry["path"], storage_options=storage_options) as file:
+            for block in iter(lambda: file.read(2**20), b""):
+                digest.update(block)
+                size += len(block)
+        if size != entry["bytes"] or digest.hexdigest() != entry["sha256"]:
+            raise DataError(f"{shown(entry['path'])}: its bytes are not those manifest.json lists (size and sha256): "
+                            "the shard was damaged or changed; prepare it again")
 
 
 def local_folder(path: str | os.PathLike, owner: str) -> Path:
@@ -203,6 +248,8 @@ def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[
             if psnr is not None:
                 record["psnr"].append(psnr)
     record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
+    # where each sample starts, as a reader indexes it: readers of DEST list it from manifest.json, no shard opened
+    record["starts"] = sample_starts(str(partial), max_member_bytes=max(record["bytes"], 1)).tolist()
     os.replace(partial, out / name)
     _write_json(out / RECORDS / f"{name}.json", record)  # after the shard: a record means a whole shard
     return record
@@ -259,9 +306,16 @@ def _version() -> str | None:
         return None
 
 
-def _write_json(path: Path, value: Any) -> None:
+def _write_json(path: Path, value: Any, lines: str | None = None) -> None:
+    """``value`` as JSON, written under a temporary name and renamed; the list ``value[lines]`` an
+    item a line (a manifest's shards, each with its sample starts)."""
+    text = json.dumps(value, indent=1)
+    if lines is not None:
+        head = json.dumps({key: item for key, item in value.items() if key != lines}, indent=1)
+        items = ",\n".join(f"  {json.dumps(item)}" for item in value[lines])
+        text = f"{head[:-2]},\n {json.dumps(lines)}: [\n{items}\n ]\n}}"
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    partial.write_text(text + "\n", encoding="utf-8")
     os.replace(partial, path)
 
 

@@ -36,6 +36,8 @@ from recipes.core.sources.index_cache import cached_index, file_identities
 from recipes.core.sampling.seeding import epoch_generator
 from recipes.core.contracts.states import check_int
 from recipes.core.sources.streams import ResumableStream, block_shuffler, shuffled_blocks, turning_point
+from recipes.core.sources.prepared_shards import prepared_listing, verify_shards
+from recipes.core.sources.storage import shown
 from recipes.core.sources.tar_samples import expand_shards, read_samples, sample_starts
 
 Read = Callable[[list[int], Any], Iterator[tuple[list[int], Any]]]  # (shard numbers, begin) -> read_samples
@@ -220,9 +222,22 @@ class ShardEpochs:
 
 
 def listed_shards(paths: Any, storage_options: dict[str, Any] | None = None, *, max_member_bytes: int,
-                  cache_dir: str | os.PathLike | None = None) -> tuple[list[str], ShardIndex]:
+                  cache_dir: str | os.PathLike | None = None, verify: bool = False) -> tuple[list[str], ShardIndex]:
     """The shards ``paths`` names (:func:`recipes.core.sources.tar_samples.expand_shards`) and where
-    each one's samples start: one walk of their headers, or the index ``cache_dir`` keeps."""
+    each one's samples start: one walk of their headers, or the index ``cache_dir`` keeps. A folder
+    (local or a URL) that ``recipes prepare`` wrote is listed from its ``manifest.json``, no shard
+    opened; with ``verify`` each of its shards is first read against the sha256 there (a DataError
+    names one that disagrees), and ``verify`` without such a manifest is a ValueError."""
+    listed = prepared_listing(paths, storage_options)
+    if verify:
+        if listed is None:
+            raise ValueError(f"{shown(paths) if isinstance(paths, (str, os.PathLike)) else 'a list of shards'}: "
+                             "verify_shards needs the folder recipes prepare wrote, whose manifest.json has the "
+                             "shards' sha256")
+        verify_shards(listed, storage_options)
+    if listed is not None:
+        return [entry["path"] for entry in listed], ShardIndex([np.asarray(entry["starts"], dtype=np.int64)
+                                                               for entry in listed])
     shards = expand_shards(paths, storage_options)
     return shards, ShardIndex.cached(shards, max_member_bytes=max_member_bytes, storage_options=storage_options,
                                      cache_dir=cache_dir)
