@@ -13,7 +13,6 @@ files are checked in :mod:`recipes.cli.check_coco` (``check_coco`` is importable
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -217,19 +216,14 @@ def check_caption_shards(path: Path, tokenizer: Any, *, progress: bool = True) -
     (``recipes prepare``) has each shard's bytes checked against its sha256."""
     from tqdm.auto import tqdm
 
-    from recipes.core import ReadOptions, SkippedSampleWarning, StreamOrder
+    from recipes.core import ReadOptions, StreamOrder
     from recipes.multimodal.shards import ImageTextShards
 
     report = Report("multimodal", str(path))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkippedSampleWarning)
+    with collect_skipped(report, path):
         shards = ImageTextShards(str(path), tokenizer, on_error="skip", order=StreamOrder(seed=0, rank=0, world_size=1),
                                  read_options=ReadOptions(strict_decode=True))
         decoded = sum(1 for _ in tqdm(shards, disable=not progress, desc="decoding shards", unit="img"))
-    for warning in caught:
-        if issubclass(warning.category, SkippedSampleWarning):
-            where, _, reason = str(warning.message).removeprefix("skipped: ").partition(": ")
-            report.add(where, reason)
     report.summary["shards"] = len(shards.shards)
     check_files_manifest(report, path)
     report.summary["decoded"] = f"{decoded} samples"
