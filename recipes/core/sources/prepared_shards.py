@@ -43,6 +43,8 @@ from recipes.core.sources.tar_samples import SHARD_SUFFIXES, sample_starts
 from recipes.core.sources.urls import has_glob
 
 RECORDS = ".prepare"  # dest's folder of the options and one record a shard written
+DAMAGED = ("its bytes are not those manifest.json lists (size and sha256): the shard was damaged or changed; "
+           "prepare it again")
 Encode = Callable[[Any, str, dict[str, Any]], tuple[list[tuple[str, bytes]], float | None, int]]
 
 
@@ -159,8 +161,7 @@ def manifest_problems(dest: str | os.PathLike) -> tuple[int, list[tuple[str, str
         if not path.is_file():
             problems.append((str(path), "listed in manifest.json, and missing"))
         elif path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
-            problems.append((str(path), "its bytes are not those manifest.json lists (size and sha256): the shard "
-                             "was damaged or changed; prepare it again"))
+            problems.append((str(path), DAMAGED))
     return len(listed), problems
 
 
@@ -196,14 +197,8 @@ def verify_shards(listed: list[dict[str, Any]], storage_options: dict[str, Any] 
     """Read each shard of :func:`prepared_listing` whole against its manifest's size and sha256; a
     DataError names the first that disagrees."""
     for entry in tqdm(listed, desc="sha256 of the shards", unit="shard", disable=len(listed) < 10):
-        digest, size = hashlib.sha256(), 0
-        with open_stream(entry["path"], storage_options=storage_options) as file:
-            for block in iter(lambda: file.read(2**20), b""):
-                digest.update(block)
-                size += len(block)
-        if size != entry["bytes"] or digest.hexdigest() != entry["sha256"]:
-            raise DataError(f"{shown(entry['path'])}: its bytes are not those manifest.json lists (size and sha256): "
-                            "the shard was damaged or changed; prepare it again")
+        if _digest(entry["path"], storage_options) != (entry["bytes"], entry["sha256"]):
+            raise DataError(f"{shown(entry['path'])}: {DAMAGED}")
 
 
 def local_folder(path: str | os.PathLike, owner: str) -> Path:
@@ -320,11 +315,17 @@ def _write_json(path: Path, value: Any, lines: str | None = None) -> None:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
+    return _digest(path)[1]
+
+
+def _digest(path: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> tuple[int, str]:
+    """``(size, sha256)`` of a local file or a remote object, read once as :func:`open_stream` reads."""
+    digest, size = hashlib.sha256(), 0
+    with open_stream(path, storage_options=storage_options) as file:
         for block in iter(lambda: file.read(2**20), b""):
             digest.update(block)
-    return digest.hexdigest()
+            size += len(block)
+    return size, digest.hexdigest()
 
 
 def _size(count: int) -> str:
