@@ -6,6 +6,7 @@
     recipes show text train.jsonl --tokenizer tokenizer.json -o batch.png
     recipes copy detection my_project                # the recipe's folder, to edit as your own
     recipes prepare vision imagenet/train prepared/ --max-side 320     # a copy at training size, in shards
+    recipes prepare audio train_manifest.jsonl prepared/ --sample-rate 16000
 
 The commands live in ``recipes/cli/`` (one module each); this file only parses arguments.
 """
@@ -199,36 +200,48 @@ def build_parser() -> argparse.ArgumentParser:
                       "imports pointed there: the copy then runs without recipes installed")
 
     prepare = commands.add_parser(
-        "prepare", help="write a training-ready copy of a dataset: images at a bounded size, in shards",
-        formatter_class=formatter,
+        "prepare", help="write a training-ready copy of a dataset: images at a bounded size, clips at one rate, "
+        "in shards", formatter_class=formatter,
         description=_wrap("Write SOURCE into DEST (made if missing) as the shards the domain's loaders read. vision: "
         "an image folder, or a CSV / JSONL of path,label; each image is re-encoded as a JPEG whose longer side "
         "is at most --max-side (never enlarged; a JPEG within it keeps its bytes), read as ImageShards(DEST, "
         "classes=DEST/classes.txt). detection: a COCO instances file and its --image-root, the boxes, areas and "
         "masks scaled with their image, read as CocoShards(DEST, categories=DEST/categories.json). multimodal: a "
         "caption manifest (.jsonl, .csv, .tsv, COCO captions .json), its images re-encoded as vision's beside their "
-        "captions, read as ImageTextShards(DEST, tokenizer). The same "
+        "captions, read as ImageTextShards(DEST, tokenizer). audio: a speech manifest (.jsonl, .csv, .parquet), "
+        "each clip decoded once, checked against its duration and written as 16-bit FLAC (or WAV) at "
+        "--sample-rate, mono unless --keep-channels, beside its transcript, read as AudioShards(DEST). The same "
         "SOURCE and options give the same bytes whatever --workers; a run "
         "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
-        "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded images; "
+        "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded samples; "
         "DEST/manifest.json lists each shard's samples, bytes and sha256."),
     )
     preparing = tuple(entry.name for entry in REGISTRY if entry.prepare)
     prepare.add_argument("domain", choices=preparing, metavar="DOMAIN", help=f"one of {', '.join(preparing)}")
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
-                         "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root)")
+                         "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root); "
+                         "multimodal, a caption manifest; audio, a speech manifest")
     prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
-    prepare.add_argument("--max-side", type=int, default=0, metavar="PX",
-                         help="the longest side an image keeps (default 0: every file's own bytes)")
-    prepare.add_argument("--quality", type=int, default=90, metavar="Q", help="JPEG quality, 1-95 (default 90)")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
-    prepare.add_argument("--image-root", type=_local_path, metavar="DIR",
-                         help="folder the image paths are relative to (vision: default the manifest's; detection: "
-                         "required)")
     prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
-    prepare.add_argument("--on-error", choices=("raise", "skip"), default="raise", help="an image that does not "
+    prepare.add_argument("--on-error", choices=("raise", "skip"), default="raise", help="a sample that does not "
                          "read: stop, naming it (raise, the default), or leave it out, named in the summary (skip)")
     prepare.add_argument("--overwrite", action="store_true", help="replace a DEST prepared with other options")
+    images = prepare.add_argument_group("images (vision, detection, multimodal)")
+    images.add_argument("--max-side", type=int, metavar="PX",
+                        help="the longest side an image keeps (default 0: every file's own bytes)")
+    images.add_argument("--quality", type=int, metavar="Q", help="JPEG quality, 1-95 (default 90)")
+    images.add_argument("--image-root", type=_local_path, metavar="DIR",
+                        help="folder the image paths are relative to (vision, multimodal: default the manifest's; "
+                        "detection: required)")
+    clips = prepare.add_argument_group("clips (audio)")
+    clips.add_argument("--sample-rate", type=int, metavar="HZ", help="the rate every clip is resampled to "
+                       "(default 16000)")
+    clips.add_argument("--keep-channels", action="store_true", help="keep each file's channels (default: mono, "
+                       "the mean of the channels)")
+    clips.add_argument("--format", choices=("flac", "wav"), help="16-bit FLAC (the default) or WAV")
+    clips.add_argument("--audio-root", type=_local_path, metavar="DIR",
+                       help="folder the clip paths are relative to (default: the manifest's)")
     return parser
 
 

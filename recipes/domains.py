@@ -25,8 +25,8 @@ PIECES = {
                 "fixtures/README.md",
     "check": "check(options, *, workers, progress) -> Report, what `recipes check` runs on PATH",
     "show": "show(batch, dataset, options, indices, *, train) -> (picture, notes), what `recipes show` draws",
-    "prepare": "prepare_path(source, dest, *, image_root, **options) -> (summary, how to read it), what "
-               "`recipes prepare` runs",
+    "prepare": "prepare_path(source, dest, *, <the options of recipes.cli.prepare.OPTIONS it takes>, **run) -> "
+               "(summary, how to read it), what `recipes prepare` runs",
 }
 OPTIONAL = ("check", "show", "prepare")  # pieces an entry may leave out: the command then says it has none for it
 # the CLI's dataset options an entry may read (its help lists the domains that do)
@@ -157,6 +157,7 @@ REGISTRY = (
         loader="recipes.audio:audio_loader", demo="recipes.audio.demo:build",
         opens="recipes.audio.demo:open_path", fixtures="recipes.audio.fixtures:write_audio",
         check="recipes.cli.check_audio:check_clips", show="recipes.cli.show:show_clips",
+        prepare="recipes.audio.demo:prepare_path",
         shows="each clip's waveform over its log-mel spectrogram, named by its file, with its class or its "
               "transcript",
         reads=("tokenizer", "max_length", "text_field", "max_seconds", "clip_seconds"),

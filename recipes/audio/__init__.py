@@ -18,6 +18,7 @@ from the workers as its int16 samples, made float by ``DevicePrefetcher``; each 
 from recipes.audio.decoding import MAX_SECONDS, AudioInfo, decode, decoders, probe
 from recipes.audio.features import LogMel
 from recipes.audio.folder import AUDIO_EXTENSIONS, AudioCollate, AudioFolderDataset, audio_collate, audio_loader
+from recipes.audio.prepare_shards import prepare
 from recipes.audio.shards import AudioShards
 from recipes.audio.speech import SpeechDataset
 from recipes.audio.speech_build import ManifestDurationWarning
@@ -36,5 +37,6 @@ __all__ = [
     "audio_loader",
     "decode",
     "decoders",
+    "prepare",
     "probe",
 ]

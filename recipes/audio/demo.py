@@ -42,3 +42,14 @@ def open_path(options: Any, *, train: bool) -> Dataset:
         options.path, tokenizer, text_field=options.text_field, max_length=options.max_length,
         on_error=options.on_error, max_seconds=max_seconds,
     )
+
+
+def prepare_path(source: Path, dest: Path, *, sample_rate: int = 16000, keep_channels: bool = False,
+                 format: str = "flac", audio_root: Path | None = None, **run: Any) -> tuple[Any, str]:
+    """``recipes prepare audio MANIFEST DEST``: :func:`recipes.audio.prepare`, and how to read what it wrote."""
+    from recipes.audio.prepare_shards import prepare
+
+    summary = prepare(source, dest, sample_rate=sample_rate, num_channels=None if keep_channels else 1,
+                      format=format, audio_root=audio_root, **run)
+    channels = ", num_channels=None" if keep_channels else ""
+    return summary, f"recipes.audio.AudioShards({str(dest)!r}, tokenizer, sample_rate={sample_rate}{channels})"

@@ -13,8 +13,9 @@ members over :data:`MAX_MEMBER_BYTES` refused before they are read, a key with t
 one extension or a key that comes back after other samples refused. Each epoch the samples of the
 shards (in an order shuffled by ``(seed, epoch)`` with a ``shuffle_buffer``) are cut into ``world_size
 x num_workers`` runs equal by count (:mod:`recipes.core.sources.shard_index`: one walk of the headers at
-construction, on rank 0); a state holds each reader's shard and byte offset
-(:class:`recipes.core.ResumableStream`), never data. Build it after ``init_process_group``.
+construction, on rank 0, or the ``manifest.json`` of a folder ``recipes prepare audio`` wrote); a
+state holds each reader's shard and byte offset (:class:`recipes.core.ResumableStream`), never
+data. Build it after ``init_process_group``.
 """
 
 from __future__ import annotations
@@ -153,6 +154,6 @@ def sample_transcript(files: dict[str, bytes], where: str) -> str:
 
 
 def listed_and_indexed(urls: Any, storage_options: dict[str, Any] | None) -> tuple[list[str], streams.ShardIndex]:
-    """The shard list and where each shard's samples start (one walk of the headers)."""
-    shards = streams.expand_shards(urls, storage_options)
-    return shards, streams.ShardIndex.build(shards, max_member_bytes=MAX_MEMBER_BYTES, storage_options=storage_options)
+    """The shard list and where each shard's samples start: one walk of the headers, or the
+    ``manifest.json`` of a folder ``recipes prepare audio`` wrote (no shard opened)."""
+    return streams.listed_shards(urls, storage_options, max_member_bytes=MAX_MEMBER_BYTES)

@@ -53,12 +53,13 @@ def image_root(options: Any) -> Path:
     return beside if beside.is_dir() else Path(options.path).parent
 
 
-def prepare_path(source: Path, dest: Path, *, image_root: Path | None, **options: Any) -> tuple[Any, str]:
+def prepare_path(source: Path, dest: Path, *, max_side: int = 0, quality: int = 90, image_root: Path | None = None,
+                 **run: Any) -> tuple[Any, str]:
     """``recipes prepare detection INSTANCES.json DEST --image-root IMAGES``: :func:`recipes.detection.prepare`,
     and how to read what it wrote."""
     from recipes.detection import prepare
 
     if image_root is None:
         raise ValueError("detection reads its images from --image-root DIR (the folder of the file's file_names)")
-    summary = prepare(image_root, source, dest, **options)
+    summary = prepare(image_root, source, dest, max_side=max_side, quality=quality, **run)
     return summary, f"recipes.detection.CocoShards({str(dest)!r}, categories={str(dest / 'categories.json')!r})"

@@ -44,9 +44,10 @@ def open_path(options: Any, *, train: bool) -> ImageTextDataset:
     return ImageTextDataset.from_parquet(options.path, options.tokenizer_path(), **columns, **common)
 
 
-def prepare_path(source: Path, dest: Path, *, image_root: Path | None, **options: Any) -> tuple[Any, str]:
+def prepare_path(source: Path, dest: Path, *, max_side: int = 0, quality: int = 90, image_root: Path | None = None,
+                 **run: Any) -> tuple[Any, str]:
     """``recipes prepare multimodal MANIFEST DEST``: :func:`recipes.multimodal.prepare`, and how to read what it wrote."""
     from recipes.multimodal.prepare_shards import prepare
 
-    summary = prepare(source, dest, image_root=image_root, **options)
+    summary = prepare(source, dest, max_side=max_side, quality=quality, image_root=image_root, **run)
     return summary, f"recipes.multimodal.ImageTextShards({str(dest)!r}, tokenizer)"

@@ -40,9 +40,10 @@ def open_path(options: Any, *, train: bool) -> ImageFolderDataset | Any:
     return ImageFolderDataset(options.path, transform, on_error=options.on_error)
 
 
-def prepare_path(source: Path, dest: Path, *, image_root: Path | None, **options: Any) -> tuple[Any, str]:
+def prepare_path(source: Path, dest: Path, *, max_side: int = 0, quality: int = 90, image_root: Path | None = None,
+                 **run: Any) -> tuple[Any, str]:
     """``recipes prepare vision SOURCE DEST``: :func:`recipes.vision.prepare`, and how to read what it wrote."""
     from recipes.vision import prepare
 
-    summary = prepare(source, dest, image_root=image_root, **options)
+    summary = prepare(source, dest, max_side=max_side, quality=quality, image_root=image_root, **run)
     return summary, f"recipes.vision.ImageShards({str(dest)!r}, classes={str(dest / 'classes.txt')!r})"

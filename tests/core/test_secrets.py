@@ -60,6 +60,7 @@ from recipes.detection import CocoDataset, CocoShards
 from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards, write_shards
 from recipes.vision import prepare as prepare_images
 from recipes.multimodal import prepare as prepare_pairs
+from recipes.audio import prepare as prepare_clips
 from recipes.text import (
     InstructionDataset,
     StreamingTextDataset,
@@ -219,6 +220,7 @@ CASES = [
     ("is-shards-repr", "is_shards", "http", lambda w: streams.is_shards(w.url("x-000.tar"))),  # answers, raises nothing
     ("prepare-url", "prepare", "http", lambda w: prepare_images(w.url("photos"), w.local / "prepared")),
     ("prepare-pairs-url", "prepare", "http", lambda w: prepare_pairs(w.url("rows.jsonl"), w.local / "prepared")),
+    ("prepare-clips-url", "prepare", "http", lambda w: prepare_clips(w.url("rows.jsonl"), w.local / "prepared")),
     ("write-prepared-url", "write_prepared", "http",
      lambda w: streams.write_prepared(w.url("out"), [], None, domain="vision", options={}, source="x")),
     ("manifest-problems-url", "manifest_problems", "http", lambda w: streams.manifest_problems(w.url("out"))),
