@@ -30,6 +30,7 @@ import numpy as np
 from recipes.audio import AUDIO_EXTENSIONS, AudioFolderDataset, SpeechDataset
 from recipes.audio.decoding import MAX_SECONDS, decode, decoders, probe
 from recipes.audio.shards import AUDIO_MEMBERS, MAX_MEMBER_BYTES, sample_transcript
+from recipes.cli.check_files import check_manifest
 from recipes.cli.report import Problem, Report, counts
 from recipes.cli.worker_pool import map_in_workers
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning
@@ -134,6 +135,7 @@ def check_shards(path: Path, *, max_seconds: float, workers: int | None = None, 
                     items.append((files[extension], f"{where}.{extension}", max_seconds))
         infos += inspect_clips(items, workers=workers, progress=progress)
     report.summary["shards"] = len(shards)
+    check_manifest(report, path)  # a folder recipes prepare wrote: each shard against its sha256
     report.summary["transcripts"] = f"{len(infos)} samples, {words:,} words"
     summarize_clips(report, infos)
     return report

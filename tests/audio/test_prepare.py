@@ -119,3 +119,10 @@ def test_recipes_prepare_audio_writes_what_audio_loader_reads_and_refuses_an_ima
     with pytest.raises(SystemExit):
         main(["prepare", "audio", str(speech / "manifest.jsonl"), str(tmp_path / "other"), "--max-side", "64"])
     assert "takes no --max-side" in capsys.readouterr().err
+    assert main(["check", "audio", str(dest)]) == 0
+    assert "2 of 2 shards as manifest.json lists them" in capsys.readouterr().out
+    damaged = bytearray((dest / "shard-000001.tar").read_bytes())
+    damaged[100] ^= 1  # the first member's mode, which no reader looks at: only the sha256 tells
+    (dest / "shard-000001.tar").write_bytes(damaged)
+    assert main(["check", "audio", str(dest)]) != 0
+    assert "shard-000001.tar: its bytes are not those manifest.json lists" in capsys.readouterr().out
