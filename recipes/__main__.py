@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prepare = commands.add_parser(
         "prepare", help="write a training-ready copy of a dataset: images at a bounded size, clips at one rate, "
-        "in shards", formatter_class=formatter,
+        "texts as token ids, in shards", formatter_class=formatter,
         description=_wrap("Write SOURCE into DEST (made if missing) as the shards the domain's loaders read. vision: "
         "an image folder, or a CSV / JSONL of path,label; each image is re-encoded as a JPEG whose longer side "
         "is at most --max-side (never enlarged; a JPEG within it keeps its bytes), read as ImageShards(DEST, "
@@ -210,7 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
         "caption manifest (.jsonl, .csv, .tsv, COCO captions .json), its images re-encoded as vision's beside their "
         "captions, read as ImageTextShards(DEST, tokenizer). audio: a speech manifest (.jsonl, .csv, .parquet), "
         "each clip decoded once, checked against its duration and written as 16-bit FLAC (or WAV) at "
-        "--sample-rate, mono unless --keep-channels, beside its transcript, read as AudioShards(DEST). The same "
+        "--sample-rate, mono unless --keep-channels, beside its transcript, read as AudioShards(DEST). text: a .txt, "
+        ".jsonl, .csv or .parquet corpus tokenised once with --tokenizer, its ids in Parquet shards, read as "
+        "TokenizedTextDataset.from_ids('DEST/shard-*.parquet', 'DEST/tokenizer.json'). The same "
         "SOURCE and options give the same bytes whatever --workers; a run "
         "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
         "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded samples; "
@@ -220,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("domain", choices=preparing, metavar="DOMAIN", help=f"one of {', '.join(preparing)}")
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
                          "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root); "
-                         "multimodal, a caption manifest; audio, a speech manifest")
+                         "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file")
     prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
     prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
@@ -242,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     clips.add_argument("--format", choices=("flac", "wav"), help="16-bit FLAC (the default) or WAV")
     clips.add_argument("--audio-root", type=_local_path, metavar="DIR",
                        help="folder the clip paths are relative to (default: the manifest's)")
+    texts = prepare.add_argument_group("texts (text)")
+    texts.add_argument("--tokenizer", type=_local_path, metavar="FILE", help="the tokenizer.json that makes the ids "
+                       "(required)")
+    texts.add_argument("--max-length", type=int, metavar="N", help="keep at most N ids a sample, special tokens "
+                       "included (default: all)")
+    texts.add_argument("--text-field", metavar="NAME", help="the text's field or column (default text)")
+    texts.add_argument("--label-field", metavar="NAME", help="the label's field or column (default: no labels)")
     return parser
 
 

@@ -121,6 +121,7 @@ REGISTRY = (
         loader="recipes.text:text_loader", demo="recipes.text.demo:build",
         opens="recipes.text.demo:open_path", fixtures="recipes.text.fixtures:write_text",
         check="recipes.cli.check_data:check_lines", show="recipes.cli.show:show_tokens",
+        prepare="recipes.text.demo:prepare_path",
         shows="one line per sample: its index and label, then its tokens as the tokenizer's decoder gives them "
               "(the raw pieces if it has none) and its padding in dark grey",
         reads=("tokenizer", "max_length", "text_field", "label_field"),

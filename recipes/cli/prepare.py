@@ -16,7 +16,8 @@ from recipes.domains import domain
 OPTIONS = {
     "max_side": "--max-side", "quality": "--quality", "image_root": "--image-root",
     "sample_rate": "--sample-rate", "keep_channels": "--keep-channels", "format": "--format",
-    "audio_root": "--audio-root",
+    "audio_root": "--audio-root", "tokenizer": "--tokenizer", "max_length": "--max-length",
+    "text_field": "--text-field", "label_field": "--label-field",
 }
 
 

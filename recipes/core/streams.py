@@ -29,6 +29,8 @@ HOMES = {
     "order_or_default": "sampling.stream_order",
     "GroupedBatches": "sampling.grouped_stream",
     "PrepareRun": "sources.prepared_shards",
+    "ParquetShards": "sources.prepared_shards",
+    "TarShards": "sources.prepared_shards",
     "PrepareSummary": "sources.prepared_shards",
     "local_folder": "sources.prepared_shards",
     "add_member": "sources.prepared_shards",
@@ -42,8 +44,10 @@ if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.prepared_shards import (
+        ParquetShards,
         PrepareRun,
         PrepareSummary,
+        TarShards,
         add_member,
         local_folder,
         manifest_problems,

@@ -31,3 +31,17 @@ def open_path(options: Any, *, train: bool) -> TokenizedTextDataset:
         options.path, options.tokenizer_path(), text_field=options.text_field,
         label_field=options.label_field, max_length=options.max_length, on_error=options.on_error,
     )
+
+
+def prepare_path(source: Path, dest: Path, *, tokenizer: Path | None = None, max_length: int | None = None,
+                 text_field: str = "text", label_field: str | None = None, **run: Any) -> tuple[Any, str]:
+    """``recipes prepare text CORPUS DEST --tokenizer T``: :func:`recipes.text.prepare`, and how to read what it wrote."""
+    from recipes.text.prepare_ids import prepare
+
+    if tokenizer is None:
+        raise ValueError("text needs --tokenizer FILE: the tokenizer.json that makes the ids")
+    summary = prepare(source, dest, tokenizer, max_length=max_length, text_field=text_field, label_field=label_field,
+                      **run)
+    labels = "" if label_field is None else ", label_field='label'"
+    return summary, (f"recipes.text.TokenizedTextDataset.from_ids({str(dest / 'shard-*.parquet')!r}, "
+                     f"{str(dest / 'tokenizer.json')!r}{labels})")

@@ -61,6 +61,7 @@ from recipes.multimodal import ImageTextDataset, ImageTextShards, expand_shards,
 from recipes.vision import prepare as prepare_images
 from recipes.multimodal import prepare as prepare_pairs
 from recipes.audio import prepare as prepare_clips
+from recipes.text import prepare as prepare_ids
 from recipes.text import (
     InstructionDataset,
     StreamingTextDataset,
@@ -221,6 +222,7 @@ CASES = [
     ("prepare-url", "prepare", "http", lambda w: prepare_images(w.url("photos"), w.local / "prepared")),
     ("prepare-pairs-url", "prepare", "http", lambda w: prepare_pairs(w.url("rows.jsonl"), w.local / "prepared")),
     ("prepare-clips-url", "prepare", "http", lambda w: prepare_clips(w.url("rows.jsonl"), w.local / "prepared")),
+    ("prepare-ids-url", "prepare", "http", lambda w: prepare_ids(w.url("rows.jsonl"), w.local / "prepared", None)),
     ("write-prepared-url", "write_prepared", "http",
      lambda w: streams.write_prepared(w.url("out"), [], None, domain="vision", options={}, source="x")),
     ("manifest-problems-url", "manifest_problems", "http", lambda w: streams.manifest_problems(w.url("out"))),

@@ -56,7 +56,8 @@ def test_recipes_prepare_detection_needs_the_image_root_and_writes_what_cocoshar
     assert main(["prepare", "detection", str(coco[1]), str(tmp_path / "out"), "--image-root", str(coco[0]),
                  "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "10 samples in 1 shards (0 already written), 0 re-encoded" in out and "CocoShards(" in out
+    # no --max-side: every image keeps its bytes, and the summary says none was re-encoded by saying nothing of it
+    assert "10 samples in 1 shards (0 already written)\n" in out and "re-encoded" not in out and "CocoShards(" in out
     assert main(["check", "detection", str(tmp_path / "out")]) == 0
     assert "1 of 1 shards as manifest.json lists them (sha256)" in capsys.readouterr().out
 

@@ -7,6 +7,8 @@ domain's ``prepare`` shares. The domain lists its samples and says how one is wr
 ``rows`` are ``(key, where, payload)``: a member key, what to call the sample in a message, and what
 ``encode(payload, where, options)`` (a module's function, so that worker processes get it) turns into
 ``([(extension, bytes), ...], psnr or None, bytes read)``; a DataError or OSError it raises names the sample.
+Shards are tar files (:class:`TarShards`, ``key.extension`` members) unless ``run.shards`` says
+otherwise: :class:`ParquetShards` writes each sample as a row, its members ``(column, value)``.
 
 Shard ``k`` holds rows ``k * samples_per_shard`` on, whichever process writes it, so the shards are
 byte-identical for any ``workers``. A shard is written under a temporary name and renamed, then its
@@ -66,10 +68,10 @@ class PrepareSummary:
 
     def __str__(self) -> str:
         quality = "" if self.psnr_median is None else f", median PSNR {self.psnr_median:.1f} dB against the originals"
+        changed = f", {self.reencoded:,} re-encoded{quality}" if self.reencoded else ""
         more = len(self.skipped) - 20
         return "\n".join([
-            f"{self.samples:,} samples in {len(self.shards)} shards ({self.reused} already written), "
-            f"{self.reencoded:,} re-encoded{quality}",
+            f"{self.samples:,} samples in {len(self.shards)} shards ({self.reused} already written){changed}",
             f"{_size(self.bytes_in)} read, {_size(self.bytes_out)} written "
             f"({self.bytes_out / max(self.bytes_in, 1):.0%}), in {self.seconds:.1f} s",
             f"{len(self.skipped)} skipped" + "".join(f"\n  {where}: {why}" for where, why in self.skipped[:20])
@@ -77,18 +79,49 @@ class PrepareSummary:
         ])
 
 
+class TarShards:
+    """Tar shards (the default): a sample's members are ``key.extension`` files, with fixed metadata,
+    and the manifest lists where each sample starts, as a reader indexes it."""
+
+    suffix = ".tar"
+
+    def open(self, path: Path) -> Any:
+        return _TarShard(path)
+
+    def starts(self, path: Path, size: int) -> list[int] | None:
+        return sample_starts(str(path), max_member_bytes=max(size, 1)).tolist()
+
+
+@dataclass(frozen=True)
+class ParquetShards:
+    """Parquet shards: a sample is a row, its members ``(column, value)`` in ``schema``'s columns (a
+    ``pyarrow.Schema``), one row group a shard, ``compression`` as pyarrow names it."""
+
+    schema: Any
+    compression: str = "zstd"
+    suffix = ".parquet"
+
+    def open(self, path: Path) -> Any:
+        return _ParquetShard(path, self.schema, self.compression)
+
+    def starts(self, path: Path, size: int) -> list[int] | None:
+        return None  # read by row group, not indexed by sample
+
+
 @dataclass(frozen=True)
 class PrepareRun:
     """How :func:`write_prepared` runs: ``samples_per_shard`` rows a shard; ``workers`` processes
     (None: the CPU count; 1: this one); ``on_error`` ``"raise"`` (a sample that does not read stops
     the run, named) or ``"skip"`` (left out with a warning, named in the summary and the manifest);
-    ``overwrite`` a destination prepared with other options; ``progress``: a progress bar."""
+    ``overwrite`` a destination prepared with other options; ``progress``: a progress bar;
+    ``shards``: what a shard is (:class:`TarShards`, or :class:`ParquetShards`)."""
 
     samples_per_shard: int = 1000
     workers: int | None = None
     on_error: str = "raise"
     overwrite: bool = False
     progress: bool = True
+    shards: Any = TarShards()
 
 
 def write_prepared(
@@ -115,12 +148,12 @@ def write_prepared(
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     out, options = Path(dest), {**options, "samples_per_shard": samples_per_shard}
     local_folder(dest, "write_prepared")
-    records = _claimed(out, {"domain": domain, "options": options}, run.overwrite)
+    records = _claimed(out, {"domain": domain, "source": os.path.abspath(source), "options": options}, run.overwrite)
     for name, data in (beside or {}).items():
         (out / name).write_bytes(data)
     chunks = [list(rows[first : first + samples_per_shard]) for first in range(0, len(rows), samples_per_shard)]
-    tasks = [(str(out), number, chunk, encode, options, on_error) for number, chunk in enumerate(chunks)]
-    done = {number: _record(records, number) for number in range(len(tasks))}
+    tasks = [(str(out), number, chunk, encode, options, on_error, run.shards) for number, chunk in enumerate(chunks)]
+    done = {number: _record(records, number, run.shards.suffix) for number in range(len(tasks))}
     done = {number: record for number, record in done.items() if record is not None and _whole(out, record)}
     todo = [task for task in tasks if task[1] not in done]
     bar = tqdm(total=len(rows), initial=sum(len(chunks[number]) for number in done), unit="sample",
@@ -218,15 +251,17 @@ def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[str, Any], str]) -> dict[str, Any]:
-    """Write one shard (``task``: dest, its number, its rows, encode, the options, on_error) and its record."""
-    dest, number, rows, encode, options, on_error = task
+def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any]) -> dict[str, Any]:
+    """Write one shard (``task``: dest, its number, its rows, encode, the options, on_error, what a
+    shard is) and its record."""
+    dest, number, rows, encode, options, on_error, shards = task
     torch.set_num_threads(1)  # one process a shard: a thread each
     out = Path(dest)
-    name = f"shard-{number:06d}.tar"
+    name = f"shard-{number:06d}{shards.suffix}"
     partial = out / f"{name}.{os.getpid()}.tmp"
     record: dict[str, Any] = {"number": number, "name": name, "samples": 0, "skipped": [], "bytes_in": 0, "psnr": []}
-    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
+    shard = shards.open(partial)
+    try:
         for key, where, payload in rows:
             try:
                 members, psnr, read = encode(payload, where, options)
@@ -236,18 +271,50 @@ def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[
                     raise error
                 record["skipped"].append([where, str(error).removeprefix(f"{where}: ")])
                 continue
-            for extension, data in members:
-                add_member(tar, f"{key}.{extension}", data)
+            shard.add(key, members)
             record["samples"] += 1
             record["bytes_in"] += read
             if psnr is not None:
                 record["psnr"].append(psnr)
+    finally:
+        shard.close()
     record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
     # where each sample starts, as a reader indexes it: readers of DEST list it from manifest.json, no shard opened
-    record["starts"] = sample_starts(str(partial), max_member_bytes=max(record["bytes"], 1)).tolist()
+    record["starts"] = shards.starts(partial, record["bytes"])
     os.replace(partial, out / name)
     _write_json(out / RECORDS / f"{name}.json", record)  # after the shard: a record means a whole shard
     return record
+
+
+class _TarShard:
+    def __init__(self, path: Path) -> None:
+        self.tar = tarfile.open(path, "w", format=tarfile.PAX_FORMAT)
+
+    def add(self, key: str, members: list[tuple[str, bytes]]) -> None:
+        for extension, data in members:
+            add_member(self.tar, f"{key}.{extension}", data)
+
+    def close(self) -> None:
+        self.tar.close()
+
+
+class _ParquetShard:
+    def __init__(self, path: Path, schema: Any, compression: str) -> None:
+        self.path, self.schema, self.compression = path, schema, compression
+        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+
+    def add(self, key: str, members: list[tuple[str, Any]]) -> None:
+        values = dict(members)
+        for name, column in self.columns.items():
+            column.append(values[name])
+
+    def close(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table({name: pa.array(column, type=self.schema.field(name).type)
+                          for name, column in self.columns.items()}, schema=self.schema)
+        pq.write_table(table, self.path, compression=self.compression, row_group_size=max(len(table), 1))
 
 
 def _run(tasks: list[Any], workers: int) -> Any:
@@ -260,8 +327,9 @@ def _run(tasks: list[Any], workers: int) -> Any:
 
 
 def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
-    """``out``'s records folder, made for ``claim`` (domain and options); other options are refused
-    unless ``overwrite``, which removes what they wrote. Temporary files of a stopped run are removed."""
+    """``out``'s records folder, made for ``claim`` (domain, source and options); another source or
+    other options are refused unless ``overwrite``, which removes what they wrote. Temporary files of
+    a stopped run are removed."""
     records = out / RECORDS
     given = records / "options.json"
     if given.exists():
@@ -269,10 +337,12 @@ def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
         if earlier != claim and not overwrite:
             was = earlier.get("options", {})
             changed = [f"{name}={was.get(name)!r}" for name, now in claim["options"].items() if was.get(name) != now]
+            if earlier.get("source") != claim["source"]:
+                changed.insert(0, f"source {earlier.get('source')!r}")
             raise ValueError(f"{out} was prepared with other options ({', '.join(changed) or earlier}); pass "
                              "overwrite=True (--overwrite) to replace it, or another destination")
         if earlier != claim:
-            for path in [*out.glob("shard-*.tar"), *records.glob("*.json"), out / "manifest.json"]:
+            for path in [*out.glob("shard-*"), *records.glob("*.json"), out / "manifest.json"]:
                 path.unlink(missing_ok=True)
     for path in [*out.glob("*.tmp"), *records.glob("*.tmp")]:  # a stopped run's, never under a final name
         path.unlink()
@@ -281,9 +351,9 @@ def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
     return records
 
 
-def _record(records: Path, number: int) -> dict[str, Any] | None:
+def _record(records: Path, number: int, suffix: str) -> dict[str, Any] | None:
     try:
-        return json.loads((records / f"shard-{number:06d}.tar.json").read_text(encoding="utf-8"))
+        return json.loads((records / f"shard-{number:06d}{suffix}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
