@@ -29,6 +29,7 @@ HOMES = {
     "order_or_default": "sampling.stream_order",
     "GroupedBatches": "sampling.grouped_stream",
     "PrepareRun": "sources.prepared_shards",
+    "FileShards": "sources.prepared_shards",
     "ParquetShards": "sources.prepared_shards",
     "TarShards": "sources.prepared_shards",
     "PrepareSummary": "sources.prepared_shards",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.prepared_shards import (
+        FileShards,
         ParquetShards,
         PrepareRun,
         PrepareSummary,

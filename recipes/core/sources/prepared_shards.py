@@ -8,7 +8,8 @@ domain's ``prepare`` shares. The domain lists its samples and says how one is wr
 ``encode(payload, where, options)`` (a module's function, so that worker processes get it) turns into
 ``([(extension, bytes), ...], psnr or None, bytes read)``; a DataError or OSError it raises names the sample.
 Shards are tar files (:class:`TarShards`, ``key.extension`` members) unless ``run.shards`` says
-otherwise: :class:`ParquetShards` writes each sample as a row, its members ``(column, value)``.
+otherwise: :class:`ParquetShards` writes each sample as a row, its members ``(column, value)``, and
+:class:`FileShards` each sample as a file of its own, named by its key (a video re-encoded).
 
 Shard ``k`` holds rows ``k * samples_per_shard`` on, whichever process writes it, so the shards are
 byte-identical for any ``workers``. A shard is written under a temporary name and renamed, then its
@@ -21,6 +22,7 @@ bytes and sha256, the samples skipped and why, the source, the options and the l
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.metadata
 import io
@@ -81,15 +83,24 @@ class PrepareSummary:
 
 class TarShards:
     """Tar shards (the default): a sample's members are ``key.extension`` files, with fixed metadata,
-    and the manifest lists where each sample starts, as a reader indexes it."""
+    and the manifest lists where each sample starts, as a reader indexes it.
+
+    What a shard is, for :func:`write_prepared` (:class:`ParquetShards` and :class:`FileShards` too):
+    ``name(number, keys)`` its file under the destination, ``open(path)`` a writer whose ``add(key,
+    members)`` takes a sample and ``close()`` ends the file, and ``entry(path)`` the fields its
+    manifest entry holds besides its samples, bytes and sha256."""
 
     suffix = ".tar"
+
+    def name(self, number: int, keys: list[str]) -> str:
+        return f"shard-{number:06d}{self.suffix}"
 
     def open(self, path: Path) -> Any:
         return _TarShard(path)
 
-    def starts(self, path: Path, size: int) -> list[int] | None:
-        return sample_starts(str(path), max_member_bytes=max(size, 1)).tolist()
+    def entry(self, path: Path) -> dict[str, Any]:
+        # where each sample starts, as a reader indexes it: readers of DEST list it from manifest.json, no shard opened
+        return {"starts": sample_starts(str(path), max_member_bytes=max(path.stat().st_size, 1)).tolist()}
 
 
 @dataclass(frozen=True)
@@ -101,11 +112,33 @@ class ParquetShards:
     compression: str = "zstd"
     suffix = ".parquet"
 
+    def name(self, number: int, keys: list[str]) -> str:
+        return f"shard-{number:06d}{self.suffix}"
+
     def open(self, path: Path) -> Any:
         return _ParquetShard(path, self.schema, self.compression)
 
-    def starts(self, path: Path, size: int) -> list[int] | None:
-        return None  # read by row group, not indexed by sample
+    def entry(self, path: Path) -> dict[str, Any]:
+        return {}  # read by row group, not indexed by sample
+
+
+@dataclass(frozen=True)
+class FileShards:
+    """A file a sample, ``<key><suffix>`` under the destination (``archery/v_001.mp4``: keys may hold
+    folders), holding its one member's bytes; ``samples_per_shard`` must be 1. ``describe(path)``, a
+    module's function, gives the fields the file's manifest entry holds (a video's frame count)."""
+
+    suffix: str
+    describe: Callable[[Path], dict[str, Any]] | None = None
+
+    def name(self, number: int, keys: list[str]) -> str:
+        return f"{keys[0]}{self.suffix}"
+
+    def open(self, path: Path) -> Any:
+        return _FileShard(path)
+
+    def entry(self, path: Path) -> dict[str, Any]:
+        return {} if self.describe is None else self.describe(path)
 
 
 @dataclass(frozen=True)
@@ -143,6 +176,8 @@ def write_prepared(
     check_on_error(on_error)
     if isinstance(samples_per_shard, bool) or not isinstance(samples_per_shard, int) or samples_per_shard < 1:
         raise ValueError(f"samples_per_shard must be an int >= 1, got {samples_per_shard!r}")
+    if isinstance(run.shards, FileShards) and samples_per_shard != 1:
+        raise ValueError(f"FileShards write a file a sample: samples_per_shard must be 1, got {samples_per_shard}")
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -152,8 +187,13 @@ def write_prepared(
     for name, data in (beside or {}).items():
         (out / name).write_bytes(data)
     chunks = [list(rows[first : first + samples_per_shard]) for first in range(0, len(rows), samples_per_shard)]
-    tasks = [(str(out), number, chunk, encode, options, on_error, run.shards) for number, chunk in enumerate(chunks)]
-    done = {number: _record(records, number, run.shards.suffix) for number in range(len(tasks))}
+    names = [run.shards.name(number, [key for key, _, _ in chunk]) for number, chunk in enumerate(chunks)]
+    twice = next((name for name, count in collections.Counter(names).items() if count > 1), None)
+    if twice is not None:
+        raise ValueError(f"two samples would be written to {out / twice}: give each its own key")
+    tasks = [(str(out), number, name, chunk, encode, options, on_error, run.shards)
+             for number, (name, chunk) in enumerate(zip(names, chunks))]
+    done = {number: _record(records, name) for number, name in enumerate(names)}
     done = {number: record for number, record in done.items() if record is not None and _whole(out, record)}
     todo = [task for task in tasks if task[1] not in done]
     bar = tqdm(total=len(rows), initial=sum(len(chunks[number]) for number in done), unit="sample",
@@ -163,19 +203,20 @@ def write_prepared(
             done[record["number"]] = record
             bar.update(record["samples"] + len(record["skipped"]))
     written = [done[number] for number in range(len(tasks))]
+    files = [record for record in written if record["sha256"] is not None]  # all but skipped FileShards samples
     for record in written:
         for where, why in record["skipped"]:
             warnings.warn(f"{where}: {why}; skipped", SkippedSampleWarning, stacklevel=2)
     _write_json(out / "manifest.json", lines="shards", value={
         "domain": domain, "version": _version(), "source": os.fspath(source), "options": options,
         "samples": sum(record["samples"] for record in written),
-        "shards": [{name: record.get(name) for name in ("name", "samples", "bytes", "sha256", "starts")}
-                   for record in written],
+        "shards": [{name: record.get(name) for name in ("name", "samples", "bytes", "sha256")} | record.get("entry", {})
+                   for record in files],
         "skipped": [pair for record in written for pair in record["skipped"]],
     })
     psnr = [value for record in written for value in record["psnr"]]
     return PrepareSummary(
-        shards=[out / record["name"] for record in written], samples=sum(record["samples"] for record in written),
+        shards=[out / record["name"] for record in files], samples=sum(record["samples"] for record in written),
         skipped=[tuple(pair) for record in written for pair in record["skipped"]],
         bytes_in=sum(record["bytes_in"] for record in written), bytes_out=sum(record["bytes"] for record in written),
         reencoded=len(psnr), psnr_median=statistics.median(psnr) if psnr else None,
@@ -251,14 +292,15 @@ def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any]) -> dict[str, Any]:
-    """Write one shard (``task``: dest, its number, its rows, encode, the options, on_error, what a
-    shard is) and its record."""
-    dest, number, rows, encode, options, on_error, shards = task
+def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any]) -> dict[
+        str, Any]:
+    """Write one shard (``task``: dest, its number and name, its rows, encode, the options, on_error,
+    what a shard is) and its record."""
+    dest, number, name, rows, encode, options, on_error, shards = task
     torch.set_num_threads(1)  # one process a shard: a thread each
     out = Path(dest)
-    name = f"shard-{number:06d}{shards.suffix}"
     partial = out / f"{name}.{os.getpid()}.tmp"
+    partial.parent.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"number": number, "name": name, "samples": 0, "skipped": [], "bytes_in": 0, "psnr": []}
     shard = shards.open(partial)
     try:
@@ -278,9 +320,12 @@ def _write_shard(task: tuple[str, int, list[tuple[str, str, Any]], Encode, dict[
                 record["psnr"].append(psnr)
     finally:
         shard.close()
+    if not partial.exists():  # a FileShards sample skipped: no file, and a record that says so
+        record.update(sha256=None, bytes=0, entry={})
+        _write_json(out / RECORDS / f"{name}.json", record)
+        return record
     record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
-    # where each sample starts, as a reader indexes it: readers of DEST list it from manifest.json, no shard opened
-    record["starts"] = shards.starts(partial, record["bytes"])
+    record["entry"] = shards.entry(partial)
     os.replace(partial, out / name)
     _write_json(out / RECORDS / f"{name}.json", record)  # after the shard: a record means a whole shard
     return record
@@ -296,6 +341,17 @@ class _TarShard:
 
     def close(self) -> None:
         self.tar.close()
+
+
+class _FileShard:
+    def __init__(self, path: Path) -> None:
+        self.path = path  # written by add: a sample skipped leaves no file
+
+    def add(self, key: str, members: list[tuple[str, bytes]]) -> None:
+        self.path.write_bytes(members[0][1])
+
+    def close(self) -> None:
+        pass
 
 
 class _ParquetShard:
@@ -341,26 +397,33 @@ def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
                 changed.insert(0, f"source {earlier.get('source')!r}")
             raise ValueError(f"{out} was prepared with other options ({', '.join(changed) or earlier}); pass "
                              "overwrite=True (--overwrite) to replace it, or another destination")
-        if earlier != claim:
-            for path in [*out.glob("shard-*"), *records.glob("*.json"), out / "manifest.json"]:
-                path.unlink(missing_ok=True)
-    for path in [*out.glob("*.tmp"), *records.glob("*.tmp")]:  # a stopped run's, never under a final name
+        if earlier != claim:  # what the earlier run wrote: each record's file, then the record
+            for record in [path for path in records.rglob("*.json") if path != given]:
+                written = json.loads(record.read_text(encoding="utf-8")).get("name")
+                if isinstance(written, str) and ".." not in Path(written).parts:
+                    (out / written).unlink(missing_ok=True)
+                record.unlink()
+            (out / "manifest.json").unlink(missing_ok=True)
+    for path in [*out.rglob("*.tmp")]:  # a stopped run's, never under a final name
         path.unlink()
     records.mkdir(parents=True, exist_ok=True)
     _write_json(given, claim)
     return records
 
 
-def _record(records: Path, number: int, suffix: str) -> dict[str, Any] | None:
+def _record(records: Path, name: str) -> dict[str, Any] | None:
     try:
-        return json.loads((records / f"shard-{number:06d}{suffix}.json").read_text(encoding="utf-8"))
+        return json.loads((records / f"{name}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
 def _whole(out: Path, record: dict[str, Any]) -> bool:
-    """Whether the record's shard is there with its size (its sha256 is :func:`manifest_problems`' to read)."""
+    """Whether the record's shard is there with its size (its sha256 is :func:`manifest_problems`' to
+    read), or, for a file whose sample was skipped, is not there."""
     path = out / record["name"]
+    if record.get("sha256") is None:
+        return not path.exists()
     return path.is_file() and path.stat().st_size == record["bytes"]
 
 
@@ -380,6 +443,7 @@ def _write_json(path: Path, value: Any, lines: str | None = None) -> None:
         items = ",\n".join(f"  {json.dumps(item)}" for item in value[lines])
         text = f"{head[:-2]},\n {json.dumps(lines)}: [\n{items}\n ]\n}}"
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.parent.mkdir(parents=True, exist_ok=True)
     partial.write_text(text + "\n", encoding="utf-8")
     os.replace(partial, path)
 
