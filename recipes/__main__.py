@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prepare = commands.add_parser(
         "prepare", help="write a training-ready copy of a dataset: images at a bounded size, clips at one rate, "
-        "texts as token ids, in shards", formatter_class=formatter,
+        "texts as token ids, videos with short GOPs", formatter_class=formatter,
         description=_wrap("Write SOURCE into DEST (made if missing) as the shards the domain's loaders read. vision: "
         "an image folder, or a CSV / JSONL of path,label; each image is re-encoded as a JPEG whose longer side "
         "is at most --max-side (never enlarged; a JPEG within it keeps its bytes), read as ImageShards(DEST, "
@@ -212,7 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
         "each clip decoded once, checked against its duration and written as 16-bit FLAC (or WAV) at "
         "--sample-rate, mono unless --keep-channels, beside its transcript, read as AudioShards(DEST). text: a .txt, "
         ".jsonl, .csv or .parquet corpus tokenised once with --tokenizer, its ids in Parquet shards, read as "
-        "TokenizedTextDataset.from_ids('DEST/shard-*.parquet', 'DEST/tokenizer.json'). The same "
+        "TokenizedTextDataset.from_ids('DEST/shard-*.parquet', 'DEST/tokenizer.json'). video: a folder of class "
+        "folders, each video re-encoded as H.264 MP4 with a keyframe every clip span and its shorter side at most "
+        "--short-side, read as VideoFolderDataset(DEST/videos), indexed from DEST/manifest.json. The same "
         "SOURCE and options give the same bytes whatever --workers; a run "
         "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
         "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded samples; "
@@ -222,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("domain", choices=preparing, metavar="DOMAIN", help=f"one of {', '.join(preparing)}")
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
                          "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root); "
-                         "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file")
+                         "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file; video, a folder of class "
+                         "folders")
     prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
     prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
@@ -251,6 +254,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "included (default: all)")
     texts.add_argument("--text-field", metavar="NAME", help="the text's field or column (default text)")
     texts.add_argument("--label-field", metavar="NAME", help="the label's field or column (default: no labels)")
+    videos = prepare.add_argument_group("videos (video)")
+    videos.add_argument("--short-side", type=int, metavar="PX", help="the shorter side a video keeps (never "
+                        "enlarged; default: each video's own)")
+    videos.add_argument("--frames-per-clip", type=int, metavar="N", help="the clips training cuts (default 16), "
+                        "whose span is the default --keyframe-every")
+    videos.add_argument("--frame-step", type=int, metavar="N", help="frames between a clip's frames (default 1)")
+    videos.add_argument("--keyframe-every", type=int, metavar="N", help="frames from one keyframe to the next "
+                        "(default: the clip span)")
+    videos.add_argument("--fps", type=float, metavar="RATE", help="the frame rate every video is resampled to "
+                        "(default: each video's own)")
+    videos.add_argument("--crf", type=int, metavar="N", help="x264's constant rate factor, 0-51 (default 23)")
     return parser
 
 

@@ -170,6 +170,7 @@ REGISTRY = (
         loader="recipes.video:video_loader", demo="recipes.video.demo:build",
         opens="recipes.video.demo:open_path", fixtures="recipes.video.fixtures:write_video",
         check="recipes.cli.check_data:check_footage", show="recipes.cli.show:show_strips",
+        prepare="recipes.video.demo:prepare_path",
         shows="each clip as a strip of its frames, with its label, its file and the frame numbers shown",
         reads=("size",),
     ),

@@ -244,4 +244,8 @@ def check_footage(options: Any, *, workers: int | None = None, progress: bool = 
     its first, middle and last frame, and a summary (``recipes.video.check.check_videos``)."""
     from recipes.video.check import check_videos  # here: TorchCodec's video decoder loads only for video
 
-    return check_videos(options.path, Report("video", str(options.path)))
+    report = check_videos(options.path, Report("video", str(options.path)))
+    prepared = options.path.parent  # recipes prepare video writes DEST/videos/ and DEST/manifest.json
+    if options.path.name == "videos" and (prepared / "manifest.json").is_file():
+        check_files_manifest(report, prepared, unit="files")
+    return report

@@ -169,16 +169,16 @@ def check_image_shards(path: Path, *, progress: bool = True) -> Report:
     return report
 
 
-def check_manifest(report: Report, path: Path) -> None:
-    """Each shard of the ``manifest.json`` that ``recipes prepare`` wrote beside them read against its
-    sha256, into ``report``; nothing where there is none."""
+def check_manifest(report: Report, path: Path, unit: str = "shards") -> None:
+    """Each shard (``unit``) of the ``manifest.json`` that ``recipes prepare`` wrote beside them read
+    against its sha256, into ``report``; nothing where there is none."""
     if path.is_dir() and (path / "manifest.json").is_file():
         from recipes.core import streams
 
         listed, damaged = streams.manifest_problems(path)
         for shard, problem in damaged:
             report.add(shard, problem)
-        report.summary["manifest"] = f"{listed - len(damaged)} of {listed} shards as manifest.json lists them (sha256)"
+        report.summary["manifest"] = f"{listed - len(damaged)} of {listed} {unit} as manifest.json lists them (sha256)"
 
 
 def check_folder(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:

@@ -17,7 +17,9 @@ OPTIONS = {
     "max_side": "--max-side", "quality": "--quality", "image_root": "--image-root",
     "sample_rate": "--sample-rate", "keep_channels": "--keep-channels", "format": "--format",
     "audio_root": "--audio-root", "tokenizer": "--tokenizer", "max_length": "--max-length",
-    "text_field": "--text-field", "label_field": "--label-field",
+    "text_field": "--text-field", "label_field": "--label-field", "short_side": "--short-side",
+    "frames_per_clip": "--frames-per-clip", "frame_step": "--frame-step", "keyframe_every": "--keyframe-every",
+    "fps": "--fps", "crf": "--crf",
 }
 
 

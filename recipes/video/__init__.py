@@ -20,6 +20,7 @@ from recipes.video.device import EncodedClip
 from recipes.video.folder import VIDEO_EXTENSIONS, VideoFolderDataset
 from recipes.video.loader import video_loader
 from recipes.video.manifest import KINETICS_FULL, KINETICS_TRIMMED, VideoDataset
+from recipes.video.prepare_videos import prepare
 from recipes.video.probe import MAX_FRAME_PIXELS, MAX_FRAMES, VideoInfo, probe
 from recipes.video.sampling import SHORT_CHOICES, ClipSampling
 from recipes.video.transforms import eval_transform, train_transform
@@ -43,6 +44,7 @@ __all__ = [
     "VideoOptions",
     "decode_clip",
     "eval_transform",
+    "prepare",
     "probe",
     "stack_clips",
     "train_transform",

@@ -40,7 +40,7 @@ from recipes.core import (
     skip_or_raise,
 )
 from recipes.video.decoding import VideoOptions
-from recipes.video.index import VideoIndex
+from recipes.video.index import VideoIndex, listed_videos
 from recipes.video.probe import VideoInfo
 from recipes.video.sampling import ClipSampling
 
@@ -60,13 +60,15 @@ class ClipTable:
         segments: float64 ``[N, 2]`` of ``[start, end)`` seconds per video, NaN for the whole
             video; None: whole videos.
         on_error: ``"raise"`` or ``"skip"``.
+        root: the folder the videos are under: where ``recipes prepare video`` wrote them, its
+            ``manifest.json`` gives their frame counts (:func:`recipes.video.index.listed_videos`).
     """
 
     def __init__(self, paths: Sequence[str], names: Sequence[str], labels: np.ndarray, sampling: ClipSampling,
-                 options: VideoOptions, segments: np.ndarray | None, *, on_error: str) -> None:
+                 options: VideoOptions, segments: np.ndarray | None, *, on_error: str, root: str | None = None) -> None:
         self.sampling, self.options, self.on_error = sampling, options, on_error
         self.random = False  # evenly spaced clips; the presets' training loaders draw them (with_random)
-        index = VideoIndex.build(paths, names, options.index_dir)
+        index = VideoIndex.build(paths, names, options.index_dir, listed_videos(root))
         kept, ranges = [], []
         for row, name in enumerate(names):
             try:

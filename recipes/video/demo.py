@@ -33,3 +33,15 @@ def open_path(options: Any, *, train: bool) -> Dataset:
     if options.path.is_dir():
         return VideoFolderDataset(options.path, transform=transform, on_error=options.on_error)
     return VideoDataset(options.path, transform=transform, on_error=options.on_error)
+
+
+def prepare_path(source: Path, dest: Path, *, short_side: int | None = None, frames_per_clip: int = 16,
+                 frame_step: int = 1, keyframe_every: int | None = None, fps: float | None = None, crf: int = 23,
+                 **run: Any) -> tuple[Any, str]:
+    """``recipes prepare video FOLDER DEST``: :func:`recipes.video.prepare`, and how to read what it wrote."""
+    from recipes.video.prepare_videos import prepare
+
+    run.pop("samples_per_shard", None)  # a file a video
+    summary = prepare(source, dest, short_side=short_side, frames_per_clip=frames_per_clip, frame_step=frame_step,
+                      keyframe_every=keyframe_every, fps=fps, crf=crf, **run)
+    return summary, f"recipes.video.VideoFolderDataset({str(dest / 'videos')!r}, frames_per_clip={frames_per_clip})"

@@ -75,7 +75,7 @@ class VideoFolderDataset(ClipDataset):
         sampling = ClipSampling(frames_per_clip, frame_step, clips_per_video, short)
         self.transform = transform
         self.clips = ClipTable(paths, paths, np.asarray(labels, dtype=np.int64), sampling, self.options, None,
-                               on_error=self.on_error)
+                               on_error=self.on_error, root=self.root)
 
     def state_source(self) -> str:
         """What a loader state names as this data: counts and digests, not the root (a moved folder resumes)."""

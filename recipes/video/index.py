@@ -10,14 +10,20 @@ share instead of copying Python objects (pytorch issue 13246). With ``index_dir`
 as one ``.npz`` (:func:`recipes.core.caches.cached_index`, loaded without pickle), named by
 a digest of every file's path, size and modification time: the next build over the same files
 opens none of them, and one changed file builds the index again. A file that cannot be used is
-kept in the index as its reason, so a build from the cache names it again.
+kept in the index as its reason, so a build from the cache names it again. A folder that ``recipes
+prepare video`` wrote lists each file's frame count, rate and size in the ``manifest.json`` beside
+its ``videos/`` (:func:`listed_videos`): those files are not opened either, while their size is the
+one listed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,12 +53,13 @@ class VideoIndex:
     errors: dict[int, str]
 
     @classmethod
-    def build(cls, paths: Sequence[str], names: Sequence[str],
-              index_dir: str | os.PathLike | None = None) -> VideoIndex:
+    def build(cls, paths: Sequence[str], names: Sequence[str], index_dir: str | os.PathLike | None = None,
+              listed: dict[str, tuple[int, VideoInfo]] | None = None) -> VideoIndex:
         """The index of the local files ``paths`` (``names``: how messages show them), from
-        ``index_dir`` when an earlier build of the same files left it there."""
+        ``index_dir`` when an earlier build of the same files left it there; ``listed``
+        (:func:`listed_videos`) gives files' infos by path, each taken while the file has its size."""
         identity = [_identity(path) for path in paths]
-        found = caches.cached_index(index_dir, INDEX_KIND, identity, lambda: _probe_all(paths, names))
+        found = caches.cached_index(index_dir, INDEX_KIND, identity, lambda: _probe_all(paths, names, listed or {}))
         errors = dict(zip(found["error_rows"].tolist(), found["error_text"].tolist()))
         codecs = arrays.StringArray([str(name) for name in found["codec_names"][found["codec_ids"]]])
         return cls(**{name: found[name] for name in (*FIELDS, "times", "offsets")}, codecs=codecs, errors=errors)
@@ -88,13 +95,46 @@ def _identity(path: str) -> list:
     return [os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
 
 
-def _probe_all(paths: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
-    """Every file probed: the index's arrays, the reasons of those that failed by row."""
+def listed_videos(root: str | os.PathLike | None) -> dict[str, tuple[int, VideoInfo]]:
+    """``{path: (bytes, info)}`` of the videos that the ``manifest.json`` ``recipes prepare video``
+    wrote beside ``root`` (``DEST/videos``, the folder of class folders) lists; none without one."""
+    if root is None:
+        return {}
+    prepared = os.path.dirname(os.path.normpath(root))
+    try:
+        with open(os.path.join(prepared, "manifest.json"), encoding="utf-8") as file:
+            manifest = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(manifest, dict) or manifest.get("domain") != "video":
+        return {}
+    listed = {}
+    for entry in manifest.get("shards", []):
+        try:
+            listed[os.path.normpath(os.path.join(prepared, entry["name"]))] = (int(entry["bytes"]), _listed_info(entry))
+        except (KeyError, TypeError, ValueError):
+            continue  # an entry this version does not read: the file is probed
+    return listed
+
+
+def _listed_info(entry: dict[str, Any]) -> VideoInfo:
+    """A manifest entry (``recipes.video.prepare_videos.describe_video``) as a probe gives it."""
+    fields = {field.name: entry[field.name] for field in dataclasses.fields(VideoInfo) if field.name != "times"}
+    times = entry.get("times")
+    return VideoInfo(**fields, times=None if times is None else np.asarray(times, dtype=np.float64))
+
+
+def _probe_all(paths: Sequence[str], names: Sequence[str],
+               listed: dict[str, tuple[int, VideoInfo]]) -> dict[str, np.ndarray]:
+    """Every file probed (or taken from ``listed`` while its size is the one there): the index's
+    arrays, the reasons of those that failed by row."""
     columns: dict[str, list] = {name: [] for name in FIELDS}
     times, offsets, codecs, error_rows, error_text = [], [0], [], [], []
     for row, (path, name) in enumerate(zip(paths, names)):
+        size, info = listed.get(os.path.normpath(path), (None, None))
         try:
-            info = probe(path, name)
+            if info is None or size != _identity(path)[1]:
+                info = probe(path, name)
         except DataError as error:
             info = VideoInfo(0, 0.0, 0, 0, 0.0, True, "")
             error_rows.append(row)

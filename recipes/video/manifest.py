@@ -106,7 +106,7 @@ class VideoDataset(ClipDataset):
         table = np.asarray(segments, dtype=np.float64).reshape(-1, 2) if has_segments else None
         self.transform = transform
         self.clips = ClipTable(paths, names, label_ids, ClipSampling(**clips), self.options, table,
-                               on_error=self.on_error)
+                               on_error=self.on_error, root=self.video_root)
         self.places = np.asarray(places, dtype=np.int64)[self.clips.rows]  # each kept row's line (or row number)
 
     @classmethod

@@ -67,13 +67,14 @@ class PrepareSummary:
     seconds: float
     reused: int = 0  # shards a stopped run had written already
     psnr: list[float] = field(default_factory=list, repr=False)
+    unit: str = "shards"  # what a shard is called: "files" for FileShards
 
     def __str__(self) -> str:
         quality = "" if self.psnr_median is None else f", median PSNR {self.psnr_median:.1f} dB against the originals"
         changed = f", {self.reencoded:,} re-encoded{quality}" if self.reencoded else ""
         more = len(self.skipped) - 20
         return "\n".join([
-            f"{self.samples:,} samples in {len(self.shards)} shards ({self.reused} already written){changed}",
+            f"{self.samples:,} samples in {len(self.shards)} {self.unit} ({self.reused} already written){changed}",
             f"{_size(self.bytes_in)} read, {_size(self.bytes_out)} written "
             f"({self.bytes_out / max(self.bytes_in, 1):.0%}), in {self.seconds:.1f} s",
             f"{len(self.skipped)} skipped" + "".join(f"\n  {where}: {why}" for where, why in self.skipped[:20])
@@ -221,6 +222,7 @@ def write_prepared(
         bytes_in=sum(record["bytes_in"] for record in written), bytes_out=sum(record["bytes"] for record in written),
         reencoded=len(psnr), psnr_median=statistics.median(psnr) if psnr else None,
         seconds=time.perf_counter() - start, reused=len(tasks) - len(todo), psnr=psnr,
+        unit="files" if isinstance(run.shards, FileShards) else "shards",
     )
 
 
