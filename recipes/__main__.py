@@ -48,6 +48,11 @@ def _local_path(value: str) -> Path:
     return Path(value)
 
 
+def _destination(value: str) -> Path | str:
+    """``recipes prepare``'s DEST: a local folder, or an object store's URL (fsspec's credentials)."""
+    return value.rstrip("/") if "://" in value else Path(value)
+
+
 def _positive(value: str) -> float:
     """A number of seconds above 0."""
     try:
@@ -224,9 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("domain", choices=preparing, metavar="DOMAIN", help=f"one of {', '.join(preparing)}")
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
                          "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root); "
-                         "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file; video, a folder of class "
-                         "folders")
-    prepare.add_argument("dest", type=_local_path, metavar="DEST", help="the folder to write the shards into")
+                         "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file; video, a folder "
+                         "of class folders")
+    prepare.add_argument("dest", type=_destination, metavar="DEST", help="the folder to write the shards into, or "
+                         "an object store's URL (s3://bucket/prepared; credentials as fsspec finds them: AWS_*, ...)")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")
     prepare.add_argument("--workers", type=int, metavar="N", help="processes writing shards (default: the CPUs)")
     prepare.add_argument("--on-error", choices=("raise", "skip"), default="raise", help="a sample that does not "

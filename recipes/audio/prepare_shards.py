@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+from typing import Any
 import warnings
 
 import torch
@@ -54,6 +55,7 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write the speech manifest ``source`` as shards of 16-bit clips at ``sample_rate``, each beside
     its transcript (see the module docstring).
@@ -64,7 +66,7 @@ def prepare(
         sample_rate: every clip is resampled to this rate.
         num_channels: 1 mixes to mono (the mean of the channels), None keeps each file's.
         format: ``"flac"`` (lossless, about half the bytes) or ``"wav"``.
-        samples_per_shard, workers, on_error, overwrite, progress: as :func:`recipes.vision.prepare`
+        samples_per_shard, workers, on_error, overwrite, progress, storage_options: as :func:`recipes.vision.prepare`
             takes them; a row that does not parse, a clip that does not read or that decodes to
             another length than its row says is named (``on_error="skip"``: left out and counted).
         audio_root: the folder the manifest's clip paths are relative to (default: its folder).
@@ -85,7 +87,8 @@ def prepare(
     options = {"sample_rate": sample_rate, "num_channels": num_channels, "format": format}
     return streams.write_prepared(
         dest, rows, encode_clip, domain="audio", options=options, source=source,
-        run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress),
+        run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,
+                               storage_options=storage_options),
     )
 
 

@@ -18,6 +18,7 @@ HOMES = {
     "basename": "sources.urls",
     "has_glob": "sources.urls",
     "is_url": "sources.urls",
+    "join": "sources.urls",
     "parent": "sources.urls",
     "shown": "sources.urls",
     "suffix": "sources.urls",
@@ -39,4 +40,4 @@ if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sources.class_folders import class_folder_files
     from recipes.core.sources.paths import UnderRoot, cache_folder, check_relative, resolve_under
     from recipes.core.sources.storage import filesystem, glob_sizes, open_stream, read_bytes, stream_sizes
-    from recipes.core.sources.urls import basename, has_glob, is_url, parent, shown, suffix
+    from recipes.core.sources.urls import basename, has_glob, is_url, join, parent, shown, suffix

@@ -8,7 +8,7 @@ from typing import Any
 
 from torchvision.transforms import v2
 
-from recipes.core import streams
+from recipes.core import storage, streams
 from recipes.detection import CocoDataset, detection_loader
 
 
@@ -62,4 +62,5 @@ def prepare_path(source: Path, dest: Path, *, max_side: int = 0, quality: int = 
     if image_root is None:
         raise ValueError("detection reads its images from --image-root DIR (the folder of the file's file_names)")
     summary = prepare(image_root, source, dest, max_side=max_side, quality=quality, **run)
-    return summary, f"recipes.detection.CocoShards({str(dest)!r}, categories={str(dest / 'categories.json')!r})"
+    categories = str(storage.join(dest, "categories.json"))
+    return summary, f"recipes.detection.CocoShards({str(dest)!r}, categories={categories!r})"

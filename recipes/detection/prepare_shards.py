@@ -45,6 +45,7 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write the images of ``ann_file`` (under ``image_root``) at most ``max_side`` on their longer
     side, with their annotations scaled alike, as shards in ``dest`` beside ``categories.json``.
@@ -54,11 +55,11 @@ def prepare(
         dest: the folder to write (made if missing).
         max_side: the longest side an image keeps; 0 keeps every file's bytes.
         quality: the JPEG quality of a re-encoded image (1-95).
-        samples_per_shard, workers, on_error, overwrite, progress: as :func:`recipes.vision.prepare`
-            takes them (:class:`recipes.core.streams.PrepareRun`).
+        samples_per_shard, workers, on_error, overwrite, progress, storage_options: as
+            :func:`recipes.vision.prepare` takes them (:class:`recipes.core.streams.PrepareRun`).
     """
     options = imaging.reencode_options(max_side, quality)
-    for path in (image_root, ann_file, dest):
+    for path in (image_root, ann_file):
         streams.local_folder(path, "prepare")
     doc, samples = coco_samples(image_root, ann_file, on_error)
     rows = []
@@ -69,7 +70,8 @@ def prepare(
     beside = {"categories.json": (json.dumps({"categories": doc["categories"]}, sort_keys=True) + "\n").encode()}
     return streams.write_prepared(dest, rows, encode_sample, domain="detection",
                                   options=options, source=ann_file, beside=beside,
-                                  run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress))
+                                  run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,
+                                                         storage_options=storage_options))
 
 
 def encode_sample(payload: tuple[str, dict[str, Any], list[dict[str, Any]]], where: str,

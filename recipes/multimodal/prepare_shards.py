@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from recipes.core import imaging, parquet, storage, streams
 from recipes.multimodal.caption_files import read_caption_manifest
@@ -43,6 +44,7 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write the manifest ``source`` as shards of images at most ``max_side`` on their longer side,
     each beside its captions (see the module docstring).
@@ -50,7 +52,7 @@ def prepare(
     Args:
         source: a local caption manifest: ``.jsonl``, ``.csv`` / ``.tsv``, or a COCO captions ``.json``.
         dest: the folder to write (made if missing): ``shard-000000.tar``, ..., ``manifest.json``.
-        max_side, quality, samples_per_shard, workers, on_error, overwrite, progress: as
+        max_side, quality, samples_per_shard, workers, on_error, overwrite, progress, storage_options: as
             :func:`recipes.vision.prepare` takes them.
         image_root: the folder the manifest's image names are relative to (default: its folder).
     """
@@ -65,7 +67,8 @@ def prepare(
              (str(root), manifest.images[row], manifest.captions[row])) for row in range(len(manifest))]
     return streams.write_prepared(
         dest, rows, encode_pair, domain="multimodal", options=options, source=source,
-        run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress),
+        run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,
+                               storage_options=storage_options),
     )
 
 

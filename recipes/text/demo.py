@@ -12,6 +12,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
+from recipes.core import storage
 from recipes.text.tokenized import TokenizedTextDataset, text_loader
 
 
@@ -43,5 +44,5 @@ def prepare_path(source: Path, dest: Path, *, tokenizer: Path | None = None, max
     summary = prepare(source, dest, tokenizer, max_length=max_length, text_field=text_field, label_field=label_field,
                       **run)
     labels = "" if label_field is None else ", label_field='label'"
-    return summary, (f"recipes.text.TokenizedTextDataset.from_ids({str(dest / 'shard-*.parquet')!r}, "
-                     f"{str(dest / 'tokenizer.json')!r}{labels})")
+    shards, tokenizer_file = str(storage.join(dest, "shard-*.parquet")), str(storage.join(dest, "tokenizer.json"))
+    return summary, f"recipes.text.TokenizedTextDataset.from_ids({shards!r}, {tokenizer_file!r}{labels})"

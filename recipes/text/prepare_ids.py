@@ -26,7 +26,6 @@ import functools
 import hashlib
 import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write the corpus ``source`` as Parquet shards of token ids (see the module docstring).
 
@@ -61,7 +61,7 @@ def prepare(
         tokenizer: a ``tokenizers.Tokenizer`` or a tokenizer.json path.
         max_length: keep at most this many ids per sample, special tokens included (None: all).
         text_field, label_field: the text's and the label's field or column (a ``.txt`` has neither).
-        samples_per_shard, workers, on_error, overwrite, progress: as :func:`recipes.vision.prepare`
+        samples_per_shard, workers, on_error, overwrite, progress, storage_options: as :func:`recipes.vision.prepare`
             takes them; a line that does not parse or a text that tokenises to no ids is named
             (``on_error="skip"``: left out and counted).
     """
@@ -69,29 +69,29 @@ def prepare(
     streams.local_folder(source, "prepare")
     texts, labels, places = _read(source, text_field, label_field, on_error)
     kind, labels = _labels(labels)
-    encoded = tokenizing.load_tokenizer(tokenizer).to_str().encode()
-    Path(dest).mkdir(parents=True, exist_ok=True)
-    tokenizer_file = os.path.abspath(Path(dest) / "tokenizer.json")  # beside the shards: the workers load it
+    encoded = tokenizing.load_tokenizer(tokenizer).to_str()
     name = storage.shown(source)
-    rows = [(f"{row:09d}", f"{name} {place}", (text, None if labels is None else labels[row], tokenizer_file))
+    # every row holds the one tokenizer string: pickled once a shard, loaded once a worker process
+    rows = [(f"{row:09d}", f"{name} {place}", (text, None if labels is None else labels[row], encoded))
             for row, (text, place) in enumerate(zip(texts, places))]
-    options = {"tokenizer": hashlib.sha256(encoded).hexdigest(), "max_length": max_length, "labels": kind}
+    options = {"tokenizer": hashlib.sha256(encoded.encode()).hexdigest(), "max_length": max_length, "labels": kind}
     pa = _pyarrow()
     columns = [("input_ids", pa.list_(pa.int32()))]
     if kind is not None:
         columns.append(("label", pa.int64() if kind == "int64" else pa.string()))
     return streams.write_prepared(
-        dest, rows, encode_text, domain="text", options=options, source=source, beside={"tokenizer.json": encoded},
+        dest, rows, encode_text, domain="text", options=options, source=source,
+        beside={"tokenizer.json": encoded.encode()},
         run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,
-                               shards=streams.ParquetShards(pa.schema(columns))),
+                               storage_options=storage_options, shards=streams.ParquetShards(pa.schema(columns))),
     )
 
 
 def encode_text(payload: tuple[str, Any, str], where: str, options: dict[str, Any]) -> tuple[
         list[tuple[str, Any]], None, int]:
     """A row's columns (its ids as the text path tokenises them, its label), no PSNR, and bytes read."""
-    text, label, tokenizer_file = payload
-    ids = np.asarray(_encoder(tokenizer_file, options["max_length"])([text])[0], dtype=np.int32)
+    text, label, tokenizer = payload
+    ids = np.asarray(_encoder(tokenizer, options["max_length"])([text])[0], dtype=np.int32)
     if len(ids) == 0:
         raise DataError(f"{where}: tokenises to no ids")
     row = [("input_ids", ids)] + ([] if options["labels"] is None else [("label", label)])
@@ -99,9 +99,11 @@ def encode_text(payload: tuple[str, Any, str], where: str, options: dict[str, An
 
 
 @functools.lru_cache(maxsize=4)
-def _encoder(tokenizer_file: str, max_length: int | None) -> tokenizing.TruncatingEncoder:
-    """The encoder of one prepare run, loaded once per worker process."""
-    return tokenizing.TruncatingEncoder(tokenizing.load_tokenizer(tokenizer_file), max_length)
+def _encoder(tokenizer: str, max_length: int | None) -> tokenizing.TruncatingEncoder:
+    """The encoder of one prepare run (``tokenizer``: its JSON), made once per worker process."""
+    from tokenizers import Tokenizer
+
+    return tokenizing.TruncatingEncoder(Tokenizer.from_str(tokenizer), max_length)
 
 
 def _read(source: str | os.PathLike, text_field: str, label_field: str | None,

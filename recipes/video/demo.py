@@ -12,6 +12,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader, Dataset
 
+from recipes.core import storage
 from recipes.video import VideoDataset, VideoFolderDataset, eval_transform, train_transform, video_loader
 
 
@@ -44,4 +45,5 @@ def prepare_path(source: Path, dest: Path, *, short_side: int | None = None, fra
     run.pop("samples_per_shard", None)  # a file a video
     summary = prepare(source, dest, short_side=short_side, frames_per_clip=frames_per_clip, frame_step=frame_step,
                       keyframe_every=keyframe_every, fps=fps, crf=crf, **run)
-    return summary, f"recipes.video.VideoFolderDataset({str(dest / 'videos')!r}, frames_per_clip={frames_per_clip})"
+    videos = str(storage.join(dest, "videos"))
+    return summary, f"recipes.video.VideoFolderDataset({videos!r}, frames_per_clip={frames_per_clip})"

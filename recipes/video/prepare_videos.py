@@ -66,6 +66,7 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write the video folder ``source`` as H.264 MP4s under ``dest`` (see the module docstring).
 
@@ -78,7 +79,7 @@ def prepare(
         keyframe_every: frames between keyframes (a GOP), exact: x264's scene cuts are off.
         fps: the rate every video is resampled to; None keeps each video's own.
         crf: x264's constant rate factor (0-51, lower is better; 23, x264's default).
-        workers, on_error, overwrite, progress: as :func:`recipes.vision.prepare` takes them; a
+        workers, on_error, overwrite, progress, storage_options: as :func:`recipes.vision.prepare` takes them; a
             video that does not probe or decode is named (``on_error="skip"``: left out and counted).
     """
     span = ClipSampling(frames_per_clip, frame_step).span
@@ -105,7 +106,7 @@ def prepare(
                "codec": "libx264", "preset": PRESET}
     return streams.write_prepared(
         dest, rows, encode_video, domain="video", options=options, source=root,
-        run=streams.PrepareRun(1, workers, on_error, overwrite, progress,
+        run=streams.PrepareRun(1, workers, on_error, overwrite, progress, storage_options=storage_options,
                                shards=streams.FileShards(".mp4", describe=describe_video)),
     )
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from recipes.core import streams
+from recipes.core import storage, streams
 from recipes.vision import ImageFolderDataset, eval_transform, train_transform, vision_loader
 
 
@@ -46,4 +46,5 @@ def prepare_path(source: Path, dest: Path, *, max_side: int = 0, quality: int = 
     from recipes.vision import prepare
 
     summary = prepare(source, dest, max_side=max_side, quality=quality, image_root=image_root, **run)
-    return summary, f"recipes.vision.ImageShards({str(dest)!r}, classes={str(dest / 'classes.txt')!r})"
+    classes = str(storage.join(dest, "classes.txt"))
+    return summary, f"recipes.vision.ImageShards({str(dest)!r}, classes={classes!r})"

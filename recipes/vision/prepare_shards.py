@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from recipes.core import imaging, streams
 from recipes.vision.shard_writer import source_rows
@@ -41,12 +42,14 @@ def prepare(
     on_error: str = "raise",
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
 ) -> streams.PrepareSummary:
     """Write ``source`` as shards of images at most ``max_side`` on their longer side (see the module docstring).
 
     Args:
         source: an image folder, or a ``.csv`` / ``.jsonl`` manifest of ``path,label``.
-        dest: the folder to write (made if missing): ``shard-000000.tar``, ..., ``classes.txt``, ``manifest.json``.
+        dest: the folder to write (made if missing), or a URL: ``shard-000000.tar``, ..., ``classes.txt``,
+            ``manifest.json``.
         max_side: the longest side an image keeps; 0 keeps every file's bytes.
         quality: the JPEG quality of a re-encoded image (1-95).
         samples_per_shard: source rows a shard holds (fewer where some were skipped).
@@ -56,6 +59,8 @@ def prepare(
             left out with a warning, and named in the summary and the manifest.
         overwrite: replace a destination prepared with other options.
         progress: show a progress bar (samples/s and time left).
+        storage_options: passed to fsspec where ``dest`` is a URL (``s3://bucket/prepared``): each
+            shard is written locally, then uploaded; never shown.
     """
     options = imaging.reencode_options(max_side, quality)
     streams.local_folder(source, "prepare")
@@ -64,7 +69,8 @@ def prepare(
     beside = {} if classes is None else {"classes.txt": "".join(f"{name}\n" for name in classes).encode()}
     return streams.write_prepared(
         dest, rows, encode_image, domain="vision", options=options,
-        source=source, beside=beside, run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress),
+        source=source, beside=beside, run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,
+                               storage_options=storage_options),
     )
 
 

@@ -105,3 +105,18 @@ def test_recipes_prepare_text_needs_a_tokenizer_and_prints_how_to_read_the_copy(
     assert "80 samples in 1 shards" in out and "TokenizedTextDataset.from_ids(" in out and "label_field='label'" in out
     got = TokenizedTextDataset.from_ids(str(dest / "shard-*.parquet"), dest / "tokenizer.json", label_field="label")
     assert len(got) == 80 and max(len(got[k]["input_ids"]) for k in range(80)) <= 12
+
+
+def test_recipes_prepare_text_writes_to_s3_with_the_credentials_fsspec_finds(fixtures, tokenizer, monkeypatch, capsys):
+    from tests.servers import s3_server
+
+    with s3_server() as (endpoint, options):
+        for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                            "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1"}.items():
+            monkeypatch.setenv(name, value)
+        url = "s3://data/corpus-ids"  # moto's buckets live as long as the process: a prefix of its own
+        assert main(["prepare", "text", str(fixtures / "text/corpus.txt"), url, "--tokenizer",
+                     str(fixtures / "text/tokenizer.json"), "--samples-per-shard", "64", "--workers", "2"]) == 0
+        assert f"from_ids('{url}/shard-*.parquet', '{url}/tokenizer.json')" in capsys.readouterr().out
+        got = TokenizedTextDataset.from_ids(f"{url}/shard-*.parquet", tokenizer, storage_options=options)
+        same_samples(TokenizedTextDataset(fixtures / "text/corpus.txt", tokenizer), got)

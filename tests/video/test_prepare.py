@@ -135,3 +135,18 @@ def test_recipes_prepare_video_prints_how_to_read_it_and_check_reads_the_sha256s
     with pytest.raises(SystemExit):
         main(["prepare", "video", str(folder), str(tmp_path / "other"), "--sample-rate", "8000"])
     assert "takes no --sample-rate" in capsys.readouterr().err
+
+
+def test_a_copy_written_to_s3_holds_the_bytes_of_the_local_copy(folder, prepared):
+    import boto3
+
+    from tests.servers import s3_server
+
+    with s3_server() as (endpoint, options):
+        prepare(folder, "s3://data/footage-prepared", short_side=32, frames_per_clip=3, frame_step=2, workers=2,
+                progress=False, storage_options=options)
+        bucket = boto3.resource("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                                aws_secret_access_key="testing", region_name="us-east-1").Bucket("data")
+        objects = {item.key.removeprefix("footage-prepared/"): item.get()["Body"].read()
+                   for item in bucket.objects.filter(Prefix="footage-prepared/") if "/.prepare/" not in item.key}
+    assert objects == written(prepared)  # the videos under their folders, and the same manifest

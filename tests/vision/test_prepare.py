@@ -156,3 +156,35 @@ def test_a_prepared_folder_is_listed_from_its_manifest_and_verify_shards_refuses
         ImageShards(summary.shards, read_options=ReadOptions(verify_shards=True))
     (dest / "shard-000003.tar").unlink()  # a shard gone: the folder is listed and walked as any folder
     assert len(streams.listed_shards(dest, max_member_bytes=2**20)[0]) == 3
+
+
+def test_a_copy_written_to_s3_is_the_local_copy_resumed_there_and_read_from_there(photos, tmp_path):
+    import boto3
+
+    from tests.servers import s3_server
+
+    local = tmp_path / "local"
+    prepare(photos, local, max_side=40, samples_per_shard=10, workers=1, progress=False)
+    with s3_server() as (endpoint, options):
+        url = "s3://data/photos-prepared"  # moto's buckets live as long as the process: a prefix of its own
+        summary = prepare(photos, url, max_side=40, samples_per_shard=10, workers=2, progress=False,
+                          storage_options=options)
+        assert [str(shard) for shard in summary.shards] == [f"{url}/shard-00000{k}.tar" for k in range(4)]
+        bucket = boto3.resource("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                                aws_secret_access_key="testing", region_name="us-east-1").Bucket("data")
+
+        def objects() -> dict[str, bytes]:
+            return {item.key.removeprefix("photos-prepared/"): item.get()["Body"].read()
+                    for item in bucket.objects.filter(Prefix="photos-prepared/") if "/.prepare/" not in item.key}
+
+        assert objects() == written(local)  # shards, classes.txt and manifest.json: the bytes of the local copy
+        bucket.Object("photos-prepared/shard-000002.tar").delete()  # as a run stopped before that upload leaves it
+        bucket.Object("photos-prepared/.prepare/shard-000003.tar.json").delete()  # stopped before that record's
+        again = prepare(photos, url, max_side=40, samples_per_shard=10, workers=1, progress=False,
+                        storage_options=options)
+        assert again.reused == 2 and objects() == written(local)
+        read = ImageShards(url, classes=str(local / "classes.txt"), storage_options=options)
+        assert [label for _, label in read] == [label for _, label in ImageShards(local, classes=local / "classes.txt")]
+        refused = r"s3://data/photos-prepared was prepared with other options \(max_side=40\)"
+        with pytest.raises(ValueError, match=refused):
+            prepare(photos, url, max_side=41, samples_per_shard=10, workers=1, progress=False, storage_options=options)

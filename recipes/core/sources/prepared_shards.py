@@ -29,8 +29,10 @@ import io
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import tarfile
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +44,7 @@ import torch
 from tqdm import tqdm
 
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error
+from recipes.core.sources.prepared_remote import RemoteDest
 from recipes.core.sources.storage import is_url, open_stream, read_bytes, shown
 from recipes.core.sources.tar_samples import SHARD_SUFFIXES, sample_starts
 from recipes.core.sources.urls import has_glob
@@ -148,7 +151,8 @@ class PrepareRun:
     (None: the CPU count; 1: this one); ``on_error`` ``"raise"`` (a sample that does not read stops
     the run, named) or ``"skip"`` (left out with a warning, named in the summary and the manifest);
     ``overwrite`` a destination prepared with other options; ``progress``: a progress bar;
-    ``shards``: what a shard is (:class:`TarShards`, or :class:`ParquetShards`)."""
+    ``shards``: what a shard is (:class:`TarShards`, :class:`ParquetShards` or :class:`FileShards`);
+    ``storage_options``: fsspec's, for a destination URL."""
 
     samples_per_shard: int = 1000
     workers: int | None = None
@@ -156,6 +160,7 @@ class PrepareRun:
     overwrite: bool = False
     progress: bool = True
     shards: Any = TarShards()
+    storage_options: dict[str, Any] | None = None
 
 
 def write_prepared(
@@ -170,8 +175,23 @@ def write_prepared(
     run: PrepareRun = PrepareRun(),
 ) -> PrepareSummary:
     """Write ``rows`` as ``dest/shard-000000.tar``, ... (see the module docstring), ``encode`` turning
-    each into its members; ``options``: what ``encode`` reads (a destination records them); ``source``:
-    what was read, for the manifest; ``beside``: files written next to the shards (``classes.txt``)."""
+    each into its members; ``dest`` a local folder or a URL (:mod:`recipes.core.sources.prepared_remote`:
+    each shard staged locally, then uploaded); ``options``: what ``encode`` reads (a destination
+    records them); ``source``: what was read, for the manifest; ``beside``: files written next to
+    the shards (``classes.txt``)."""
+    remote = RemoteDest(os.fspath(dest), run.storage_options) if is_url(dest) else None
+    staging = Path(tempfile.mkdtemp(prefix="recipes-prepare-")) if remote is not None else None
+    try:
+        return _write_prepared(dest, rows, encode, domain, options, source, beside, run, remote, staging)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_prepared(dest: Any, rows: Sequence[tuple[str, str, Any]], encode: Encode, domain: str,
+                    options: dict[str, Any], source: Any, beside: dict[str, bytes] | None, run: PrepareRun,
+                    remote: RemoteDest | None, staging: Path | None) -> PrepareSummary:
+    """:func:`write_prepared` into ``dest`` (local), or through ``staging`` to ``remote``."""
     samples_per_shard, workers, on_error = run.samples_per_shard, run.workers, run.on_error
     start = time.perf_counter()
     check_on_error(on_error)
@@ -182,20 +202,29 @@ def write_prepared(
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    out, options = Path(dest), {**options, "samples_per_shard": samples_per_shard}
-    local_folder(dest, "write_prepared")
-    records = _claimed(out, {"domain": domain, "source": os.path.abspath(source), "options": options}, run.overwrite)
+    options = {**options, "samples_per_shard": samples_per_shard}
+    out = Path(dest) if staging is None else staging
+    if remote is not None:
+        remote.pull_records(out / RECORDS, RECORDS)  # the claim and the records an earlier run left there
+    claim = {"domain": domain, "source": os.path.abspath(source), "options": options}
+    records, removed = _claimed(out, claim, run.overwrite, shown(dest))
+    if remote is not None:
+        if removed:  # overwritten: what the earlier run wrote there
+            remote.remove([*removed, *(f"{RECORDS}/{name}.json" for name in removed), "manifest.json"])
+        remote.put(records / "options.json", f"{RECORDS}/options.json")
     for name, data in (beside or {}).items():
         (out / name).write_bytes(data)
+        if remote is not None:
+            remote.put(out / name, name)
     chunks = [list(rows[first : first + samples_per_shard]) for first in range(0, len(rows), samples_per_shard)]
     names = [run.shards.name(number, [key for key, _, _ in chunk]) for number, chunk in enumerate(chunks)]
     twice = next((name for name, count in collections.Counter(names).items() if count > 1), None)
     if twice is not None:
         raise ValueError(f"two samples would be written to {out / twice}: give each its own key")
-    tasks = [(str(out), number, name, chunk, encode, options, on_error, run.shards)
+    tasks = [(str(out), number, name, chunk, encode, options, on_error, run.shards, remote)
              for number, (name, chunk) in enumerate(zip(names, chunks))]
     done = {number: _record(records, name) for number, name in enumerate(names)}
-    done = {number: record for number, record in done.items() if record is not None and _whole(out, record)}
+    done = {number: record for number, record in done.items() if record is not None and _whole(out, record, remote)}
     todo = [task for task in tasks if task[1] not in done]
     bar = tqdm(total=len(rows), initial=sum(len(chunks[number]) for number in done), unit="sample",
                desc=f"prepare {domain}", disable=not run.progress, smoothing=0.1)
@@ -215,9 +244,12 @@ def write_prepared(
                    for record in files],
         "skipped": [pair for record in written for pair in record["skipped"]],
     })
+    if remote is not None:
+        remote.put(out / "manifest.json", "manifest.json")  # last: a manifest means every shard is there
     psnr = [value for record in written for value in record["psnr"]]
     return PrepareSummary(
-        shards=[out / record["name"] for record in files], samples=sum(record["samples"] for record in written),
+        shards=[out / record["name"] if remote is None else remote.where(record["name"]) for record in files],
+        samples=sum(record["samples"] for record in written),
         skipped=[tuple(pair) for record in written for pair in record["skipped"]],
         bytes_in=sum(record["bytes_in"] for record in written), bytes_out=sum(record["bytes"] for record in written),
         reencoded=len(psnr), psnr_median=statistics.median(psnr) if psnr else None,
@@ -294,11 +326,11 @@ def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any]) -> dict[
-        str, Any]:
+def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any, Any]
+                 ) -> dict[str, Any]:
     """Write one shard (``task``: dest, its number and name, its rows, encode, the options, on_error,
-    what a shard is) and its record."""
-    dest, number, name, rows, encode, options, on_error, shards = task
+    what a shard is, the remote destination or None) and its record; a remote one uploads both."""
+    dest, number, name, rows, encode, options, on_error, shards, remote = task
     torch.set_num_threads(1)  # one process a shard: a thread each
     out = Path(dest)
     partial = out / f"{name}.{os.getpid()}.tmp"
@@ -324,12 +356,16 @@ def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, 
         shard.close()
     if not partial.exists():  # a FileShards sample skipped: no file, and a record that says so
         record.update(sha256=None, bytes=0, entry={})
-        _write_json(out / RECORDS / f"{name}.json", record)
-        return record
-    record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
-    record["entry"] = shards.entry(partial)
-    os.replace(partial, out / name)
+    else:
+        record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
+        record["entry"] = shards.entry(partial)
+        os.replace(partial, out / name)
+        if remote is not None:
+            remote.put(out / name, name)
+            (out / name).unlink()  # staged: the local disk holds a shard a worker at a time
     _write_json(out / RECORDS / f"{name}.json", record)  # after the shard: a record means a whole shard
+    if remote is not None:
+        remote.put(out / RECORDS / f"{name}.json", f"{RECORDS}/{name}.json")
     return record
 
 
@@ -384,12 +420,13 @@ def _run(tasks: list[Any], workers: int) -> Any:
         yield from pool.imap_unordered(_write_shard, tasks)
 
 
-def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
-    """``out``'s records folder, made for ``claim`` (domain, source and options); another source or
-    other options are refused unless ``overwrite``, which removes what they wrote. Temporary files of
-    a stopped run are removed."""
+def _claimed(out: Path, claim: dict[str, Any], overwrite: bool, dest: str) -> tuple[Path, list[str]]:
+    """``(out's records folder, made for claim, the files removed)``: ``claim`` is the domain, source
+    and options; another source or other options are refused (naming ``dest``) unless ``overwrite``,
+    which removes what they wrote. Temporary files of a stopped run are removed."""
     records = out / RECORDS
     given = records / "options.json"
+    removed: list[str] = []
     if given.exists():
         earlier = json.loads(given.read_text(encoding="utf-8"))
         if earlier != claim and not overwrite:
@@ -397,20 +434,21 @@ def _claimed(out: Path, claim: dict[str, Any], overwrite: bool) -> Path:
             changed = [f"{name}={was.get(name)!r}" for name, now in claim["options"].items() if was.get(name) != now]
             if earlier.get("source") != claim["source"]:
                 changed.insert(0, f"source {earlier.get('source')!r}")
-            raise ValueError(f"{out} was prepared with other options ({', '.join(changed) or earlier}); pass "
+            raise ValueError(f"{dest} was prepared with other options ({', '.join(changed) or earlier}); pass "
                              "overwrite=True (--overwrite) to replace it, or another destination")
         if earlier != claim:  # what the earlier run wrote: each record's file, then the record
             for record in [path for path in records.rglob("*.json") if path != given]:
                 written = json.loads(record.read_text(encoding="utf-8")).get("name")
                 if isinstance(written, str) and ".." not in Path(written).parts:
                     (out / written).unlink(missing_ok=True)
+                    removed.append(written)
                 record.unlink()
             (out / "manifest.json").unlink(missing_ok=True)
     for path in [*out.rglob("*.tmp")]:  # a stopped run's, never under a final name
         path.unlink()
     records.mkdir(parents=True, exist_ok=True)
     _write_json(given, claim)
-    return records
+    return records, removed
 
 
 def _record(records: Path, name: str) -> dict[str, Any] | None:
@@ -420,9 +458,12 @@ def _record(records: Path, name: str) -> dict[str, Any] | None:
         return None
 
 
-def _whole(out: Path, record: dict[str, Any]) -> bool:
-    """Whether the record's shard is there with its size (its sha256 is :func:`manifest_problems`' to
-    read), or, for a file whose sample was skipped, is not there."""
+def _whole(out: Path, record: dict[str, Any], remote: RemoteDest | None = None) -> bool:
+    """Whether the record's shard is there (locally or at ``remote``) with its size (its sha256 is
+    :func:`manifest_problems`' to read), or, for a file whose sample was skipped, is not there."""
+    if remote is not None:
+        size = remote.size(record["name"])
+        return size is None if record.get("sha256") is None else size == record["bytes"]
     path = out / record["name"]
     if record.get("sha256") is None:
         return not path.exists()
