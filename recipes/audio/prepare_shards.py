@@ -126,6 +126,6 @@ def _soundfile():
     try:
         import soundfile  # the audio extra: libsndfile writes the 16-bit FLAC and WAV
     except (ImportError, OSError) as error:
-        raise ImportError("recipes.audio.prepare writes 16-bit FLAC and WAV with soundfile: "
-                          "pip install 'dataloader-recipes[audio]'") from error
+        raise ImportError("recipes.audio.prepare writes 16-bit FLAC and WAV with soundfile (the audio extra): "
+                          "pip install soundfile") from error
     return soundfile

@@ -2,30 +2,24 @@
 training decodes, with a keyframe at the start of every clip span, and a manifest of frame counts.
 
     summary = prepare("kinetics/train", "prepared/", short_side=128, frames_per_clip=16, workers=16)
-    print(summary)                                     # written, skipped and why, bytes, time
     dataset = VideoFolderDataset("prepared/videos", frames_per_clip=16, transform=train_transform(112))
 
-A random clip is decoded from the keyframe before it: in a file with a keyframe every 2 s, a
-16-frame clip costs up to 60 frames more. The copy has one every ``keyframe_every`` frames (default
-the clip span, ``(frames_per_clip - 1) * frame_step + 1``), so a clip decodes at most that many
-frames more, and its frames are ``short_side`` on their shorter side (never enlarged), which a
-crop of 112 from 128 needs. The source is a folder of class folders, read as
-:class:`VideoFolderDataset` reads it (:data:`VIDEO_EXTENSIONS`); ``DEST/videos/<class>/<name>.mp4``
-mirrors it, so the same dataset class reads the copy, and ``VideoDataset(manifest, video_root="DEST/videos")``
-where the manifest names ``.mp4`` files.
+A random clip is decoded from the keyframe before it: with a keyframe every 2 s, a 16-frame clip
+costs up to 60 frames more. The copy has one every ``keyframe_every`` frames (default the clip
+span), its frames ``short_side`` on their shorter side (never enlarged). The source is a folder of
+class folders (:data:`VIDEO_EXTENSIONS`); ``DEST/videos/<class>/<name>.mp4`` mirrors it, read by
+the same dataset class (and ``VideoDataset(manifest, video_root="DEST/videos")`` where the manifest
+names ``.mp4`` files).
 
-Each video is decoded in order, its frames shown upright (TorchCodec applies the container's
-rotation) and resized in the decoder, with the video's own rate kept (``fps``: frames taken
-at ``k / fps`` seconds, as :meth:`torchcodec.decoders.VideoDecoder.get_frames_played_at` picks
-them; a variable-rate video is made constant this way, at its average rate). x264 encodes it with
-fixed options in one thread (``crf``, ``preset="medium"``, no scene-cut keyframes, no macroblock
-tree), so the bytes do not depend on the machine or on ``workers``. ``manifest.json`` records each
-video's frame count, rate and size as :func:`recipes.video.probe` reads them from the file written:
-a dataset over ``DEST/videos`` indexes it from there, opening no file.
-
-The files are written as every domain's ``prepare`` writes (:func:`recipes.core.streams.write_prepared`):
-resumed by the same call after a stop at any point, a destination of other options refused unless
-``overwrite=True``, and each file's sha256 in the manifest.
+Each video is decoded in order, upright (TorchCodec applies the container's rotation) and resized
+in the decoder, its rate kept (``fps``: the frames played at ``k / fps`` s, as TorchCodec's
+``get_frames_played_at`` picks them; a variable rate made constant at its average). x264 runs
+with fixed options in one thread (``crf``, ``preset="medium"``, no scene-cut keyframes, no
+macroblock tree): the same bytes on every machine, whatever ``workers``. ``manifest.json`` holds
+each file's frame count, rate and size as :func:`recipes.video.probe` reads the file written, so
+a dataset over ``DEST/videos`` opens no file to index it. The rest is every domain's ``prepare``
+(:func:`recipes.core.streams.write_prepared`): resumed after a stop, other options refused unless
+``overwrite=True``, each file's sha256 in the manifest.
 """
 
 from __future__ import annotations
