@@ -113,6 +113,31 @@ def check_rows(path: Path, tokenizer: Any, *, text_field: str = "text", label_fi
     return report
 
 
+def check_prepared_ids(path: Path, *, max_length: int | None = None) -> Report:
+    """The Parquet shards of token ids ``recipes prepare text`` wrote in ``path``, read as
+    ``TokenizedTextDataset.from_ids`` reads them (every id checked against the tokenizer beside them),
+    their lengths, and each shard against its sha256 in ``manifest.json``."""
+    from recipes.text import TokenizedTextDataset
+
+    report = Report("text", str(path))
+    check_files_manifest(report, path)  # first: a shard that no longer reads is named by its sha256 too
+    labels = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("options", {}).get("labels")
+    with collect_skipped(report, path):
+        try:
+            dataset = TokenizedTextDataset.from_ids(str(path / "shard-*.parquet"), path / "tokenizer.json",
+                                                    label_field=None if labels is None else "label", on_error="skip")
+        except (DataError, FileNotFoundError) as error:
+            report.add_error(error, path)
+            return report
+    report.summary["samples"] = len(dataset)
+    if labels is not None:
+        report.summary["labels"] = counts(dataset.labels.tolist())
+    report.summary["lengths"] = length_stats(dataset.lengths, "tokens")
+    if max_length is not None:
+        report.summary["truncation"] = truncation(dataset.lengths, [max_length])
+    return report
+
+
 def _jsonl_fields(path: Path) -> dict[str, str]:
     """How many JSON rows hold each field (rows that do not parse are reported by read_rows)."""
     present: dict[str, int] = {}
@@ -192,7 +217,10 @@ def _caption_rows(path: Path, image_field: str, caption_field: str, report: Repo
 
 def check_lines(options: Any, *, workers: int | None = None, progress: bool = True) -> Report:
     """``recipes check`` of the text rows the CLI's ``options`` name (:func:`check_rows`); lengths in
-    tokens with ``--tokenizer`` (or a ``tokenizer.json`` beside the file), else in words."""
+    tokens with ``--tokenizer`` (or a ``tokenizer.json`` beside the file), else in words. A folder
+    that ``recipes prepare text`` wrote: :func:`check_prepared_ids`."""
+    if options.path.is_dir() and (options.path / "manifest.json").is_file():
+        return check_prepared_ids(options.path, max_length=options.max_length)
     return check_rows(options.path, _optional_tokenizer(options), text_field=options.text_field,
                       label_field=options.label_field, max_length=options.max_length)
 

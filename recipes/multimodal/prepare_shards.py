@@ -3,7 +3,7 @@ beside its captions, in the shards :class:`ImageTextShards` reads, with a manife
 
     summary = prepare("train.jsonl", "prepared/", max_side=320, workers=16)
     print(summary)                                     # written, skipped and why, bytes, PSNR, time
-    shards = ImageTextShards("prepared/shard-{000000..000099}.tar", tokenizer, transform=...)
+    shards = ImageTextShards("prepared/", tokenizer, transform=...)   # listed from prepared/manifest.json
 
 The manifest is read as :class:`ImageTextDataset` reads it (JSONL, CSV / TSV, or a COCO captions
 ``.json``; image names under ``image_root``, default its folder). Each image is written as

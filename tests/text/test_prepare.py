@@ -105,6 +105,15 @@ def test_recipes_prepare_text_needs_a_tokenizer_and_prints_how_to_read_the_copy(
     assert "80 samples in 1 shards" in out and "TokenizedTextDataset.from_ids(" in out and "label_field='label'" in out
     got = TokenizedTextDataset.from_ids(str(dest / "shard-*.parquet"), dest / "tokenizer.json", label_field="label")
     assert len(got) == 80 and max(len(got[k]["input_ids"]) for k in range(80)) <= 12
+    assert main(["check", "text", str(dest)]) == 0
+    out = capsys.readouterr().out
+    assert "samples   80" in out and "1 of 1 shards as manifest.json lists them (sha256)" in out
+    shard = dest / "shard-000000.parquet"
+    data = bytearray(shard.read_bytes())
+    data[-12] ^= 1  # in the footer's length field: the file no longer reads, and the sha256 disagrees
+    shard.write_bytes(bytes(data))
+    assert main(["check", "text", str(dest)]) != 0
+    assert "shard-000000.parquet: its bytes are not those manifest.json lists" in capsys.readouterr().out
 
 
 def test_recipes_prepare_text_writes_to_s3_with_the_credentials_fsspec_finds(fixtures, tokenizer, monkeypatch, capsys):
