@@ -217,9 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
         "each clip decoded once, checked against its duration and written as 16-bit FLAC (or WAV) at "
         "--sample-rate, mono unless --keep-channels, beside its transcript, read as AudioShards(DEST). text: a .txt, "
         ".jsonl, .csv or .parquet corpus tokenised once with --tokenizer, its ids in Parquet shards, read as "
-        "TokenizedTextDataset.from_ids('DEST/shard-*.parquet', 'DEST/tokenizer.json'). video: a folder of class "
-        "folders, each video re-encoded as H.264 MP4 with a keyframe every clip span and its shorter side at most "
-        "--short-side, read as VideoFolderDataset(DEST/videos), indexed from DEST/manifest.json. The same "
+        "TokenizedTextDataset.from_ids('DEST/shard-*.parquet', 'DEST/tokenizer.json'). video: a folder of videos "
+        "(class folders, or a manifest's), each re-encoded as H.264 MP4 with a keyframe every clip span and its "
+        "shorter side at most --short-side, read as VideoFolderDataset(DEST/videos) (or VideoDataset(manifest, "
+        "video_root=DEST/videos)), indexed from DEST/manifest.json. The same "
         "SOURCE and options give the same bytes whatever --workers; a run "
         "stopped at any point goes on from its whole shards when run again with the same arguments. Prints "
         "what was written, what was skipped and why, the bytes and the median PSNR of the re-encoded samples; "
@@ -230,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("source", type=_local_path, metavar="SOURCE", help="the dataset: vision, an image folder or "
                          "a .csv / .jsonl manifest of path,label; detection, a COCO instances file (with --image-root); "
                          "multimodal, a caption manifest; audio, a speech manifest; text, a corpus file; video, a folder "
-                         "of class folders")
+                         "of videos")
     prepare.add_argument("dest", type=_destination, metavar="DEST", help="the folder to write the shards into, or "
                          "an object store's URL (s3://bucket/prepared; credentials as fsspec finds them: AWS_*, ...)")
     prepare.add_argument("--samples-per-shard", type=int, default=1000, metavar="N", help="default 1000")

@@ -120,7 +120,7 @@ def check_prepared_ids(path: Path, *, max_length: int | None = None) -> Report:
     from recipes.text import TokenizedTextDataset
 
     report = Report("text", str(path))
-    check_files_manifest(report, path)  # first: a shard that no longer reads is named by its sha256 too
+    check_files_manifest(report, path)  # first: a shard that does not read is named by its sha256 too
     labels = json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("options", {}).get("labels")
     with collect_skipped(report, path):
         try:

@@ -7,9 +7,9 @@ training decodes, with a keyframe at the start of every clip span, and a manifes
 A random clip is decoded from the keyframe before it: with a keyframe every 2 s, a 16-frame clip
 costs up to 60 frames more. The copy has one every ``keyframe_every`` frames (default the clip
 span), its frames ``short_side`` on their shorter side (never enlarged). The source is a folder of
-class folders (:data:`VIDEO_EXTENSIONS`); ``DEST/videos/<class>/<name>.mp4`` mirrors it, read by
-the same dataset class (and ``VideoDataset(manifest, video_root="DEST/videos")`` where the manifest
-names ``.mp4`` files).
+videos (:data:`VIDEO_EXTENSIONS`), mirrored as ``DEST/videos/<path>.mp4``: a folder of class
+folders is read back by ``VideoFolderDataset("DEST/videos")``, the folder of a manifest whose
+paths end in ``.mp4`` (Kinetics') by ``VideoDataset(manifest, video_root="DEST/videos")``.
 
 Each video is decoded in order, upright (TorchCodec applies the container's rotation) and resized
 in the decoder, its rate kept (``fps``: the frames played at ``k / fps`` s, as TorchCodec's
@@ -65,7 +65,7 @@ def prepare(
     """Write the video folder ``source`` as H.264 MP4s under ``dest`` (see the module docstring).
 
     Args:
-        source: a local folder of class folders of videos.
+        source: a local folder of videos: class folders, or the folder a manifest's paths are relative to.
         dest: the folder to write (made if missing): ``videos/<class>/<name>.mp4``, ..., ``manifest.json``.
         short_side: the shorter side a video keeps (never enlarged; sides rounded to even, as
             4:2:0 needs); None keeps each video's size.
@@ -87,13 +87,8 @@ def prepare(
         raise ValueError(f"crf must be an int in 0-51, got {crf!r}")
     streams.local_folder(source, "prepare")
     root = os.path.expanduser(os.fspath(source))
-    if not os.path.isdir(root):
-        raise ValueError(f"{root}: prepare video reads a folder of class folders of videos; for a manifest, "
-                         "prepare the folder its videos are in, then read it with VideoDataset(manifest, "
-                         "video_root=DEST)")
-    _, relative, _ = storage.class_folder_files(root, VIDEO_EXTENSIONS, False, kind="video",
-                                                example="archery/v_001.mp4")
-    # DEST/videos/<class>/<name>.mp4: a folder of class folders (DEST itself holds .prepare/, not a class)
+    relative = video_files(root)
+    # DEST/videos/<its path>.mp4 (DEST itself holds .prepare/, which a folder dataset would take for a class)
     rows = [("videos/" + Path(os.path.splitext(name)[0]).as_posix(), os.path.join(root, name), os.path.join(root, name))
             for name in relative]
     options = {"short_side": short_side, "keyframe_every": keyframe_every, "fps": fps, "crf": crf,
@@ -103,6 +98,20 @@ def prepare(
         run=streams.PrepareRun(1, workers, on_error, overwrite, progress, storage_options=storage_options,
                                shards=streams.FileShards(".mp4", describe=describe_video)),
     )
+
+
+def video_files(root: str) -> list[str]:
+    """Every video under ``root`` (:data:`VIDEO_EXTENSIONS`, any case, links followed), relative to it,
+    in ImageFolder's order: the folders of a class folder dataset, or those a manifest names."""
+    if not os.path.isdir(root):
+        raise ValueError(f"{storage.shown(root)}: prepare video reads a folder of videos (class folders, or the "
+                         "folder a manifest's paths are relative to), and this is not one")
+    found = [os.path.relpath(os.path.join(folder, name), root)
+             for folder, _, files in sorted(os.walk(root, followlinks=True)) for name in sorted(files)
+             if name.lower().endswith(VIDEO_EXTENSIONS)]
+    if not found:
+        raise FileNotFoundError(f"{root}: no video file under it (extensions: {', '.join(VIDEO_EXTENSIONS)})")
+    return found
 
 
 def encode_video(path: str, where: str, options: dict[str, Any]) -> tuple[list[tuple[str, bytes]], None, int]:

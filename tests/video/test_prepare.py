@@ -150,3 +150,19 @@ def test_a_copy_written_to_s3_holds_the_bytes_of_the_local_copy(folder, prepared
         objects = {item.key.removeprefix("footage-prepared/"): item.get()["Body"].read()
                    for item in bucket.objects.filter(Prefix="footage-prepared/") if "/.prepare/" not in item.key}
     assert objects == written(prepared)  # the videos under their folders, and the same manifest
+
+
+def test_the_folder_of_a_manifest_is_read_by_the_manifest_dataset_unchanged(fixtures, tmp_path, monkeypatch):
+    from recipes.video import VideoDataset
+
+    kinetics = fixtures / "video" / "kinetics"
+    prepare(kinetics / "full", tmp_path, short_side=24, frames_per_clip=4, workers=1, progress=False)
+    assert sorted(path.name for path in (tmp_path / "videos").iterdir()) == ["vid_aaa.mp4", "vid_bbb.mp4",
+                                                                            "vid_ccc.mp4"]
+    source = VideoDataset.kinetics(kinetics / "train.csv", kinetics / "full", trimmed=False, frames_per_clip=4)
+    monkeypatch.setattr(video_index, "probe", lambda path, name: pytest.fail(f"{name} was probed"))
+    copy = VideoDataset.kinetics(kinetics / "train.csv", tmp_path / "videos", trimmed=False, frames_per_clip=4)
+    assert copy.classes == source.classes and len(copy) == len(source)
+    for index in range(len(copy)):  # each segment in seconds cuts the same frames of the copy as of the original
+        assert copy[index]["frames"].tolist() == source[index]["frames"].tolist()
+        assert min(copy[index]["video"].shape[-2:]) == 24
