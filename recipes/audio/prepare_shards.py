@@ -78,12 +78,14 @@ def prepare(
     _soundfile()  # before any work: the writer is there
     streams.local_folder(source, "prepare")
     durations = "manifest" if _states_every_duration(source) else "headers"
-    dataset = SpeechDataset(source, sample_rate=sample_rate, on_error=on_error, audio_root=audio_root,
-                            read_options=ReadOptions(durations=durations, num_channels=num_channels))
+    with streams.collect_skips() as dropped:  # rows that do not parse, clips that do not open: named in the summary
+        dataset = SpeechDataset(source, sample_rate=sample_rate, on_error=on_error, audio_root=audio_root,
+                                read_options=ReadOptions(durations=durations, num_channels=num_channels))
     told = "the manifest" if durations == "manifest" else "its header"
     rows = [(f"{row:09d}", dataset.describe(row),
              (dataset.source(row), dataset.texts[row], float(dataset.durations[row]), told))
             for row in range(len(dataset))]
+    rows += [(None, None, error) for error in dropped]
     options = {"sample_rate": sample_rate, "num_channels": num_channels, "format": format}
     return streams.write_prepared(
         dest, rows, encode_clip, domain="audio", options=options, source=source,

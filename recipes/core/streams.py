@@ -37,11 +37,13 @@ HOMES = {
     "add_member": "sources.prepared_shards",
     "manifest_problems": "sources.prepared_shards",
     "write_prepared": "sources.prepared_shards",
+    "collect_skips": "contracts.errors",
 }
 __all__ = sorted(HOMES)
 __getattr__, __dir__ = lazy_names(__name__, HOMES)
 
 if TYPE_CHECKING:  # where each name lives, for static readers
+    from recipes.core.contracts.errors import collect_skips
     from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.prepared_shards import (

@@ -61,12 +61,14 @@ def prepare(
     options = imaging.reencode_options(max_side, quality)
     for path in (image_root, ann_file):
         streams.local_folder(path, "prepare")
-    doc, samples = coco_samples(image_root, ann_file, on_error)
     rows = []
-    for image_id, image, listed in samples:
-        where = f"{storage.shown(ann_file)} image id {image_id} ({image['file_name']})"
-        file = os.path.join(os.fspath(image_root), image["file_name"])  # checked under the root by CocoDataset
-        rows.append((f"{image_id:012d}", where, (file, image, listed)))
+    with streams.collect_skips() as dropped:  # images and annotations the checks refuse: named in the summary
+        doc, samples = coco_samples(image_root, ann_file, on_error)
+        for image_id, image, listed in samples:
+            where = f"{storage.shown(ann_file)} image id {image_id} ({image['file_name']})"
+            file = os.path.join(os.fspath(image_root), image["file_name"])  # checked under the root by CocoDataset
+            rows.append((f"{image_id:012d}", where, (file, image, listed)))
+    rows += [(None, None, error) for error in dropped]
     beside = {"categories.json": (json.dumps({"categories": doc["categories"]}, sort_keys=True) + "\n").encode()}
     return streams.write_prepared(dest, rows, encode_sample, domain="detection",
                                   options=options, source=ann_file, beside=beside,

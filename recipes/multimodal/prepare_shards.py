@@ -61,10 +61,12 @@ def prepare(
     if parquet.is_parquet(source):
         raise ValueError(f"{source}: prepare reads a caption manifest (.jsonl, .csv, .tsv or COCO .json); for "
                          "Parquet, write_shards(source, dest, max_side=...) writes the same shards")
-    manifest = read_caption_manifest(source, on_error=on_error)
+    with streams.collect_skips() as dropped:  # rows that do not parse: named in the summary
+        manifest = read_caption_manifest(source, on_error=on_error)
     root = Path(source).parent if image_root is None else streams.local_folder(image_root, "prepare")
     rows = [(f"{row:09d}", f"{manifest.where(row)}: {manifest.images[row]}",
              (str(root), manifest.images[row], manifest.captions[row])) for row in range(len(manifest))]
+    rows += [(None, None, error) for error in dropped]
     return streams.write_prepared(
         dest, rows, encode_pair, domain="multimodal", options=options, source=source,
         run=streams.PrepareRun(samples_per_shard, workers, on_error, overwrite, progress,

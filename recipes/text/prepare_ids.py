@@ -25,12 +25,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import warnings
 from typing import Any
 
 import numpy as np
 
-from recipes.core import DataError, SkippedSampleWarning, parquet, storage, streams, tokenizing
+from recipes.core import DataError, parquet, skip_or_raise, storage, streams, tokenizing
 from recipes.text.corpus_files import ROW_FORMATS, check_format, read_rows
 from recipes.text.parquet_corpus import label_array
 
@@ -67,13 +66,15 @@ def prepare(
     """
     tokenizing.check_truncation(max_length, "tokenizer")
     streams.local_folder(source, "prepare")
-    texts, labels, places = _read(source, text_field, label_field, on_error)
+    with streams.collect_skips() as dropped:  # lines that do not parse: named in the summary
+        texts, labels, places = _read(source, text_field, label_field, on_error)
     kind, labels = _labels(labels)
     encoded = tokenizing.load_tokenizer(tokenizer).to_str()
     name = storage.shown(source)
     # every row holds the one tokenizer string: pickled once a shard, loaded once a worker process
     rows = [(f"{row:09d}", f"{name} {place}", (text, None if labels is None else labels[row], encoded))
             for row, (text, place) in enumerate(zip(texts, places))]
+    rows += [(None, None, error) for error in dropped]
     options = {"tokenizer": hashlib.sha256(encoded.encode()).hexdigest(), "max_length": max_length, "labels": kind}
     pa = _pyarrow()
     columns = [("input_ids", pa.list_(pa.int32()))]
@@ -122,14 +123,12 @@ def _read(source: str | os.PathLike, text_field: str, label_field: str | None,
     if missing:
         raise ValueError(f"{storage.shown(source)}: no column {missing}; its columns are {table.column_names}")
     texts = table.column(text_field).to_pylist()
-    bad = [row for row, text in enumerate(texts) if not isinstance(text, str) or not text]
-    if bad and on_error == "raise":
-        raise DataError(f"{storage.shown(source)} row {bad[0]}: the text {text_field!r} is missing or empty")
+    for row, text in enumerate(texts):
+        if not isinstance(text, str) or not text:
+            skip_or_raise(DataError(f"{storage.shown(source)} row {row}: the text {text_field!r} is missing or empty"),
+                          on_error)
     kept = [row for row, text in enumerate(texts) if isinstance(text, str) and text]
     labels = None if label_field is None else table.column(label_field).to_pylist()
-    if bad:
-        warnings.warn(f"{storage.shown(source)}: {len(bad)} rows without a text (the first: row {bad[0]}); skipped",
-                      SkippedSampleWarning, stacklevel=3)
     return ([texts[row] for row in kept], None if labels is None else [labels[row] for row in kept],
             [f"row {row}" for row in kept])
 

@@ -64,8 +64,10 @@ def prepare(
     """
     options = imaging.reencode_options(max_side, quality)
     streams.local_folder(source, "prepare")
-    classes, listed = source_rows(source, image_root, on_error, owner="prepare")
-    rows = [(f"{row:09d}", where, (file, label)) for row, (where, file, label) in enumerate(listed)]
+    with streams.collect_skips() as dropped:  # rows of a manifest that do not parse: named in the summary
+        classes, listed = source_rows(source, image_root, on_error, owner="prepare")
+        rows = [(f"{row:09d}", where, (file, label)) for row, (where, file, label) in enumerate(listed)]
+    rows += [(None, None, error) for error in dropped]
     beside = {} if classes is None else {"classes.txt": "".join(f"{name}\n" for name in classes).encode()}
     return streams.write_prepared(
         dest, rows, encode_image, domain="vision", options=options,

@@ -102,6 +102,12 @@ def test_a_clip_that_disagrees_with_its_duration_stops_the_run_named_or_is_skipp
     listed = json.loads((tmp_path / "skipped" / "manifest.json").read_text())
     assert listed["samples"] == 7 and listed["skipped"] == [list(pair) for pair in summary.skipped]
     assert "1 skipped" in str(summary)
+    manifest.write_text(manifest.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    with pytest.warns(SkippedSampleWarning) as caught:  # a line the listing drops is counted with the rest
+        summary = prepare(manifest, tmp_path / "both", audio_root=speech, on_error="skip", workers=1, progress=False)
+    assert summary.samples == 7 and [where.split(" (")[0] for where, _ in summary.skipped] == [
+        f"{manifest} line 9", f"{manifest} line 3"]
+    assert len(caught) == 2
 
 
 def test_recipes_prepare_audio_writes_what_audio_loader_reads_and_refuses_an_image_option(speech, tmp_path, capsys):

@@ -77,7 +77,9 @@ def test_another_source_or_tokenizer_is_refused_by_name_and_a_bad_line_named_or_
         prepare(bad, tmp_path / "raised", tokenizer, workers=1, progress=False)
     with pytest.warns(SkippedSampleWarning, match="bad.jsonl line 2"):
         summary = prepare(bad, tmp_path / "skipped", tokenizer, on_error="skip", workers=1, progress=False)
-    assert summary.samples == 2
+    # the line the listing dropped is counted and named, in the summary and the manifest
+    assert summary.samples == 2 and [where for where, _ in summary.skipped] == [f"{bad} line 2"]
+    assert json.loads((tmp_path / "skipped" / "manifest.json").read_text())["skipped"][0][0] == f"{bad} line 2"
 
 
 def test_a_stopped_run_goes_on_from_its_whole_shards_to_the_same_bytes(fixtures, tokenizer, tmp_path):

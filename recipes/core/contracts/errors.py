@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -70,6 +71,10 @@ def skip_or_raise(error: DataError, on_error: str) -> None:
     if tally is not None and on_error != "raise":
         tally.count += 1
         tally.first = tally.first or str(getattr(error, "reason", error))
+    collected = _COLLECTED.get()
+    if collected is not None and on_error != "raise":
+        collected.append(error)  # collect_skips' caller counts and warns of it
+        return None
     if on_error == "raise":
         try:
             raise error
@@ -105,6 +110,20 @@ class SkippedRows:
 
 
 _SKIPPED: ContextVar[SkippedRows | None] = ContextVar("recipes_skipped_rows", default=None)
+_COLLECTED: ContextVar[list[DataError] | None] = ContextVar("recipes_collected_skips", default=None)
+
+
+@contextmanager
+def collect_skips() -> Iterator[list[DataError]]:
+    """``with collect_skips() as skipped: ...``: each error :func:`skip_or_raise` skips in the block
+    (however deep, ``on_error="skip"``) goes in ``skipped`` instead of a warning, for the caller to
+    count and report (``prepare``'s summary and manifest name what its source listing dropped)."""
+    collected: list[DataError] = []
+    token = _COLLECTED.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTED.reset(token)
 
 
 def drop_skipped(batch: Sequence[Any]) -> list[Any]:

@@ -7,6 +7,8 @@ domain's ``prepare`` shares. The domain lists its samples and says how one is wr
 ``rows`` are ``(key, where, payload)``: a member key, what to call the sample in a message, and what
 ``encode(payload, where, options)`` (a module's function, so that worker processes get it) turns into
 ``([(extension, bytes), ...], psnr or None, bytes read)``; a DataError or OSError it raises names the sample.
+A row whose key is None is one the source's listing could not read (:func:`recipes.core.streams.collect_skips`):
+its payload is the DataError, counted among the skipped (and named) in no shard.
 Shards are tar files (:class:`TarShards`, ``key.extension`` members) unless ``run.shards`` says
 otherwise: :class:`ParquetShards` writes each sample as a row, its members ``(column, value)``, and
 :class:`FileShards` each sample as a file of its own, named by its key (a video re-encoded).
@@ -203,6 +205,8 @@ def _write_prepared(dest: Any, rows: Sequence[tuple[str, str, Any]], encode: Enc
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     options = {**options, "samples_per_shard": samples_per_shard}
+    listed = [_named(error) for key, _, error in rows if key is None]  # what the source's listing dropped
+    rows = [row for row in rows if row[0] is not None]
     out = Path(dest) if staging is None else staging
     if remote is not None:
         remote.pull_records(out / RECORDS, RECORDS)  # the claim and the records an earlier run left there
@@ -234,15 +238,15 @@ def _write_prepared(dest: Any, rows: Sequence[tuple[str, str, Any]], encode: Enc
             bar.update(record["samples"] + len(record["skipped"]))
     written = [done[number] for number in range(len(tasks))]
     files = [record for record in written if record["sha256"] is not None]  # all but skipped FileShards samples
-    for record in written:
-        for where, why in record["skipped"]:
-            warnings.warn(f"{where}: {why}; skipped", SkippedSampleWarning, stacklevel=2)
+    skipped = [list(pair) for pair in listed] + [pair for record in written for pair in record["skipped"]]
+    for where, why in skipped:
+        warnings.warn(f"{where}: {why}; skipped", SkippedSampleWarning, stacklevel=3)
     _write_json(out / "manifest.json", lines="shards", value={
         "domain": domain, "version": _version(), "source": os.fspath(source), "options": options,
         "samples": sum(record["samples"] for record in written),
         "shards": [{name: record.get(name) for name in ("name", "samples", "bytes", "sha256")} | record.get("entry", {})
                    for record in files],
-        "skipped": [pair for record in written for pair in record["skipped"]],
+        "skipped": skipped,
     })
     if remote is not None:
         remote.put(out / "manifest.json", "manifest.json")  # last: a manifest means every shard is there
@@ -250,7 +254,7 @@ def _write_prepared(dest: Any, rows: Sequence[tuple[str, str, Any]], encode: Enc
     return PrepareSummary(
         shards=[out / record["name"] if remote is None else remote.where(record["name"]) for record in files],
         samples=sum(record["samples"] for record in written),
-        skipped=[tuple(pair) for record in written for pair in record["skipped"]],
+        skipped=[tuple(pair) for pair in skipped],
         bytes_in=sum(record["bytes_in"] for record in written), bytes_out=sum(record["bytes"] for record in written),
         reencoded=len(psnr), psnr_median=statistics.median(psnr) if psnr else None,
         seconds=time.perf_counter() - start, reused=len(tasks) - len(todo), psnr=psnr,
@@ -503,6 +507,12 @@ def _digest(path: str | os.PathLike, storage_options: dict[str, Any] | None = No
             digest.update(block)
             size += len(block)
     return size, digest.hexdigest()
+
+
+def _named(error: DataError) -> tuple[str, str]:
+    """``(where, why)`` of a listing's error, whose message is ``"<where>: <why>"``."""
+    where, _, why = str(getattr(error, "reason", error)).partition(": ")
+    return (where, why) if why else ("the source", where)
 
 
 def _size(count: int) -> str:
