@@ -212,19 +212,21 @@ def _run_once_more_if_hung(runner: list[str], env: dict[str, str], timeout: int)
     ``main``; one that outlives ``timeout`` is killed with every process it started) is run once more,
     with a warning carrying the stacks or its output so far: about one launch in twenty CI runs of the
     suite hangs, which has not reproduced here under load. A second hang fails the test."""
-    import signal
     import subprocess
+    import uuid
     import warnings
 
     def run() -> subprocess.CompletedProcess[str]:
-        # a session of its own, so that a hung launch's ranks die with it and free their ports
-        process = subprocess.Popen(runner, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, start_new_session=True)
+        # every process of the launch carries the mark: torchrun starts each rank in a session of its own,
+        # so a rank's DataLoader workers, orphaned when a hung rank exits, are found by it, not by a group
+        mark = uuid.uuid4().hex
+        process = subprocess.Popen(runner, cwd=ROOT, env={**env, LAUNCH_MARK: mark}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
+        except subprocess.TimeoutExpired:  # a rank hung, or an orphaned worker holds the pipes open
+            _kill_marked(mark)
+            stdout, stderr = process.communicate(timeout=60)
             stderr += f"\n(killed after {timeout} s)"
         return subprocess.CompletedProcess(runner, process.returncode, stdout, stderr)
 
@@ -236,6 +238,21 @@ def _run_once_more_if_hung(runner: list[str], env: dict[str, str], timeout: int)
         warnings.warn(f"the launch of {runner[-1]} hung; running it once more. Its stderr:\n{done.stderr[-6000:]}",
                       stacklevel=2)
     return run()
+
+
+LAUNCH_MARK = "RECIPES_TEST_LAUNCH"  # the environment variable that marks one launch's processes
+
+
+def _kill_marked(mark: str) -> None:
+    """SIGKILL every process whose environment holds ``LAUNCH_MARK=mark`` (what one launch started)."""
+    import psutil
+
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(LAUNCH_MARK) == mark:
+                process.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
 
 
 if __name__ == "__main__":
