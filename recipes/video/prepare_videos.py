@@ -31,8 +31,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import torch
 from torchcodec.decoders import VideoDecoder
-from torchcodec.encoders import Encoder
+from torchcodec.encoders import Encoder, VideoEncoder
 from torchcodec.transforms import Resize
 
 from recipes.core import DataError, storage, streams
@@ -43,6 +44,7 @@ from recipes.video.sampling import ClipSampling
 __all__ = ["describe_video", "encode_video", "output_size", "prepare"]
 
 CHUNK_FRAMES = 32  # frames decoded and encoded at a time: memory follows the chunk, not the video
+CODEC = "libx264"  # FFmpeg's H.264 encoder: GPL builds have it (Debian's, Homebrew's), conda-forge's LGPL one not
 PRESET, TUNE = "medium", "fastdecode"  # x264's: fastdecode (no CABAC, no deblocking) decodes a clip in ~60% of the time
 
 
@@ -92,12 +94,25 @@ def prepare(
     rows = [("videos/" + Path(os.path.splitext(name)[0]).as_posix(), os.path.join(root, name), os.path.join(root, name))
             for name in relative]
     options = {"short_side": short_side, "keyframe_every": keyframe_every, "fps": fps, "crf": crf,
-               "codec": "libx264", "preset": PRESET, "tune": TUNE}
+               "codec": CODEC, "preset": PRESET, "tune": TUNE}
+    check_encoder(CODEC)
     return streams.write_prepared(
         dest, rows, encode_video, domain="video", options=options, source=root,
         run=streams.PrepareRun(1, workers, on_error, overwrite, progress, storage_options=storage_options,
                                shards=streams.FileShards(".mp4", describe=describe_video)),
     )
+
+
+def check_encoder(codec: str) -> None:
+    """Refuse, before any video is read, an FFmpeg without the ``codec`` encoder, saying so: else
+    every video would fail alike, each named as if it were at fault."""
+    try:
+        VideoEncoder(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), frame_rate=2).to_tensor("mp4", codec=codec)
+    except (RuntimeError, ValueError) as error:
+        check_ffmpeg(error)
+        raise RuntimeError(f"prepare video encodes H.264 with FFmpeg's {codec}, which the FFmpeg TorchCodec loads here "
+                           f"lacks ({reason(error)}): install an FFmpeg built with it (apt-get install ffmpeg, brew "
+                           "install ffmpeg; conda-forge's LGPL build has no libx264)") from None
 
 
 def video_files(root: str) -> list[str]:

@@ -166,3 +166,12 @@ def test_the_folder_of_a_manifest_is_read_by_the_manifest_dataset_unchanged(fixt
     for index in range(len(copy)):  # each segment in seconds cuts the same frames of the copy as of the original
         assert copy[index]["frames"].tolist() == source[index]["frames"].tolist()
         assert min(copy[index]["video"].shape[-2:]) == 24
+
+
+def test_an_ffmpeg_without_the_encoder_is_refused_before_any_video_is_read(folder, tmp_path, monkeypatch):
+    from recipes.video import prepare_videos
+
+    monkeypatch.setattr(prepare_videos, "CODEC", "libx264_absent")  # as an FFmpeg built without libx264 has it
+    with pytest.raises(RuntimeError, match="encodes H.264 with FFmpeg's libx264_absent, which the FFmpeg"):
+        prepare(folder, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
