@@ -29,12 +29,12 @@ HOMES = {
     "order_or_default": "sampling.stream_order",
     "GroupedBatches": "sampling.grouped_stream",
     "PrepareRun": "sources.prepared_shards",
-    "FileShards": "sources.prepared_shards",
-    "ParquetShards": "sources.prepared_shards",
-    "TarShards": "sources.prepared_shards",
+    "FileShards": "sources.shard_writers",
+    "ParquetShards": "sources.shard_writers",
+    "TarShards": "sources.shard_writers",
     "PrepareSummary": "sources.prepared_shards",
     "local_folder": "sources.prepared_shards",
-    "add_member": "sources.prepared_shards",
+    "add_member": "sources.shard_writers",
     "manifest_problems": "sources.prepared_shards",
     "write_prepared": "sources.prepared_shards",
     "collect_skips": "contracts.errors",
@@ -47,16 +47,13 @@ if TYPE_CHECKING:  # where each name lives, for static readers
     from recipes.core.sampling.grouped_stream import GroupedBatches
     from recipes.core.sampling.stream_order import order_or_default
     from recipes.core.sources.prepared_shards import (
-        FileShards,
-        ParquetShards,
         PrepareRun,
         PrepareSummary,
-        TarShards,
-        add_member,
         local_folder,
         manifest_problems,
         write_prepared,
     )
     from recipes.core.sources.shard_index import ShardEpochs, ShardIndex, ShardStream, listed_shards
+    from recipes.core.sources.shard_writers import FileShards, ParquetShards, TarShards, add_member
     from recipes.core.sources.streams import block_shuffler, shuffled_blocks, turning_point
     from recipes.core.sources.tar_samples import expand_shards, is_shards, read_samples, split_key

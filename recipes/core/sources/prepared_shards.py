@@ -27,13 +27,11 @@ from __future__ import annotations
 import collections
 import hashlib
 import importlib.metadata
-import io
 import json
 import multiprocessing
 import os
 import shutil
 import statistics
-import tarfile
 import tempfile
 import time
 import warnings
@@ -47,8 +45,9 @@ from tqdm import tqdm
 
 from recipes.core.contracts.errors import DataError, SkippedSampleWarning, check_on_error
 from recipes.core.sources.prepared_remote import RemoteDest
+from recipes.core.sources.shard_writers import FileShards, TarShards
 from recipes.core.sources.storage import is_url, open_stream, read_bytes, shown
-from recipes.core.sources.tar_samples import SHARD_SUFFIXES, sample_starts
+from recipes.core.sources.tar_samples import SHARD_SUFFIXES
 from recipes.core.sources.urls import has_glob
 
 RECORDS = ".prepare"  # dest's folder of the options and one record a shard written
@@ -85,66 +84,6 @@ class PrepareSummary:
             f"{len(self.skipped)} skipped" + "".join(f"\n  {where}: {why}" for where, why in self.skipped[:20])
             + (f"\n  ... and {more} more (manifest.json lists every one)" if more > 0 else ""),
         ])
-
-
-class TarShards:
-    """Tar shards (the default): a sample's members are ``key.extension`` files, with fixed metadata,
-    and the manifest lists where each sample starts, as a reader indexes it.
-
-    What a shard is, for :func:`write_prepared` (:class:`ParquetShards` and :class:`FileShards` too):
-    ``name(number, keys)`` its file under the destination, ``open(path)`` a writer whose ``add(key,
-    members)`` takes a sample and ``close()`` ends the file, and ``entry(path)`` the fields its
-    manifest entry holds besides its samples, bytes and sha256."""
-
-    suffix = ".tar"
-
-    def name(self, number: int, keys: list[str]) -> str:
-        return f"shard-{number:06d}{self.suffix}"
-
-    def open(self, path: Path) -> Any:
-        return _TarShard(path)
-
-    def entry(self, path: Path) -> dict[str, Any]:
-        # where each sample starts, as a reader indexes it: readers of DEST list it from manifest.json, no shard opened
-        return {"starts": sample_starts(str(path), max_member_bytes=max(path.stat().st_size, 1)).tolist()}
-
-
-@dataclass(frozen=True)
-class ParquetShards:
-    """Parquet shards: a sample is a row, its members ``(column, value)`` in ``schema``'s columns (a
-    ``pyarrow.Schema``), one row group a shard, ``compression`` as pyarrow names it."""
-
-    schema: Any
-    compression: str = "zstd"
-    suffix = ".parquet"
-
-    def name(self, number: int, keys: list[str]) -> str:
-        return f"shard-{number:06d}{self.suffix}"
-
-    def open(self, path: Path) -> Any:
-        return _ParquetShard(path, self.schema, self.compression)
-
-    def entry(self, path: Path) -> dict[str, Any]:
-        return {}  # read by row group, not indexed by sample
-
-
-@dataclass(frozen=True)
-class FileShards:
-    """A file a sample, ``<key><suffix>`` under the destination (``archery/v_001.mp4``: keys may hold
-    folders), holding its one member's bytes; ``samples_per_shard`` must be 1. ``describe(path)``, a
-    module's function, gives the fields the file's manifest entry holds (a video's frame count)."""
-
-    suffix: str
-    describe: Callable[[Path], dict[str, Any]] | None = None
-
-    def name(self, number: int, keys: list[str]) -> str:
-        return f"{keys[0]}{self.suffix}"
-
-    def open(self, path: Path) -> Any:
-        return _FileShard(path)
-
-    def entry(self, path: Path) -> dict[str, Any]:
-        return {} if self.describe is None else self.describe(path)
 
 
 @dataclass(frozen=True)
@@ -323,13 +262,6 @@ def local_folder(path: str | os.PathLike, owner: str) -> Path:
     return Path(text)
 
 
-def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    """Add ``data`` to ``tar`` as ``name``, with fixed metadata: the same input gives the same bytes."""
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 0
-    tar.addfile(info, io.BytesIO(data))
-
-
 def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, dict[str, Any], str, Any, Any]
                  ) -> dict[str, Any]:
     """Write one shard (``task``: dest, its number and name, its rows, encode, the options, on_error,
@@ -371,48 +303,6 @@ def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, 
     if remote is not None:
         remote.put(out / RECORDS / f"{name}.json", f"{RECORDS}/{name}.json")
     return record
-
-
-class _TarShard:
-    def __init__(self, path: Path) -> None:
-        self.tar = tarfile.open(path, "w", format=tarfile.PAX_FORMAT)
-
-    def add(self, key: str, members: list[tuple[str, bytes]]) -> None:
-        for extension, data in members:
-            add_member(self.tar, f"{key}.{extension}", data)
-
-    def close(self) -> None:
-        self.tar.close()
-
-
-class _FileShard:
-    def __init__(self, path: Path) -> None:
-        self.path = path  # written by add: a sample skipped leaves no file
-
-    def add(self, key: str, members: list[tuple[str, bytes]]) -> None:
-        self.path.write_bytes(members[0][1])
-
-    def close(self) -> None:
-        pass
-
-
-class _ParquetShard:
-    def __init__(self, path: Path, schema: Any, compression: str) -> None:
-        self.path, self.schema, self.compression = path, schema, compression
-        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-
-    def add(self, key: str, members: list[tuple[str, Any]]) -> None:
-        values = dict(members)
-        for name, column in self.columns.items():
-            column.append(values[name])
-
-    def close(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.table({name: pa.array(column, type=self.schema.field(name).type)
-                          for name, column in self.columns.items()}, schema=self.schema)
-        pq.write_table(table, self.path, compression=self.compression, row_group_size=max(len(table), 1))
 
 
 def _run(tasks: list[Any], workers: int) -> Any:
