@@ -48,18 +48,18 @@ class RemoteDest:
         """Copy every object under ``<url>/<folder>/`` into the local ``records`` folder."""
         fs, root = self._fs()
         prefix = f"{root}/{folder}"
+        fs.invalidate_cache()  # what the store holds now, not what an earlier listing in this process saw
         for path in fs.find(prefix):
             local = records / os.path.relpath(path, prefix)
             local.parent.mkdir(parents=True, exist_ok=True)
             local.write_bytes(fs.cat_file(path))
 
-    def size(self, name: str) -> int | None:
-        """The size of object ``name``, None where there is none."""
+    def sizes(self) -> dict[str, int]:
+        """``{name: size}`` of every object under the destination, from one listing (a resumed run
+        asks it once, not once a shard)."""
         fs, root = self._fs()
-        try:
-            return int(fs.size(f"{root}/{name}"))
-        except FileNotFoundError:
-            return None
+        fs.invalidate_cache()
+        return {os.path.relpath(path, root): int(info["size"]) for path, info in fs.find(root, detail=True).items()}
 
     def put(self, local: Path, name: str) -> None:
         """Upload the local file as object ``name`` (whole or not at all)."""

@@ -167,7 +167,8 @@ def _write_prepared(dest: Any, rows: Sequence[tuple[str, str, Any]], encode: Enc
     tasks = [(str(out), number, name, chunk, encode, options, on_error, run.shards, remote)
              for number, (name, chunk) in enumerate(zip(names, chunks))]
     done = {number: _record(records, name) for number, name in enumerate(names)}
-    done = {number: record for number, record in done.items() if record is not None and _whole(out, record, remote)}
+    there = None if remote is None else remote.sizes()
+    done = {number: record for number, record in done.items() if record is not None and _whole(out, record, there)}
     todo = [task for task in tasks if task[1] not in done]
     bar = tqdm(total=len(rows), initial=sum(len(chunks[number]) for number in done), unit="sample",
                desc=f"prepare {domain}", disable=not run.progress, smoothing=0.1)
@@ -293,7 +294,7 @@ def _write_shard(task: tuple[str, int, str, list[tuple[str, str, Any]], Encode, 
     if not partial.exists():  # a FileShards sample skipped: no file, and a record that says so
         record.update(sha256=None, bytes=0, entry={})
     else:
-        record["sha256"], record["bytes"] = _sha256(partial), partial.stat().st_size
+        record["bytes"], record["sha256"] = _digest(partial)
         record["entry"] = shards.entry(partial)
         os.replace(partial, out / name)
         if remote is not None:
@@ -352,11 +353,11 @@ def _record(records: Path, name: str) -> dict[str, Any] | None:
         return None
 
 
-def _whole(out: Path, record: dict[str, Any], remote: RemoteDest | None = None) -> bool:
-    """Whether the record's shard is there (locally or at ``remote``) with its size (its sha256 is
+def _whole(out: Path, record: dict[str, Any], there: dict[str, int] | None = None) -> bool:
+    """Whether the record's shard is there (locally, or among the remote sizes ``there``) with its size (its sha256 is
     :func:`manifest_problems`' to read), or, for a file whose sample was skipped, is not there."""
-    if remote is not None:
-        size = remote.size(record["name"])
+    if there is not None:
+        size = there.get(record["name"])
         return size is None if record.get("sha256") is None else size == record["bytes"]
     path = out / record["name"]
     if record.get("sha256") is None:
